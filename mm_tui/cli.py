@@ -1,0 +1,112 @@
+"""`mm`: flags to one front end.
+
+Window mode is the default once it exists; until then `mm` opens line mode. Start-up errors
+(a broken config file, a server that cannot be reached) end in one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from mm_tui import __version__
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mm",
+        description="mm: a terminal coding agent for OpenAI-compatible model servers.",
+    )
+    front = p.add_mutually_exclusive_group()
+    front.add_argument("--window", action="store_true", help="full-screen window mode (default)")
+    front.add_argument("--line", action="store_true", help="line mode: a REPL printing lines")
+    front.add_argument(
+        "-p", "--print", dest="prompt", metavar="PROMPT", help="run one turn, print it, exit"
+    )
+    front.add_argument("-acp", "--acp", action="store_true", help="serve ACP over stdio")
+    front.add_argument(
+        "--ask", nargs=2, metavar=("AGENT", "PROMPT"), help="hand one turn to an agent of mmConfigs"
+    )
+    p.add_argument(
+        "--demo", action="store_true", help="the built-in demo model in a throw-away playground"
+    )
+    p.add_argument(
+        "--config", metavar="FILE", help="an agent file merged over the other config files"
+    )
+    p.add_argument("--model", help="the model name")
+    p.add_argument(
+        "--base-url",
+        dest="base_url",
+        metavar="URL",
+        help="the server, e.g. http://localhost:11434/v1",
+    )
+    p.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="resume a session (the latest without ID)",
+    )
+    p.add_argument(
+        "--yolo",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run every tool call without asking",
+    )
+    p.add_argument("--theme", help="window theme")
+    p.add_argument("--version", action="version", version=f"mm {__version__}")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from mm_tui.config import ConfigError, load_settings
+
+    cwd = Path.cwd()
+    if args.demo:
+        from mm_tui.engine.demo import make_playground
+
+        cwd = make_playground()
+        os.chdir(cwd)
+    overrides = {
+        "model": args.model,
+        "baseUrl": args.base_url,
+        "yolo": args.yolo,
+        "theme": args.theme,
+    }
+    try:
+        settings = load_settings(config_file=args.config, overrides=overrides, cwd=cwd)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if args.acp or args.ask:
+        print("mm: ACP and --ask are not available yet in this version", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_run(args, settings, cwd))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: ANN001
+    from mm_tui.line import run_line, run_print, stdout_console
+    from mm_tui.startup import StartupError, start
+
+    try:
+        started = await start(settings, cwd, demo=args.demo, resume=args.resume)
+    except StartupError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    console = stdout_console()
+    if args.prompt is not None:
+        for note in started.notes:
+            print(f"mm: {note}", file=sys.stderr)
+        return await run_print(started.engine, args.prompt, console)
+    return await run_line(started.engine, console, started.notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

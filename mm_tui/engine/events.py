@@ -1,0 +1,176 @@
+"""The typed events: the whole contract between the engine and its front ends.
+
+A front end starts a turn and receives these, in order, until `TurnEnded`. They are frozen
+dataclasses so that a front end can keep them in its own store without fearing that the engine
+changes them afterwards. The one mutable part is the future of `PermissionRequested`, which the
+front end resolves with a `Decision`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+ToolStatus = Literal["ok", "error", "rejected", "cancelled"]
+
+
+class Decision(StrEnum):
+    """The four answers to a permission request, the same in every front end."""
+
+    ALLOW_ONCE = "a"
+    ALLOW_SESSION = "s"
+    REJECT = "r"
+    NEVER = "n"
+
+    @property
+    def allows(self) -> bool:
+        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_SESSION)
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The reference's counters of one turn."""
+
+    commands: int = 0
+    file_ops: int = 0
+    skills: int = 0
+    lsp_calls: int = 0
+
+    def parts(self) -> list[str]:
+        """The recap's counters that are not zero, spelled as the reference spells them."""
+        out = []
+        if self.commands:
+            out.append(f"⚙ {self.commands} command(s)")
+        if self.file_ops:
+            out.append(f"📝 {self.file_ops} file op(s)")
+        if self.skills:
+            out.append(f"📖 {self.skills} skill(s)")
+        if self.lsp_calls:
+            out.append(f"🔎 {self.lsp_calls} lsp call(s)")
+        return out
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of every event. `agent` names the agent that emitted it: None for the top agent,
+    the asked agent's name for a child, so that a front end can nest a child's events."""
+
+    agent: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Thinking(Event):
+    """Spinner state: `Thinking`, `Composing a tool call`, `Fetching`, `Running`."""
+
+    state: str = "Thinking"
+
+
+@dataclass(frozen=True)
+class ComposingToolCall(Event):
+    """A tool call whose arguments are still streaming; `chars` is how much arrived so far."""
+
+    index: int
+    name: str
+    chars: int
+    state: str = "Composing a tool call"
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    text: str
+
+
+@dataclass(frozen=True)
+class ThoughtDelta(Event):
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    call_id: str
+    tool: str
+    title: str
+    kind: str
+    arguments: dict[str, Any]
+    display: str = ""
+    locations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(Event):
+    call_id: str
+    tool: str
+    status: ToolStatus
+    output: str
+    elapsed: float
+    diff: str | None = None
+
+
+@dataclass(frozen=True)
+class PermissionRequested(Event):
+    call_id: str
+    tool: str
+    title: str
+    details: str
+    future: asyncio.Future[Decision] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class AgentStarted(Event):
+    name: str
+    title: str
+    model: str
+    provider: str
+    asked_by: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentFinished(Event):
+    name: str
+    title: str
+    model: str
+    provider: str
+    asked_by: str | None = None
+
+
+StopReason = Literal["end_turn", "max_turns", "cancelled", "error", "loop_detected"]
+
+
+@dataclass(frozen=True)
+class TurnEnded(Event):
+    turn: int
+    counters: Counters
+    elapsed: float
+    usage: Usage
+    stop_reason: StopReason
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineError(Event):
+    where: str
+    message: str

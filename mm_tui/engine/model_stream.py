@@ -1,0 +1,77 @@
+"""What a model client yields while it answers: the common shape of the HTTP provider and the
+demo model, so that the turn loop never knows which one it talks to."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mm_tui.engine.events import Usage
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallChunk:
+    """A piece of a tool call as it streams. `index` is the call's slot in the response (calls
+    may interleave); `name` is the whole name once known; `arguments` is the text received so far
+    for that call (cumulative, so a guard can look at it without keeping its own buffer)."""
+
+    index: int
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text, exactly as the model wrote it
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """The last item of every stream: the assembled tool calls, in index order."""
+
+    finish_reason: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+
+ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | StreamEnd
+
+
+class ModelError(Exception):
+    """A failure of the model connection, already worded for a person. `after_tokens` tells
+    whether some of the answer had arrived (then it is not retried)."""
+
+    def __init__(self, message: str, *, after_tokens: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.after_tokens = after_tokens
+        self.status = status
+
+
+class ModelClient(Protocol):
+    """A chat-completions model: the HTTP provider or the demo model."""
+
+    model: str
+    provider: str
+    base_url: str
+
+    def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> AsyncIterator[ModelChunk]:
+        """Yield chunks of one response; the last one is a `StreamEnd`. Raises `ModelError`."""
+        ...
+
+    async def aclose(self) -> None: ...

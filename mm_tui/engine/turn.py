@@ -1,0 +1,478 @@
+"""The agent loop: model, then tools, then model again, until an answer or `maxTurns`.
+
+`Engine.run_turn(text, emit)` emits the events of `events.py` through `emit` (a plain callable:
+the window posts them as Textual messages, line mode prints them) and returns the `TurnEnded`
+it emitted last. The history is saved after every change, so nothing of a turn is lost when the
+process dies in the middle of it.
+
+Cancellation: `Engine.cancel()` (Esc, Ctrl-C, /abort) cancels the turn's own task; the running
+tool is stopped, every call of the model's last message gets a result (`[error: cancelled]`), so
+the history stays well formed, and the turn ends with the stop reason `cancelled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mm_tui.config import Settings
+from mm_tui.engine.events import (
+    ComposingToolCall,
+    Counters,
+    Decision,
+    EngineError,
+    Event,
+    PermissionRequested,
+    StopReason,
+    TextDelta,
+    Thinking,
+    ThoughtDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+    Usage,
+)
+from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, RunawayDetector, loop_stop_message
+from mm_tui.engine.model_stream import (
+    ModelClient,
+    ModelError,
+    ReasoningChunk,
+    StreamEnd,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+)
+from mm_tui.engine.permissions import Permissions
+from mm_tui.engine.session import Session
+from mm_tui.tools.base import CANCELLED, ToolCancelled, ToolContext
+from mm_tui.tools.registry import ToolRegistry
+
+Emit = Callable[[Event], None]
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are mm, a coding agent working in a terminal, in the folder {cwd}.
+Use the tools to look at the code, run commands and change files; do not guess what a file
+holds, read it. Keep changes small and say what you did in a few sentences. When a tool reports
+an error, read it and adapt instead of repeating the same call."""
+
+
+class _StopTurn(Exception):  # noqa: N818 - control flow inside the loop
+    def __init__(self, reason: StopReason, message: str, where: str) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.where = reason, message, where
+
+
+@dataclass
+class _TurnState:
+    counters: dict[str, int] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    pending: list[ToolCall] = field(default_factory=list)  # calls of the last message not answered
+    started: set[str] = field(default_factory=set)  # calls whose line a front end shows
+
+    def count(self, counter: str | None) -> None:
+        if counter:
+            self.counters[counter] = self.counters.get(counter, 0) + 1
+
+
+class Engine:
+    """One agent: a model, its tools, its history and its guards. Front ends hold one each."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: ModelClient,
+        *,
+        cwd: Path,
+        session: Session,
+        registry: ToolRegistry | None = None,
+        name: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.cwd = cwd
+        self.session = session
+        self.registry = (
+            registry if registry is not None else ToolRegistry.from_settings(settings, cwd)
+        )
+        self.name = name
+        self.clock = clock
+        self.permissions = Permissions(settings.yolo)
+        self.loop_detector = LoopDetector()
+        self.turn_number = sum(1 for m in session.messages if m.get("role") == "user")
+        self._task: asyncio.Task[TurnEnded] | None = None
+        self._session_warned = False
+        if not session.messages:
+            session.messages.append({"role": "system", "content": self.system_prompt()})
+
+    # -- public ----------------------------------------------------------------------------
+
+    def system_prompt(self) -> str:
+        return self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT.format(cwd=self.cwd)
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def cancel(self) -> bool:
+        """Cancel the running turn; True when there was one."""
+        if self.busy:
+            assert self._task is not None
+            self._task.cancel()
+            return True
+        return False
+
+    async def run_turn(self, text: str, emit: Emit) -> TurnEnded:
+        """Run one turn to its end. Cancelling the caller cancels the turn too, after the turn
+        has put its history in order."""
+        self._task = asyncio.create_task(self._turn(text, emit))
+        try:
+            return await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            raise
+
+    def new_session(self, session: Session) -> None:
+        """`/new`: a fresh history and file; the loop detector and the remembered decisions reset."""
+        self.session = session
+        self.loop_detector.reset()
+        self.permissions.reset()
+        self.turn_number = 0
+        if not session.messages:
+            session.messages.append({"role": "system", "content": self.system_prompt()})
+
+    # -- the turn --------------------------------------------------------------------------
+
+    def _emit(self, emit: Emit, event: Event) -> None:
+        if self.name is not None and event.agent is None:
+            object.__setattr__(event, "agent", self.name)
+        emit(event)
+
+    def _save(self, emit: Emit, change: Callable[[], None] | None = None) -> None:
+        """Save the session (after `change`, a Session method that records and saves). A session
+        folder that cannot be written costs a warning, never the turn."""
+        try:
+            (change or self.session.save)()
+        except OSError as exc:
+            if not self._session_warned:
+                self._session_warned = True
+                self._emit(
+                    emit,
+                    EngineError(
+                        where="session",
+                        message=f"[warning: the session file cannot be written ({exc}) — "
+                        "the turn goes on, but this session will not be resumable]",
+                    ),
+                )
+
+    async def _turn(self, text: str, emit: Emit) -> TurnEnded:
+        self.turn_number += 1
+        turn = self.turn_number
+        started = self.clock()
+        state = _TurnState()
+        self._emit(emit, TurnStarted(turn=turn, text=text))
+        self.session.messages.append({"role": "user", "content": text})
+        self._save(emit)
+        reason: StopReason = "end_turn"
+        error: str | None = None
+        try:
+            for _ in range(self.settings.max_turns):
+                calls = await self._generate(emit, state)
+                if not calls:
+                    break
+                await self._run_calls(calls, emit, state)
+            else:
+                reason = "max_turns"
+                error = (
+                    f"[error: the turn reached maxTurns ({self.settings.max_turns} model round "
+                    "trips) — ask again to continue, or raise maxTurns]"
+                )
+                self._record_error(emit, "generation", error)
+        except _StopTurn as stop:
+            reason, error = stop.reason, stop.message
+            self._record_error(emit, stop.where, stop.message)
+        except asyncio.CancelledError:
+            reason = "cancelled"
+            self._answer_pending(state, CANCELLED, emit)
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        ended = TurnEnded(
+            turn=turn,
+            counters=Counters(**state.counters),
+            elapsed=self.clock() - started,
+            usage=state.usage,
+            stop_reason=reason,
+            error=error,
+        )
+        self._save(
+            emit,
+            lambda: self.session.add_turn(
+                counters=ended.counters,
+                usage={
+                    "prompt_tokens": state.usage.prompt_tokens,
+                    "completion_tokens": state.usage.completion_tokens,
+                },
+                elapsed=round(ended.elapsed, 3),
+                stop_reason=reason,
+            ),
+        )
+        self._emit(emit, ended)
+        return ended
+
+    def _record_error(self, emit: Emit, where: str, message: str) -> None:
+        self._save(emit, lambda: self.session.add_error(where, message))
+        self._emit(emit, EngineError(where=where, message=message))
+
+    def _answer_pending(self, state: _TurnState, output: str, emit: Emit) -> None:
+        """Give every call of the model's last message a result, so the history stays well
+        formed; a call whose line is already shown is closed as cancelled."""
+        for call in state.pending:
+            self.session.messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": output}
+            )
+            if call.id in state.started:
+                self._emit(
+                    emit,
+                    ToolCallFinished(
+                        call_id=call.id,
+                        tool=call.name,
+                        status="cancelled",
+                        output=output,
+                        elapsed=0.0,
+                    ),
+                )
+        state.pending.clear()
+
+    async def _generate(self, emit: Emit, state: _TurnState) -> list[ToolCall]:
+        """One model round trip: stream the answer, return the tool calls it asked for."""
+        self._emit(emit, Thinking(state="Thinking"))
+        text: list[str] = []
+        runaway = RunawayDetector()
+        end: StreamEnd | None = None
+        timeout = self.settings.watchdog_timeout
+        loop = asyncio.get_running_loop()
+        stream = self.client.stream(self.session.messages, self.registry.declarations())
+        try:
+            async with asyncio.timeout(timeout) as watchdog:
+                async for chunk in stream:
+                    watchdog.reschedule(loop.time() + timeout)
+                    if isinstance(chunk, TextChunk):
+                        text.append(chunk.text)
+                        self._emit(emit, TextDelta(text=chunk.text))
+                    elif isinstance(chunk, ReasoningChunk):
+                        self._emit(emit, ThoughtDelta(text=chunk.text))
+                    elif isinstance(chunk, ToolCallChunk):
+                        problem = runaway.check(chunk.arguments)
+                        if problem:
+                            self._keep_partial(text)
+                            raise _StopTurn("error", problem, "generation")
+                        self._emit(
+                            emit,
+                            ComposingToolCall(
+                                index=chunk.index, name=chunk.name, chars=len(chunk.arguments)
+                            ),
+                        )
+                    elif isinstance(chunk, StreamEnd):
+                        end = chunk
+        except TimeoutError:
+            self._keep_partial(text)
+            raise _StopTurn(
+                "error",
+                f"[error: the model sent nothing for {timeout:g}s — turn stopped by the "
+                "watchdog; check that the model server is still running, or raise "
+                "watchdogTimeout for a slow model]",
+                "generation",
+            ) from None
+        except ModelError as exc:
+            self._keep_partial(text)
+            raise _StopTurn("error", f"[error: {exc.message}]", "provider") from None
+        except asyncio.CancelledError:
+            self._keep_partial(text)
+            raise
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await asyncio.shield(aclose())
+        if end is None:
+            self._keep_partial(text)
+            raise _StopTurn(
+                "error", "[error: the model's answer ended without a final chunk]", "provider"
+            )
+        state.usage = state.usage + end.usage
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+        if end.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in end.tool_calls
+            ]
+        self.session.messages.append(message)
+        state.pending = list(end.tool_calls)
+        self._save(emit)
+        return list(end.tool_calls)
+
+    def _keep_partial(self, text: list[str]) -> None:
+        """What the model said before a failure stays in the history: nothing is lost."""
+        if text:
+            self.session.messages.append({"role": "assistant", "content": "".join(text)})
+
+    async def _run_calls(self, calls: list[ToolCall], emit: Emit, state: _TurnState) -> None:
+        ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=lambda e: self._emit(emit, e))
+        for call in calls:
+            started = self.clock()
+            parsed = self.registry.parse(call.name, call.arguments)
+            if isinstance(parsed, str):
+                short = _short(call.arguments)
+                self._emit(
+                    emit,
+                    ToolCallStarted(
+                        call_id=call.id,
+                        tool=call.name,
+                        title=f"{call.name}  {short}",
+                        kind="other",
+                        arguments={},
+                        display=f"⚠ {call.name}: {short}",
+                    ),
+                )
+                state.started.add(call.id)
+                self._conclude(
+                    call, call.arguments, "error", parsed, None, started, emit, state, None
+                )
+                continue
+            tool, args = parsed
+            arguments = args.model_dump()
+            self._emit(
+                emit,
+                ToolCallStarted(
+                    call_id=call.id,
+                    tool=tool.name,
+                    title=f"{tool.name}  {tool.title(args)}",
+                    kind=tool.kind,
+                    arguments=arguments,
+                    display=tool.display(args),
+                    locations=tool.locations(args, ctx),
+                ),
+            )
+            state.started.add(call.id)
+            if tool.needs_permission(args) and not self.permissions.yolo:
+                decision = self.permissions.remembered(tool.name)
+                if decision is None:
+                    decision = await self._ask(call, tool, args, ctx, emit)
+                    self.permissions.record(tool.name, decision)
+                if not decision.allows:
+                    self._finish(call, "rejected", tool.rejection(), None, started, emit, state)
+                    state.count(tool.counter)
+                    continue
+            try:
+                result = await tool.run(args, ctx)
+            except ToolCancelled as cancelled:
+                self._finish(call, "cancelled", cancelled.output, None, started, emit, state)
+                raise asyncio.CancelledError from None
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a tool must not raise; if one does, the model hears it
+                output = f"[error: {tool.name} failed unexpectedly: {type(exc).__name__}: {exc}]"
+                self._finish(call, "error", output, None, started, emit, state)
+                state.count(tool.counter)
+                continue
+            self._conclude(
+                call,
+                _canonical(arguments),
+                result.status,
+                result.output,
+                result.diff,
+                started,
+                emit,
+                state,
+                tool.counter,
+            )
+
+    def _conclude(
+        self,
+        call: ToolCall,
+        arguments: str,
+        status: str,
+        output: str,
+        diff: str | None,
+        started: float,
+        emit: Emit,
+        state: _TurnState,
+        counter: str | None,
+    ) -> None:
+        """Record a call in the loop detector, then give the model its result."""
+        state.count(counter)
+        verdict = self.loop_detector.record(call.name, arguments, output)
+        if verdict.stop:
+            message = loop_stop_message(call.name)
+            self._finish(call, "error", message, diff, started, emit, state)
+            self._answer_pending(state, "[error: not run — the turn was stopped]", emit)
+            raise _StopTurn("loop_detected", message, "generation")
+        if verdict.warn:
+            output = f"{output.rstrip(chr(10))}\n{LOOP_WARNING}" if output else LOOP_WARNING
+        self._finish(call, status, output, diff, started, emit, state)
+
+    async def _ask(
+        self, call: ToolCall, tool: Any, args: Any, ctx: ToolContext, emit: Emit
+    ) -> Decision:
+        details = await tool.permission_details(args, ctx)
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        self._emit(
+            emit,
+            PermissionRequested(
+                call_id=call.id,
+                tool=tool.name,
+                title=f"{tool.name}  {tool.title(args)}",
+                details=details,
+                future=future,
+            ),
+        )
+        try:
+            return await future
+        finally:
+            if not future.done():
+                future.cancel()
+
+    def _finish(
+        self,
+        call: ToolCall,
+        status: str,
+        output: str,
+        diff: str | None,
+        started: float,
+        emit: Emit,
+        state: _TurnState,
+    ) -> None:
+        self.session.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+        state.pending = [c for c in state.pending if c.id != call.id]
+        self._save(emit)
+        self._emit(
+            emit,
+            ToolCallFinished(
+                call_id=call.id,
+                tool=call.name,
+                status=status,  # type: ignore[arg-type]
+                output=output,
+                elapsed=self.clock() - started,
+                diff=diff,
+            ),
+        )
+
+
+def _canonical(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def _short(raw: str, limit: int = 80) -> str:
+    flat = " ".join(raw.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,292 @@
+"""Line mode (`mm --line`) and one-shot `mm -p`: the engine's events printed with Rich, as the
+reference's terminal-display lines (`🛠️  bash: …`, the `🔐` prompt, the recap)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.text import Text
+
+from mm_tui.config import resolve_dir
+from mm_tui.engine.events import (
+    AgentStarted,
+    Decision,
+    EngineError,
+    Event,
+    PermissionRequested,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+)
+from mm_tui.engine.session import Session
+from mm_tui.engine.turn import Engine
+
+PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
+# Tools whose output is not echoed: a skill is for the model, not the screen.
+SILENT_TOOLS = {"read_skill"}
+
+
+def recap(ended: TurnEnded) -> str:
+    """The line that closes a turn: the counters that are not zero, the time, the tokens."""
+    parts = ended.counters.parts()
+    parts.append(f"{ended.elapsed:.1f}s")
+    if ended.usage.total_tokens:
+        parts.append(
+            f"{ended.usage.total_tokens:,} tokens "
+            f"({ended.usage.prompt_tokens:,} in, {ended.usage.completion_tokens:,} out)"
+        )
+    return " · ".join(parts)
+
+
+def preview(output: str, lines: int) -> list[str]:
+    """Up to `lines` lines of a tool's output, or `(no output)`."""
+    shown = output.rstrip("\n").splitlines()
+    if not shown:
+        return ["(no output)"]
+    if len(shown) > lines:
+        rest = len(shown) - lines
+        return shown[:lines] + [f"… {rest} more line{'s' if rest != 1 else ''}"]
+    return shown
+
+
+class LinePrinter:
+    """Turns events into printed lines. `ask` answers a permission request (line mode reads the
+    keyboard; `-p` rejects)."""
+
+    def __init__(
+        self,
+        console: Console,
+        preview_lines: int,
+        ask: Callable[[PermissionRequested], None],
+    ) -> None:
+        self.console = console
+        self.preview_lines = preview_lines
+        self.ask = ask
+        self._mode: str | None = None  # "text" or "thought" while one streams
+        self.last_end: TurnEnded | None = None
+
+    def _close_stream(self) -> None:
+        if self._mode is not None:
+            self.console.file.write("\n")
+            self.console.file.flush()
+            self._mode = None
+
+    def __call__(self, event: Event) -> None:
+        c = self.console
+        if isinstance(event, TextDelta):
+            if self._mode != "text":
+                self._close_stream()
+                self._mode = "text"
+            c.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
+            return
+        if isinstance(event, ThoughtDelta):
+            if self._mode != "thought":
+                self._close_stream()
+                self._mode = "thought"
+            c.print(
+                event.text,
+                end="",
+                style="dim italic",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+            return
+        self._close_stream()
+        prefix = f"[{event.agent}] " if event.agent else ""
+        if isinstance(event, ToolCallStarted):
+            c.print(Text(prefix + event.display))
+        elif isinstance(event, PermissionRequested):
+            if event.details and event.details not in event.title:
+                for line in event.details.rstrip("\n").splitlines()[:40]:
+                    c.print(Text("    " + line, style="dim"))
+            self.ask(event)
+        elif isinstance(event, ToolCallFinished):
+            if event.tool in SILENT_TOOLS and event.status == "ok":
+                return
+            style = "dim" if event.status == "ok" else "dim red"
+            for line in preview(event.output, self.preview_lines):
+                c.print(Text("    " + line, style=style))
+        elif isinstance(event, EngineError):
+            c.print(Text(prefix + event.message, style="bold red"))
+        elif isinstance(event, AgentStarted):
+            c.print(agent_header(event.title, event.model, event.provider, event.asked_by))
+        elif isinstance(event, TurnEnded):
+            if event.agent is None:
+                self.last_end = event
+                c.print(Text(recap(event), style="cyan"))
+
+
+def agent_header(title: str, model: str, provider: str, asked_by: str | None = None) -> Text:
+    """`mm [title] · model @ provider`, and `· asked by <parent>` for an asked agent."""
+    header = Text.assemble((f"mm [{title}]", "bold"), f" · {model} @ {provider}")
+    if asked_by:
+        header.append(f" · asked by {asked_by}")
+    return header
+
+
+def banner(console: Console, engine: Engine, notes: list[str]) -> None:
+    client = engine.client
+    header = agent_header(engine.settings.acp.title, client.model, client.provider)
+    if engine.permissions.yolo:
+        header.append(" · ").append(" yolo ", style="reverse")
+    console.print(header)
+    console.print(Text(str(engine.cwd), style="dim"))
+    for note in notes:
+        console.print(Text(note, style="yellow"))
+
+
+def exit_status(ended: TurnEnded | None) -> int:
+    if ended is None:
+        return 1
+    if ended.stop_reason == "end_turn":
+        return 0
+    if ended.stop_reason == "cancelled":
+        return 130
+    return 1
+
+
+async def run_print(engine: Engine, prompt: str, console: Console) -> int:
+    """`mm -p`: one turn; every call that would ask is rejected; the exit status says how the
+    turn ended."""
+
+    def reject(request: PermissionRequested) -> None:
+        console.print(Text(f"🔐 {request.title}: rejected (mm -p does not ask)", style="yellow"))
+        if not request.future.done():
+            request.future.set_result(Decision.REJECT)
+
+    printer = LinePrinter(console, engine.settings.preview_lines, reject)
+    try:
+        ended = await engine.run_turn(prompt, printer)
+    finally:
+        await engine.client.aclose()
+    return exit_status(ended)
+
+
+class KeyboardReader:
+    """Reads lines in a daemon thread so the event loop never blocks on the keyboard, and an
+    abandoned read (Ctrl-C twice at the prompt) never keeps the process alive."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    async def read(self, prompt: str) -> str | None:
+        """A line, or None at end of input."""
+        future: asyncio.Future[str | None] = self._loop.create_future()
+
+        def worker() -> None:
+            try:
+                line: str | None = input(prompt)
+            except (EOFError, OSError, ValueError):
+                line = None
+            self._loop.call_soon_threadsafe(_settle, future, line)
+
+        threading.Thread(target=worker, name="mm-keyboard", daemon=True).start()
+        return await future
+
+
+def _settle(future: asyncio.Future[str | None], value: str | None) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
+    """The line-mode REPL. Ctrl-C cancels the running turn; at the prompt, Ctrl-C twice or
+    Ctrl-D quits."""
+    banner(console, engine, notes)
+    console.print(
+        Text("Type a request; /new starts over, /quit leaves. Ctrl-C cancels a turn.", style="dim")
+    )
+    loop = asyncio.get_running_loop()
+    keyboard = KeyboardReader()
+    quit_requested = asyncio.Event()
+    interrupts = 0
+    pending_answers: list[asyncio.Task[None]] = []
+
+    def on_sigint() -> None:
+        nonlocal interrupts
+        if engine.cancel():
+            console.print(Text("\n(cancelling the turn)", style="dim"))
+            return
+        interrupts += 1
+        if interrupts >= 2:
+            quit_requested.set()
+        else:
+            console.print(Text("\n(press Ctrl-C again or Ctrl-D to quit)", style="dim"))
+
+    def ask(request: PermissionRequested) -> None:
+        async def answer() -> None:
+            while not request.future.done():
+                line = await keyboard.read(PERMISSION_PROMPT.format(title=request.title))
+                key = (line or "r").strip().lower()[:1]
+                if key not in {"a", "s", "r", "n"}:
+                    console.print(Text("answer a, s, r or n", style="yellow"))
+                    continue
+                if not request.future.done():
+                    request.future.set_result(Decision(key))
+
+        pending_answers.append(loop.create_task(answer()))
+
+    async def next_line() -> str | None:
+        reading = loop.create_task(keyboard.read("› "))
+        quitting = loop.create_task(quit_requested.wait())
+        done, _ = await asyncio.wait({reading, quitting}, return_when=asyncio.FIRST_COMPLETED)
+        quitting.cancel()
+        if reading in done:
+            return reading.result()
+        reading.cancel()
+        return None
+
+    printer = LinePrinter(console, engine.settings.preview_lines, ask)
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):  # not the main thread: Ctrl-C stays default
+        pass
+    try:
+        while True:
+            line = await next_line()
+            if line is None:
+                console.print()
+                return 0
+            interrupts = 0
+            text = line.strip()
+            if not text:
+                continue
+            if text in {"/quit", "/exit"}:
+                return 0
+            if text == "/new":
+                engine.new_session(new_session_like(engine))
+                console.print(Text("new session", style="dim"))
+                continue
+            await engine.run_turn(text, printer)
+            for task in pending_answers:
+                task.cancel()
+            pending_answers.clear()
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):
+            pass
+        await engine.client.aclose()
+
+
+def new_session_like(engine: Engine) -> Session:
+    """A fresh session in the same folder, for the same model: what `/new` starts."""
+    return Session.new(
+        resolve_dir(engine.settings.sessions_dir, engine.cwd),
+        cwd=str(engine.cwd),
+        model=engine.client.model,
+        provider=engine.client.provider,
+        base_url=engine.client.base_url,
+    )
+
+
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, highlight=False, soft_wrap=True)

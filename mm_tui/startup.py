@@ -1,0 +1,112 @@
+"""From settings to a ready agent: which model (configured, detected, or the demo), which
+session (new or resumed), which tools. Every front end starts through here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mm_tui.config import Settings, resolve_dir
+from mm_tui.engine.demo import DemoModel
+from mm_tui.engine.model_stream import ModelClient
+from mm_tui.engine.session import Session, SessionError
+from mm_tui.engine.turn import Engine
+
+
+class StartupError(Exception):
+    """Start-up cannot go on; the message is one line for the person."""
+
+
+@dataclass
+class Started:
+    engine: Engine
+    notes: list[str]  # lines for the banner: the demo model, skipped servers, resumed session
+
+    @property
+    def on_demo(self) -> bool:
+        return isinstance(self.engine.client, DemoModel)
+
+
+DEMO_NOTE = (
+    "no model server found — running on the built-in demo model. Start Ollama, llama.cpp, "
+    "LM Studio, vLLM or Docker Model Runner and run mm again, or use "
+    "--base-url http://host:port/v1 --model NAME"
+)
+
+
+async def pick_model(settings: Settings, *, demo: bool = False) -> tuple[ModelClient, list[str]]:
+    """The configured server, else the first local server that answers, else the demo model."""
+    notes: list[str] = []
+    if demo:
+        return DemoModel(), ["demo mode: the built-in demo model, in a throw-away playground"]
+    from mm_tui.engine.provider import OpenAIProvider, detect_local_server, list_models
+
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    if settings.base_url:
+        base_url = settings.base_url.rstrip("/")
+        model = settings.model
+        if not model:
+            try:
+                models = await list_models(base_url, api_key=api_key)
+            except Exception as exc:
+                raise StartupError(
+                    f"mm: no model given and {base_url}/models cannot be listed ({exc}) — "
+                    "set model in the config or pass --model"
+                ) from None
+            if not models:
+                raise StartupError(
+                    f"mm: {base_url}/models lists no model — set model or pass --model"
+                )
+            model = models[0]
+        provider = settings.provider or _provider_name(base_url)
+        client = OpenAIProvider(
+            base_url, model, provider=provider, api_key=api_key, temperature=settings.temperature
+        )
+        return client, notes
+    found = await detect_local_server()
+    if found is None or not (settings.model or found.models):
+        return DemoModel(), [DEMO_NOTE]
+    model = settings.model or found.models[0]
+    client = OpenAIProvider(
+        found.base_url,
+        model,
+        provider=settings.provider or found.name,
+        api_key=api_key,
+        temperature=settings.temperature,
+    )
+    return client, notes
+
+
+def _provider_name(base_url: str) -> str:
+    from mm_tui.engine.provider import PRESETS
+
+    for preset in PRESETS:
+        if base_url.rstrip("/") == preset.base_url.rstrip("/"):
+            return preset.name
+    return base_url.split("//", 1)[-1].split("/", 1)[0]
+
+
+async def start(
+    settings: Settings, cwd: Path, *, demo: bool = False, resume: str | None = None
+) -> Started:
+    """`resume`: None for a new session, "" for the latest one, else a session id."""
+    client, notes = await pick_model(settings, demo=demo)
+    folder = resolve_dir(settings.sessions_dir, cwd)
+    if resume is not None:
+        try:
+            session = Session.load(folder, resume) if resume else Session.latest(folder)
+        except SessionError as exc:
+            raise StartupError(str(exc)) from None
+        if session is None:
+            raise StartupError(f"mm: no session to resume in {folder}")
+        notes.append(f"resumed session {session.id}")
+    else:
+        session = Session.new(
+            folder,
+            cwd=str(cwd),
+            model=client.model,
+            provider=client.provider,
+            base_url=client.base_url,
+        )
+    engine = Engine(settings, client, cwd=cwd, session=session)
+    return Started(engine=engine, notes=notes)

@@ -1,0 +1,122 @@
+"""What every tool is: its declaration to the model, its arguments, how it is shown, and its run.
+
+A tool never raises for an ordinary failure: it returns the failure text as its output, and that
+text goes to the model. Only cancellation escapes, as `ToolCancelled` (carrying whatever output
+was collected) or as a plain `asyncio.CancelledError`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from mm_tui.config import Settings
+from mm_tui.engine.events import Event
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's arguments. Extra keys a model invents are ignored, not refused."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+@dataclass
+class ToolContext:
+    cwd: Path
+    settings: Settings
+    emit: Callable[[Event], None] = field(default=lambda event: None)
+
+    def resolve(self, path: str) -> Path:
+        """A path the model gave, relative to the working folder unless absolute."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.cwd / p
+
+
+@dataclass
+class ToolResult:
+    output: str
+    status: Literal["ok", "error"] = "ok"
+    diff: str | None = None  # a unified diff, for the tools that change files
+
+
+class ToolCancelled(Exception):  # noqa: N818 - it is a signal, not an error
+    """Raised by a tool that was cancelled after it collected some output; `output` already ends
+    with `[error: cancelled]`."""
+
+    def __init__(self, output: str):
+        super().__init__(output)
+        self.output = output
+
+
+CANCELLED = "[error: cancelled]"
+
+
+def truncate(text: str, limit: int) -> str:
+    """Keep the first `limit` characters; say how much was cut so the model knows it saw a part."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... output truncated: {len(text) - limit} more characters ...]"
+
+
+class Tool(ABC):
+    name: ClassVar[str]
+    kind: ClassVar[str] = "other"  # the ACP kind: execute, read, edit, fetch, think, other
+    counter: ClassVar[str | None] = None  # the Counters field this tool's responses count in
+    Args: ClassVar[type[ToolArgs]]
+
+    @abstractmethod
+    def description(self) -> str: ...
+
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments, without pydantic's titles (noise for a model)."""
+        schema = self.Args.model_json_schema()
+
+        def strip(node: Any) -> Any:
+            if isinstance(node, dict):
+                return {k: strip(v) for k, v in node.items() if k != "title"}
+            if isinstance(node, list):
+                return [strip(v) for v in node]
+            return node
+
+        return strip(schema)
+
+    def declaration(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description(),
+                "parameters": self.parameters(),
+            },
+        }
+
+    @abstractmethod
+    def title(self, args: Any) -> str:
+        """What the call does in a few words: the command, the path. Shown as `‣ <tool>  <title>`."""
+
+    @abstractmethod
+    def display(self, args: Any) -> str:
+        """The reference's terminal-display line, e.g. `🛠️  bash: <command>`."""
+
+    def needs_permission(self, args: Any) -> bool:
+        """Whether this call asks before running when yolo is off."""
+        return False
+
+    async def permission_details(self, args: Any, ctx: ToolContext) -> str:
+        """What the call will do, for the permission prompt: the command, or the diff."""
+        return self.title(args)
+
+    def rejection(self) -> str:
+        return f"[{self.name} rejected by the user]"
+
+    def locations(self, args: Any, ctx: ToolContext) -> tuple[str, ...]:
+        """Absolute paths the call touches, for ACP."""
+        return ()
+
+    @abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...

@@ -1,0 +1,84 @@
+"""The real `mm` program in a subprocess: -p, line mode, start-up errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+MM = [sys.executable, "-m", "mm_tui.cli"]
+
+
+def mm(
+    *args: str, cwd: Path, stdin: str | None = None, env: dict | None = None, timeout: float = 60
+):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MM_")}
+    full_env["HOME"] = str(cwd)  # no personal ~/.config/mm/config.yaml
+    full_env.update(env or {})
+    return subprocess.run(
+        [*MM, *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
+
+
+def test_print_on_the_demo_model_lists_the_files(tmp_path: Path) -> None:
+    result = mm("--demo", "-p", "list the files", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "🛠️  bash: ls -la" in out
+    assert "greet.py" in out  # the preview and the answer
+    assert "Here are the files of the working folder:" in out
+    assert "⚙ 1 command(s)" in out.splitlines()[-1]
+
+
+def test_print_rejects_calls_that_would_ask(tmp_path: Path) -> None:
+    result = mm("--demo", "--no-yolo", "-p", "list the files", cwd=tmp_path)
+    assert "🛠️  bash: ls -la" in result.stdout
+    assert "[command rejected by the user]" in result.stdout
+
+
+def test_version() -> None:
+    result = subprocess.run([*MM, "--version"], capture_output=True, text=True)
+    assert result.stdout.strip() == "mm 0.1.0"
+
+
+def test_broken_config_stops_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / ".mm").mkdir()
+    (tmp_path / ".mm" / "config.yaml").write_text("maxOutput: [1, 2\n")
+    result = mm("-p", "hi", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "config.yaml" in lines[0]
+
+
+def test_unknown_key_names_it(tmp_path: Path) -> None:
+    (tmp_path / ".mm").mkdir()
+    (tmp_path / ".mm" / "config.yaml").write_text("maxOuptut: 5\n")
+    result = mm("-p", "hi", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "maxOuptut" in result.stderr and "config.yaml" in result.stderr
+
+
+def test_line_mode_answers_and_quits(tmp_path: Path) -> None:
+    result = mm("--demo", "--line", cwd=tmp_path, stdin="list the files\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    assert "mm [mm] · demo @ demo" in result.stdout
+    assert "🛠️  bash: ls -la" in result.stdout
+    assert "⚙ 1 command(s)" in result.stdout
+
+
+def test_line_mode_permission_prompt(tmp_path: Path) -> None:
+    result = mm("--demo", "--line", "--no-yolo", cwd=tmp_path, stdin="list the files\nr\n/quit\n")
+    assert "🔐 allow bash  ls -la?" in result.stdout
+    assert "[command rejected by the user]" in result.stdout
+
+
+def test_end_of_input_quits(tmp_path: Path) -> None:
+    result = mm("--demo", "--line", cwd=tmp_path, stdin="")
+    assert result.returncode == 0
