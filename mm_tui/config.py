@@ -1,0 +1,297 @@
+"""Settings: every configuration key of the design, with the reference's spelling.
+
+Keys keep the reference's camelCase in YAML files (`baseUrl`, `maxOutput`); in Python they are
+snake_case attributes (`settings.base_url`, `settings.max_output`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+class _Strict(BaseModel):
+    """Unknown keys are an error: a misspelt key silently ignored is worse than a clear stop."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class LspServer(_Strict):
+    name: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    extensions: list[str] = Field(default_factory=list)
+
+
+class LspSettings(_Strict):
+    servers: list[LspServer] = Field(default_factory=list)
+
+
+class AcpSettings(_Strict):
+    title: str = "mm"
+
+
+class AgentRef(_Strict):
+    """An entry of mmConfigs: an agent that ask_agent and /ask can hand work to."""
+
+    config: str
+    description: str | None = None
+    yolo: bool | None = None
+
+
+class Settings(_Strict):
+    base_url: str | None = Field(None, alias="baseUrl")
+    model: str | None = None
+    provider: str | None = None
+    api_key: SecretStr | None = Field(None, alias="apiKey")
+    system_prompt: str | None = Field(None, alias="systemPrompt")
+    temperature: float | None = None
+    yolo: bool = True
+    bash_tool: bool = Field(True, alias="bashTool")
+    edit_tools: bool = Field(True, alias="editTools")
+    fetch_content_tool: bool = Field(False, alias="fetchContentTool")
+    skills_dir: str = Field(".mm/skills", alias="skillsDir")
+    lsp: LspSettings = Field(default_factory=LspSettings)
+    mm_configs: dict[str, AgentRef] = Field(default_factory=dict, alias="mmConfigs")
+    max_output: int = Field(30000, alias="maxOutput", ge=1)
+    preview_lines: int = Field(5, alias="previewLines", ge=0)
+    max_turns: int = Field(50, alias="maxTurns", ge=1)
+    watchdog_timeout: float = Field(120, alias="watchdogTimeout", gt=0)
+    acp: AcpSettings = Field(default_factory=AcpSettings)
+    theme: str = "mm-dark"
+    sessions_dir: str = Field(".mm/sessions", alias="sessionsDir")
+
+
+# --- Loading ------------------------------------------------------------------------------------
+#
+# Each place a setting can come from is a layer: a label for error messages and the raw keys it
+# gives, spelt as in YAML. pydantic-settings merges the layers (deep-merging nested mappings) and
+# validates the result once, so a value that a later layer replaces is never judged; when the
+# result is invalid, the error is traced back to the last layer that holds the offending key.
+
+ENV_NAMES: dict[str, str] = {
+    f"MM_{name.upper()}": field.alias or name
+    for name, field in Settings.model_fields.items()
+    if name not in ("lsp", "acp", "mm_configs")  # nested keys come from files only
+}
+"""Environment variable -> YAML key, for every setting that can come from the environment."""
+
+HOME_CONFIG = Path(".config/mm/config.yaml")
+PROJECT_CONFIG = Path(".mm/config.yaml")
+
+
+class ConfigError(Exception):
+    """A bad file or value: start-up stops with this one line, which names the file, key, reason."""
+
+    def __init__(self, source: str, reason: str, key: str | None = None) -> None:
+        self.source = source
+        self.key = key
+        self.reason = reason
+        where = f"{source}: {key}" if key else source
+        super().__init__(" ".join(f"mm: {where}: {reason}".split()))
+
+
+@dataclass
+class _Layer:
+    label: str  # "~/.config/mm/config.yaml", "environment MM_MODEL", "flag --theme"
+    data: dict[str, Any]
+    one_key: bool = False  # the label already names the key (environment variables, flags)
+
+    def __post_init__(self) -> None:
+        # Hide the key from the moment it is read: pydantic-settings' debug log prints layers.
+        if isinstance(self.data.get("apiKey"), str):
+            self.data = {**self.data, "apiKey": SecretStr(self.data["apiKey"])}
+
+
+class _LayerSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], layer: _Layer) -> None:
+        super().__init__(settings_cls)
+        self.layer = layer
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ hands over the whole layer
+
+    def __call__(self) -> dict[str, Any]:
+        return self.layer.data
+
+
+def load_settings(
+    *,
+    config_file: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge defaults, ~/.config/mm, ./.mm, the --config agent file, MM_* variables and flags.
+
+    Later layers win and nested mappings (lsp, acp, mmConfigs) merge key by key, so a project file
+    can change one agent of mmConfigs without repeating the others. Raises ConfigError.
+    """
+    cwd = Path.cwd() if cwd is None else cwd
+    home = Path.home() if home is None else home
+    environ = os.environ if environ is None else environ
+
+    layers = [
+        _read_yaml(home / HOME_CONFIG, f"~/{HOME_CONFIG}", required=False),
+        _read_yaml(cwd / PROJECT_CONFIG, str(PROJECT_CONFIG), required=False),
+    ]
+    if config_file is not None:
+        path = Path(config_file).expanduser()
+        layers.append(_read_yaml(cwd / path, str(config_file), required=True))
+    layers += [
+        _Layer(f"environment {var}", {key: environ[var]}, one_key=True)
+        for var, key in ENV_NAMES.items()
+        if environ.get(var)  # an empty variable counts as unset, as shells make it easy to write
+    ]
+    if environ.get("OPENAI_API_KEY") and not any("apiKey" in layer.data for layer in layers):
+        layers.append(
+            _Layer("environment OPENAI_API_KEY", {"apiKey": environ["OPENAI_API_KEY"]}, True)
+        )
+    layers += [
+        _Layer(f"flag --{_kebab(key)}", {key: value}, one_key=True)
+        for key, value in (overrides or {}).items()
+        if value is not None  # a flag not given
+    ]
+    layers = [layer for layer in layers if layer.data]
+
+    # Made per call because its sources are this call's layers.
+    class _Merged(BaseSettings, Settings):
+        # YAML spelling only: accepting `max_output` too would let two spellings of one key
+        # fight silently across layers.
+        model_config = SettingsConfigDict(validate_by_name=False, populate_by_name=False)
+
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], *args: Any, **kwargs: Any
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return tuple(_LayerSource(settings_cls, layer) for layer in reversed(layers))
+
+    try:
+        merged = _Merged()
+    except ValidationError as exc:
+        raise _explain(exc, layers) from None
+    return Settings.model_construct(_fields_set=merged.model_fields_set, **dict(merged))
+
+
+def resolve_dir(settings_value: str, cwd: Path) -> Path:
+    """sessionsDir and skillsDir name folders of the project, so relative ones start at cwd."""
+    path = Path(settings_value).expanduser()
+    return path if path.is_absolute() else cwd / path
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys; in a config file that hides a mistake."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable):
+                if key in seen:
+                    raise yaml.MarkedYAMLError(
+                        problem=f'key "{key}" appears twice', problem_mark=key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_yaml(path: Path, label: str, *, required: bool) -> _Layer:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(label, "no such file") from None
+        return _Layer(label, {})
+    except OSError as exc:
+        raise ConfigError(label, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        reason = f"not valid UTF-8: line {line}, byte 0x{raw[exc.start]:02x}"
+        raise ConfigError(label, reason) from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no Python objects
+    except yaml.YAMLError as exc:
+        raise ConfigError(label, f"not valid YAML: {_yaml_reason(exc)}") from None
+    if data is None:  # an empty file, or only comments
+        return _Layer(label, {})
+    if not isinstance(data, dict):
+        kind = {list: "a list", str: "a string"}.get(type(data), type(data).__name__)
+        raise ConfigError(label, f"the top level should be a mapping of keys, not {kind}")
+    for key in data:
+        if not isinstance(key, str):
+            raise ConfigError(label, f'unknown key "{key}"')
+    return _Layer(label, data)
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}"
+    return str(exc)
+
+
+def _explain(exc: ValidationError, layers: list[_Layer]) -> ConfigError:
+    """Turn pydantic's report into one line about the layer that brought the bad key."""
+    errors = exc.errors()
+    # A misspelt key also makes its correct spelling "missing": name the misspelling.
+    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = tuple(error["loc"])
+    layer = _blame(layers, loc)
+    dotted = ".".join(str(part) for part in loc)
+    if error["type"] == "extra_forbidden":
+        hint = _did_you_mean(str(loc[-1]))
+        return ConfigError(layer.label, f'unknown key "{dotted}"{hint}')
+    key = None if layer.one_key and len(loc) == 1 else dotted
+    return ConfigError(layer.label, error["msg"], key)
+
+
+def _blame(layers: list[_Layer], loc: tuple[Any, ...]) -> _Layer:
+    """The last layer that holds loc, or its nearest parent (a missing key has no value)."""
+    for depth in range(len(loc), 0, -1):
+        for layer in reversed(layers):
+            if _holds(layer.data, loc[:depth]):
+                return layer
+    return _Layer("settings", {})
+
+
+def _holds(data: Any, path: tuple[Any, ...]) -> bool:
+    for part in path:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return False
+    return True
+
+
+def _did_you_mean(key: str) -> str:
+    known: dict[str, str] = {}
+    for model in (Settings, LspSettings, LspServer, AcpSettings, AgentRef):
+        for name, field in model.model_fields.items():
+            known[_loose(field.alias or name)] = field.alias or name
+    close = difflib.get_close_matches(_loose(key), known, n=1, cutoff=0.8)
+    return f' (did you mean "{known[close[0]]}"?)' if close else ""
+
+
+def _loose(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+def _kebab(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", key).lower()

@@ -1,0 +1,142 @@
+"""The read_file tool: a file's lines, or a range of them, optionally numbered.
+
+Lines are counted on "\\n" only, as editors and `grep -n` count them, so that the numbers a model
+reads here are the ones it finds everywhere else.
+
+Numbered format: `<n> │ <line>`, the number right-aligned to the width of the last number shown
+(`  9 │ x`, ` 10 │ y`), the same column edit_file's refusals and diff.py use.
+
+Every failure is a one-line message returned to the model with status "error"; none raises:
+
+- missing:        `<path> does not exist. Create it with write_file`
+- a directory:    `<path> is a directory, not a file`
+- unreadable:     `<path>: permission denied`
+- not a file:     `<path> is not a regular file (a device, socket or pipe)`
+- binary (a NUL byte): `<path> is a binary file (N bytes); read_file reads text files only`
+- not UTF-8:      `<path> is not UTF-8 text (invalid byte at line L); read_file reads UTF-8 text only`
+- empty file:     `<path> is empty` (status "ok")
+- start too far:  `start line S is beyond the end of <path> (N lines)`
+- end < start:    `end line E is before start line S`
+
+An `end` beyond the last line simply reads to the end; a negative `start` or `end` counts as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+
+from pydantic import Field
+
+from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description="File path, relative to the working directory.")
+    start: int = Field(0, description="First line to read (1-based); 0 = from the start.")
+    end: int = Field(0, description="Last line to read (1-based, inclusive); 0 = to the end.")
+    numbered: bool = Field(
+        False,
+        description="Prefix each line with its number, as `12 │ text`; useful before edit_file.",
+    )
+
+
+def number_lines(lines: list[str], first: int) -> list[str]:
+    width = len(str(first + len(lines) - 1))
+    return [f"{first + i:>{width}} │ {line}" for i, line in enumerate(lines)]
+
+
+class ReadFileTool(Tool):
+    name = "read_file"
+    kind = "read"
+    counter = "file_ops"
+    Args = ReadFileArgs
+
+    def description(self) -> str:
+        return (
+            "Read a text file, whole or from line `start` to line `end` (1-based, inclusive). "
+            "Set `numbered` to see line numbers. Long output is truncated: read large files in "
+            "ranges."
+        )
+
+    def title(self, args: ReadFileArgs) -> str:
+        return args.path
+
+    def display(self, args: ReadFileArgs) -> str:
+        return f"📄 read_file: {args.path}"
+
+    def locations(self, args: ReadFileArgs, ctx: ToolContext) -> tuple[str, ...]:
+        return (os.path.abspath(ctx.resolve(args.path)),)
+
+    async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+        path = args.path
+        target = ctx.resolve(path)
+        try:
+            # in a thread: a large file must not freeze the window, which shares this loop
+            data = await asyncio.to_thread(_read_regular_file, target)
+        except FileNotFoundError:
+            return _error(f"{path} does not exist. Create it with write_file")
+        except IsADirectoryError:
+            return _error(f"{path} is a directory, not a file")
+        except PermissionError:
+            return _error(f"{path}: permission denied")
+        except _NotRegular:
+            return _error(f"{path} is not a regular file (a device, socket or pipe)")
+        except OSError as exc:
+            return _error(f"{path}: cannot read: {exc.strerror or exc}")
+
+        if b"\0" in data:
+            return _error(
+                f"{path} is a binary file ({len(data)} bytes); read_file reads text files only"
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            return _error(
+                f"{path} is not UTF-8 text (invalid byte at line {line}); "
+                "read_file reads UTF-8 text only"
+            )
+        if not text:
+            return ToolResult(f"{path} is empty")
+
+        lines = text.split("\n")
+        final_newline = lines[-1] == ""
+        if final_newline:
+            lines.pop()
+        total = len(lines)
+        start = max(args.start, 0) or 1
+        end = max(args.end, 0) or total
+        if start > total:
+            return _error(f"start line {start} is beyond the end of {path} ({total} lines)")
+        if end < start:
+            return _error(f"end line {end} is before start line {start}")
+        end = min(end, total)
+
+        shown = lines[start - 1 : end]
+        if args.numbered:
+            shown = number_lines(shown, start)
+        output = "\n".join(shown)
+        if end == total and final_newline:
+            output += "\n"
+        return ToolResult(truncate(output, ctx.settings.max_output))
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _read_regular_file(target: Path) -> bytes:
+    """Read only what is a file: a pipe or /dev/zero would block or never end."""
+    mode = os.stat(target).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(target)
+    if not stat.S_ISREG(mode):
+        raise _NotRegular(target)
+    return target.read_bytes()
+
+
+def _error(message: str) -> ToolResult:
+    return ToolResult(message, status="error")

@@ -1,0 +1,173 @@
+"""The write_file tool: replace a file's whole content, or create it with its folders.
+
+The model's output is a one-line headline and the diff with line numbers (diff.py):
+
+- `created <path> (N lines)` for a new file, then the diff of every line added;
+- `wrote <path>: +A -D lines` for an existing file, then the diff;
+- `<path> unchanged: the content is identical` when there is nothing to write (nothing is).
+
+`ToolResult.diff` carries the plain unified diff, for the window and ACP.
+
+The write goes to a temporary file in the same folder, flushed to disk, then renamed over the
+target: a crash at any moment leaves either the old file or the new one, never half of one. The
+original file's mode is kept; a new file gets the usual mode the umask allows. Writing through a
+symbolic link writes the file it points to and keeps the link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+
+from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools.diff import Diff, compute_diff, count_lines
+
+
+class WriteFileArgs(ToolArgs):
+    path: str = Field(
+        description="File path, relative to the working directory; missing folders are created."
+    )
+    content: str = Field(
+        description=(
+            "The whole new content of the file: it replaces everything. To change a few lines of "
+            "an existing file, edit_file is safer."
+        )
+    )
+
+
+def encode(content: str) -> bytes:
+    """UTF-8, with a lone surrogate (JSON allows "\\ud800") turned into "?" rather than a crash."""
+    return content.encode("utf-8", errors="replace")
+
+
+class _Refused(Exception):
+    """A failure worth a message to the model rather than a traceback."""
+
+
+@dataclass
+class _Plan:
+    target: Path  # the real file to write (a symbolic link followed)
+    old: str | None  # None: the file does not exist yet
+    mode: int | None  # the mode to keep, None for a new file
+    diff: Diff
+    unchanged: bool = False
+
+
+def _plan(ctx: ToolContext, path: str, content: str) -> _Plan:
+    target = ctx.resolve(path)
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return _Plan(target, None, None, compute_diff(None, content))
+    except PermissionError as exc:
+        raise _Refused(f"{path}: permission denied") from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise _Refused(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise _Refused(f"{path} is not a regular file (a device, socket or pipe)")
+    try:
+        data = target.read_bytes()
+    except PermissionError as exc:
+        raise _Refused(f"{path}: permission denied") from exc
+    # bytes that are not UTF-8 show as U+FFFD in the diff; the comparison stays on bytes
+    old = data.decode("utf-8", errors="replace")
+    unchanged = data == encode(content)
+    return _Plan(target, old, stat.S_IMODE(st.st_mode), compute_diff(old, content), unchanged)
+
+
+def _write_atomically(target: Path, content: str, mode: int | None) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = encode(content)
+    while True:
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            # 0o666 and the umask give a new file the mode any other program would give it
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if mode is not None:
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+class WriteFileTool(Tool):
+    name = "write_file"
+    kind = "edit"
+    counter = "file_ops"
+    Args = WriteFileArgs
+
+    def description(self) -> str:
+        return (
+            "Create a file, or replace the whole content of an existing one, with `content`. "
+            "Missing folders are created. The result shows the diff with line numbers."
+        )
+
+    def title(self, args: WriteFileArgs) -> str:
+        return args.path
+
+    def display(self, args: WriteFileArgs) -> str:
+        return f"📝 write_file: {args.path}"
+
+    def needs_permission(self, args: WriteFileArgs) -> bool:
+        return True
+
+    def locations(self, args: WriteFileArgs, ctx: ToolContext) -> tuple[str, ...]:
+        return (os.path.abspath(ctx.resolve(args.path)),)
+
+    async def permission_details(self, args: WriteFileArgs, ctx: ToolContext) -> str:
+        try:
+            plan = await asyncio.to_thread(_plan, ctx, args.path, args.content)
+        except _Refused as exc:
+            return str(exc)
+        except OSError as exc:
+            return f"{args.path}: {exc.strerror or exc}"
+        if plan.unchanged:
+            return f"{args.path} unchanged: the content is identical"
+        if plan.diff.empty:  # a new, empty file: a diff of nothing says nothing
+            return f"--- /dev/null\n+++ b/{args.path}\n"
+        return plan.diff.unified(args.path)
+
+    async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        path = args.path
+        try:
+            plan = await asyncio.to_thread(_plan, ctx, path, args.content)
+            if plan.unchanged:
+                return ToolResult(f"{path} unchanged: the content is identical")
+            await asyncio.to_thread(_write_atomically, plan.target, args.content, plan.mode)
+        except _Refused as exc:
+            return ToolResult(str(exc), status="error")
+        except PermissionError:
+            return ToolResult(f"{path}: permission denied", status="error")
+        except OSError as exc:
+            return ToolResult(f"{path}: cannot write: {exc.strerror or exc}", status="error")
+
+        diff = plan.diff
+        if plan.old is None:
+            headline = f"created {path} ({count_lines(args.content)} lines)"
+            unified = diff.unified(path) or f"--- /dev/null\n+++ b/{path}\n"
+        else:
+            headline = f"wrote {path}: +{diff.added} -{diff.deleted} lines"
+            unified = diff.unified(path)
+        numbered = diff.numbered()
+        output = f"{headline}\n{numbered}" if numbered else headline
+        return ToolResult(truncate(output, ctx.settings.max_output), diff=unified)

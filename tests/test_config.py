@@ -1,0 +1,557 @@
+"""Configuration: defaults, the merge order of the design, env names, and one-line errors."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mm_tui.config import ENV_NAMES, ConfigError, Settings, load_settings, resolve_dir
+
+SECRET = "sk-test-0123456789-very-secret"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def proj(tmp_path: Path) -> Path:
+    path = tmp_path / "proj"
+    path.mkdir()
+    return path
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def home_file(home: Path, text: str | bytes) -> Path:
+    return write(home / ".config/mm/config.yaml", text)
+
+
+def proj_file(proj: Path, text: str | bytes) -> Path:
+    return write(proj / ".mm/config.yaml", text)
+
+
+@pytest.fixture
+def load(home: Path, proj: Path):
+    """load_settings isolated from the machine: no real home, folder or environment."""
+
+    def _load(**kwargs: Any) -> Settings:
+        kwargs.setdefault("cwd", proj)
+        kwargs.setdefault("home", home)
+        kwargs.setdefault("environ", {})
+        return load_settings(**kwargs)
+
+    return _load
+
+
+def error_of(load, **kwargs: Any) -> str:
+    with pytest.raises(ConfigError) as info:
+        load(**kwargs)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("mm: ")
+    return message
+
+
+# --- defaults ------------------------------------------------------------------------------------
+
+DEFAULTS: dict[str, Any] = {
+    "base_url": None,
+    "model": None,
+    "provider": None,
+    "api_key": None,
+    "system_prompt": None,
+    "temperature": None,
+    "yolo": True,
+    "bash_tool": True,
+    "edit_tools": True,
+    "fetch_content_tool": False,
+    "skills_dir": ".mm/skills",
+    "lsp": {"servers": []},
+    "mm_configs": {},
+    "max_output": 30000,
+    "preview_lines": 5,
+    "max_turns": 50,
+    "watchdog_timeout": 120,
+    "acp": {"title": "mm"},
+    "theme": "mm-dark",
+    "sessions_dir": ".mm/sessions",
+}
+
+
+def test_the_defaults_table_covers_every_key() -> None:
+    assert set(DEFAULTS) == set(Settings.model_fields)
+
+
+@pytest.mark.parametrize(("attr", "default"), DEFAULTS.items())
+def test_default(load, attr: str, default: Any) -> None:
+    value = getattr(load(), attr)
+    if hasattr(value, "model_dump"):
+        value = value.model_dump()
+    assert value == default
+
+
+def test_the_result_is_a_plain_settings(load) -> None:
+    settings = load(overrides={"model": "m"})
+    assert type(settings) is Settings
+    assert settings == Settings(model="m")
+
+
+def test_nothing_to_read_is_fine(tmp_path: Path) -> None:
+    settings = load_settings(cwd=tmp_path, home=tmp_path / "nowhere", environ={})
+    assert settings == Settings()
+
+
+# --- merge order ---------------------------------------------------------------------------------
+
+LAYERS = ["home", "project", "config_file", "environment", "flags"]
+
+
+@pytest.mark.parametrize("top", range(len(LAYERS)))
+def test_each_layer_overrides_the_ones_before(load, home: Path, proj: Path, top: int) -> None:
+    """With the layers up to `top` each setting `model`, the value of `top` wins."""
+    kwargs: dict[str, Any] = {}
+    for layer in LAYERS[: top + 1]:
+        if layer == "home":
+            home_file(home, "model: home\n")
+        elif layer == "project":
+            proj_file(proj, "model: project\n")
+        elif layer == "config_file":
+            kwargs["config_file"] = write(proj / "agent.yaml", "model: config_file\n")
+        elif layer == "environment":
+            kwargs["environ"] = {"MM_MODEL": "environment"}
+        else:
+            kwargs["overrides"] = {"model": "flags"}
+    assert load(**kwargs).model == LAYERS[top]
+
+
+def test_a_layer_changes_only_the_keys_it_names(load, home: Path, proj: Path) -> None:
+    home_file(home, "model: m\ntheme: t\nmaxTurns: 7\n")
+    proj_file(proj, "theme: u\n")
+    settings = load(environ={"MM_MAX_TURNS": "9"})
+    assert (settings.model, settings.theme, settings.max_turns) == ("m", "u", 9)
+
+
+def test_nested_mappings_merge_key_by_key(load, home: Path, proj: Path) -> None:
+    home_file(
+        home,
+        """
+mmConfigs:
+  tester: {config: tester.yaml, description: runs the tests}
+  writer: {config: writer.yaml, yolo: true}
+acp: {title: from-home}
+lsp:
+  servers:
+    - {name: pyright, command: pyright-langserver, args: [--stdio], extensions: [.py]}
+""",
+    )
+    proj_file(
+        proj,
+        """
+mmConfigs:
+  writer: {yolo: false}
+  reviewer: {config: reviewer.yaml}
+lsp:
+  servers:
+    - {name: gopls, command: gopls}
+""",
+    )
+    agent = write(proj / "agent.yaml", "acp: {title: agent}\n")
+    settings = load(config_file=agent)
+    assert settings.mm_configs["tester"].description == "runs the tests"
+    assert settings.mm_configs["writer"].config == "writer.yaml"
+    assert settings.mm_configs["writer"].yolo is False
+    assert settings.mm_configs["reviewer"].config == "reviewer.yaml"
+    # a list is a value: the later one replaces the earlier one whole
+    assert [server.name for server in settings.lsp.servers] == ["gopls"]
+    assert settings.acp.title == "agent"
+
+
+def test_a_bad_value_replaced_by_a_later_layer_is_not_an_error(load, home: Path) -> None:
+    home_file(home, "maxOutput: lots\n")
+    assert load(overrides={"maxOutput": 10}).max_output == 10
+
+
+def test_flags_of_none_are_not_given(load, proj: Path) -> None:
+    proj_file(proj, "model: m\nyolo: false\n")
+    settings = load(overrides={"model": None, "baseUrl": None, "yolo": None, "theme": None})
+    assert (settings.model, settings.yolo) == ("m", False)
+
+
+def test_a_false_flag_is_given(load, proj: Path) -> None:
+    proj_file(proj, "yolo: true\n")
+    assert load(overrides={"yolo": False}).yolo is False
+
+
+def test_flags_use_the_yaml_spelling(load) -> None:
+    settings = load(overrides={"baseUrl": "http://h/v1", "theme": "nord", "model": "x"})
+    assert (settings.base_url, settings.theme, settings.model) == ("http://h/v1", "nord", "x")
+
+
+def test_a_relative_config_file_is_found_from_cwd(load, proj: Path) -> None:
+    write(proj / "agents/a.yaml", "model: a\n")
+    assert load(config_file="agents/a.yaml").model == "a"
+    assert load(config_file=proj / "agents/a.yaml").model == "a"
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "---\n"])
+def test_an_empty_file_is_no_settings(load, proj: Path, text: str) -> None:
+    proj_file(proj, text)
+    assert load() == Settings()
+
+
+def test_a_byte_order_mark_is_accepted(load, proj: Path) -> None:
+    proj_file(proj, "\ufeffmodel: m\n".encode())
+    assert load().model == "m"
+
+
+def test_yaml_anchors_and_merge_keys_work(load, proj: Path) -> None:
+    proj_file(
+        proj,
+        """
+mmConfigs:
+  a: &base {config: a.yaml, yolo: true}
+  b:
+    <<: *base
+    config: b.yaml
+""",
+    )
+    settings = load()
+    assert (settings.mm_configs["b"].config, settings.mm_configs["b"].yolo) == ("b.yaml", True)
+
+
+def test_every_key_is_read_from_a_file(load, proj: Path) -> None:
+    proj_file(
+        proj,
+        """
+baseUrl: http://localhost:1234/v1
+model: qwen
+provider: LM Studio
+apiKey: k
+systemPrompt: be brief
+temperature: 0.2
+yolo: no
+bashTool: false
+editTools: false
+fetchContentTool: true
+skillsDir: skills
+lsp: {servers: [{name: n, command: c, args: [a], extensions: [.x]}]}
+mmConfigs: {t: {config: t.yaml, description: d, yolo: false}}
+maxOutput: 100
+previewLines: 0
+maxTurns: 3
+watchdogTimeout: 1.5
+acp: {title: T}
+theme: nord
+sessionsDir: s
+""",
+    )
+    s = load()
+    assert (s.base_url, s.model, s.provider) == ("http://localhost:1234/v1", "qwen", "LM Studio")
+    assert s.api_key is not None and s.api_key.get_secret_value() == "k"
+    assert (s.system_prompt, s.temperature, s.yolo) == ("be brief", 0.2, False)
+    assert (s.bash_tool, s.edit_tools, s.fetch_content_tool) == (False, False, True)
+    assert s.skills_dir == "skills"
+    assert s.lsp.servers[0].model_dump() == {
+        "name": "n",
+        "command": "c",
+        "args": ["a"],
+        "extensions": [".x"],
+    }
+    assert s.mm_configs["t"].model_dump() == {"config": "t.yaml", "description": "d", "yolo": False}
+    assert (s.max_output, s.preview_lines, s.max_turns) == (100, 0, 3)
+    assert (s.watchdog_timeout, s.acp.title, s.theme, s.sessions_dir) == (1.5, "T", "nord", "s")
+
+
+# --- environment -------------------------------------------------------------------------------
+
+ENV_CASES: list[tuple[str, str, str, Any]] = [
+    ("MM_BASE_URL", "http://e/v1", "base_url", "http://e/v1"),
+    ("MM_MODEL", "em", "model", "em"),
+    ("MM_PROVIDER", "ep", "provider", "ep"),
+    ("MM_YOLO", "false", "yolo", False),
+    ("MM_MAX_OUTPUT", "123", "max_output", 123),
+    ("MM_MAX_TURNS", "4", "max_turns", 4),
+    ("MM_WATCHDOG_TIMEOUT", "2.5", "watchdog_timeout", 2.5),
+    ("MM_THEME", "nord", "theme", "nord"),
+    ("MM_SESSIONS_DIR", "/tmp/s", "sessions_dir", "/tmp/s"),
+    ("MM_SKILLS_DIR", "sk", "skills_dir", "sk"),
+    ("MM_SYSTEM_PROMPT", "hi", "system_prompt", "hi"),
+    ("MM_TEMPERATURE", "0.7", "temperature", 0.7),
+    ("MM_BASH_TOOL", "0", "bash_tool", False),
+    ("MM_EDIT_TOOLS", "no", "edit_tools", False),
+    ("MM_FETCH_CONTENT_TOOL", "yes", "fetch_content_tool", True),
+    ("MM_PREVIEW_LINES", "9", "preview_lines", 9),
+]
+
+
+def test_the_environment_names() -> None:
+    assert set(ENV_NAMES) == {case[0] for case in ENV_CASES} | {"MM_API_KEY"}
+
+
+@pytest.mark.parametrize(("var", "raw", "attr", "value"), ENV_CASES)
+def test_environment_variable(load, var: str, raw: str, attr: str, value: Any) -> None:
+    assert getattr(load(environ={var: raw}), attr) == value
+
+
+def test_other_mm_variables_are_ignored(load) -> None:
+    environ = {"MM_ASK_DEPTH": "2", "MM_LSP": "x", "MM_ACP": "x", "MM_MM_CONFIGS": "x"}
+    assert load(environ=environ) == Settings()
+
+
+def test_an_empty_variable_is_unset(load, proj: Path) -> None:
+    proj_file(proj, "model: m\n")
+    assert load(environ={"MM_MODEL": "", "MM_MAX_OUTPUT": ""}).model == "m"
+
+
+def test_mm_api_key(load) -> None:
+    settings = load(environ={"MM_API_KEY": SECRET})
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == SECRET
+
+
+def test_openai_api_key_is_the_fallback(load) -> None:
+    settings = load(environ={"OPENAI_API_KEY": SECRET})
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == SECRET
+
+
+@pytest.mark.parametrize("where", ["home", "project", "config_file", "MM_API_KEY", "flags"])
+def test_openai_api_key_never_beats_an_api_key_set_elsewhere(
+    load, home: Path, proj: Path, where: str
+) -> None:
+    kwargs: dict[str, Any] = {"environ": {"OPENAI_API_KEY": "openai"}}
+    if where == "home":
+        home_file(home, "apiKey: mine\n")
+    elif where == "project":
+        proj_file(proj, "apiKey: mine\n")
+    elif where == "config_file":
+        kwargs["config_file"] = write(proj / "a.yaml", "apiKey: mine\n")
+    elif where == "MM_API_KEY":
+        kwargs["environ"]["MM_API_KEY"] = "mine"
+    else:
+        kwargs["overrides"] = {"apiKey": "mine"}
+    settings = load(**kwargs)
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == "mine"
+
+
+# --- errors: one line naming the file, the key and the reason ----------------------------------
+
+INT_REASON = "Input should be a valid integer, unable to parse string as an integer"
+
+
+def test_wrong_type_in_the_project_file(load, proj: Path) -> None:
+    proj_file(proj, "maxOutput: lots\n")
+    assert error_of(load) == f"mm: .mm/config.yaml: maxOutput: {INT_REASON}"
+
+
+def test_unknown_key_in_the_home_file(load, home: Path) -> None:
+    home_file(home, "maxOuptut: 3\n")
+    assert error_of(load) == (
+        'mm: ~/.config/mm/config.yaml: unknown key "maxOuptut" (did you mean "maxOutput"?)'
+    )
+
+
+def test_unknown_key_without_a_near_miss(load, home: Path) -> None:
+    home_file(home, "colour: red\n")
+    assert error_of(load) == 'mm: ~/.config/mm/config.yaml: unknown key "colour"'
+
+
+def test_unknown_nested_key_names_the_dotted_path(load, proj: Path) -> None:
+    proj_file(proj, "lsp:\n  servers:\n    - name: py\n      comand: pyright\n")
+    message = error_of(load)
+    assert message.startswith('mm: .mm/config.yaml: unknown key "lsp.servers.0.comand"')
+    assert '"command"' in message  # the hint
+
+
+def test_unknown_key_under_an_agent(load, proj: Path) -> None:
+    proj_file(proj, "mmConfigs:\n  t:\n    config: t.yaml\n    descripton: d\n")
+    assert 'unknown key "mmConfigs.t.descripton"' in error_of(load)
+
+
+def test_snake_case_is_not_the_yaml_spelling(load, proj: Path) -> None:
+    proj_file(proj, "max_output: 3\n")
+    assert error_of(load) == (
+        'mm: .mm/config.yaml: unknown key "max_output" (did you mean "maxOutput"?)'
+    )
+
+
+def test_a_key_that_is_not_a_name(load, proj: Path) -> None:
+    proj_file(proj, "1: one\n")
+    assert error_of(load) == 'mm: .mm/config.yaml: unknown key "1"'
+
+
+def test_missing_nested_key(load, proj: Path) -> None:
+    proj_file(proj, "mmConfigs:\n  t:\n    yolo: true\n")
+    assert error_of(load) == "mm: .mm/config.yaml: mmConfigs.t.config: Field required"
+
+
+def test_a_missing_key_is_blamed_on_the_last_file_that_touched_its_parent(
+    load, home: Path, proj: Path
+) -> None:
+    home_file(home, "mmConfigs:\n  t: {description: d}\n")
+    proj_file(proj, "mmConfigs:\n  t: {yolo: true}\n")
+    assert error_of(load) == "mm: .mm/config.yaml: mmConfigs.t.config: Field required"
+
+
+def test_out_of_range(load, proj: Path) -> None:
+    proj_file(proj, "maxTurns: 0\n")
+    assert error_of(load) == (
+        "mm: .mm/config.yaml: maxTurns: Input should be greater than or equal to 1"
+    )
+
+
+def test_wrong_type_of_a_nested_mapping(load, home: Path) -> None:
+    home_file(home, "lsp: [pyright]\n")
+    message = error_of(load)
+    assert message.startswith(
+        "mm: ~/.config/mm/config.yaml: lsp: Input should be a valid dictionary"
+    )
+
+
+def test_the_error_is_blamed_on_the_file_that_holds_it(load, home: Path, proj: Path) -> None:
+    home_file(home, "maxTurns: many\n")
+    proj_file(proj, "model: m\n")
+    assert error_of(load).startswith("mm: ~/.config/mm/config.yaml: maxTurns: ")
+
+
+def test_several_problems_still_make_one_line(load, proj: Path) -> None:
+    proj_file(proj, "maxTurns: x\nmaxOutput: y\nbogus: 1\ntheme: [1]\n")
+    assert error_of(load) == 'mm: .mm/config.yaml: unknown key "bogus"'
+
+
+def test_invalid_yaml(load, proj: Path) -> None:
+    write(proj / "x.yaml", "model: a\nbaseUrl: b\nx: y: z\n")
+    assert error_of(load, config_file="./x.yaml") == (
+        "mm: ./x.yaml: not valid YAML: line 3, column 5: mapping values are not allowed here"
+    )
+
+
+def test_invalid_yaml_across_lines_is_one_line(load, proj: Path) -> None:
+    proj_file(proj, 'model: "unclosed\n\n')
+    message = error_of(load)
+    assert message.startswith("mm: .mm/config.yaml: not valid YAML: line ")
+
+
+def test_a_duplicate_key(load, proj: Path) -> None:
+    proj_file(proj, "model: a\ntheme: t\nmodel: b\n")
+    assert error_of(load) == (
+        'mm: .mm/config.yaml: not valid YAML: line 3, column 1: key "model" appears twice'
+    )
+
+
+def test_python_tags_are_refused(load, proj: Path) -> None:
+    proj_file(proj, "model: !!python/object/apply:os.system [echo hi]\n")
+    assert error_of(load).startswith("mm: .mm/config.yaml: not valid YAML: line 1, column 8: ")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"), [("- a\n- b\n", "a list"), ("just words\n", "a string"), ("3\n", "int")]
+)
+def test_the_top_level_must_be_a_mapping(load, proj: Path, text: str, kind: str) -> None:
+    proj_file(proj, text)
+    assert error_of(load) == (
+        f"mm: .mm/config.yaml: the top level should be a mapping of keys, not {kind}"
+    )
+
+
+def test_not_utf8(load, home: Path) -> None:
+    home_file(home, b"model: a\ntheme: \xff\xfe\n")
+    assert error_of(load) == "mm: ~/.config/mm/config.yaml: not valid UTF-8: line 2, byte 0xff"
+
+
+def test_a_missing_config_file(load) -> None:
+    assert error_of(load, config_file="./missing.yaml") == "mm: ./missing.yaml: no such file"
+
+
+def test_a_config_file_that_is_a_folder(load, proj: Path) -> None:
+    (proj / "agents").mkdir()
+    assert error_of(load, config_file="agents").startswith("mm: agents: cannot read: ")
+
+
+def test_a_bad_environment_variable_is_named(load) -> None:
+    assert error_of(load, environ={"MM_MAX_OUTPUT": "lots"}) == (
+        f"mm: environment MM_MAX_OUTPUT: {INT_REASON}"
+    )
+
+
+def test_a_bad_boolean_in_the_environment(load) -> None:
+    message = error_of(load, environ={"MM_YOLO": "perhaps"})
+    assert (
+        message
+        == "mm: environment MM_YOLO: Input should be a valid boolean, unable to interpret input"
+    )
+
+
+def test_a_bad_flag_is_named(load) -> None:
+    assert error_of(load, overrides={"maxTurns": "x"}) == f"mm: flag --max-turns: {INT_REASON}"
+
+
+def test_config_error_keeps_its_parts(load, proj: Path) -> None:
+    proj_file(proj, "maxOutput: lots\n")
+    with pytest.raises(ConfigError) as info:
+        load()
+    assert (info.value.source, info.value.key, info.value.reason) == (
+        ".mm/config.yaml",
+        "maxOutput",
+        INT_REASON,
+    )
+
+
+# --- the api key is never shown ----------------------------------------------------------------
+
+
+def test_the_api_key_is_never_in_repr_or_dumps(load) -> None:
+    settings = load(environ={"MM_API_KEY": SECRET})
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == SECRET
+    for shown in (
+        repr(settings),
+        str(settings),
+        settings.model_dump_json(),
+        settings.model_dump_json(by_alias=True),
+        str(settings.model_dump()),
+        str(settings.model_dump(mode="json")),
+    ):
+        assert SECRET not in shown
+
+
+def test_the_api_key_is_not_in_an_error(load, proj: Path) -> None:
+    proj_file(proj, "apiKey: 1234567890123\n")  # a number, so the key is invalid
+    message = error_of(load)
+    assert message == "mm: .mm/config.yaml: apiKey: Input should be a valid string"
+    assert "1234567890123" not in message
+
+
+def test_the_api_key_is_not_in_pydantic_settings_debug_log(
+    load, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("PYDANTIC_SETTINGS_DEBUG", "1")
+    with caplog.at_level(logging.DEBUG, logger="pydantic_settings"):
+        load(environ={"MM_API_KEY": SECRET, "OPENAI_API_KEY": SECRET + "2"}, overrides={})
+        load(environ={"OPENAI_API_KEY": SECRET})
+    assert caplog.text  # the log was on
+    assert SECRET not in caplog.text
+
+
+# --- folders -----------------------------------------------------------------------------------
+
+
+def test_resolve_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_dir(".mm/sessions", tmp_path) == tmp_path / ".mm/sessions"
+    assert resolve_dir("/var/mm", tmp_path) == Path("/var/mm")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert resolve_dir("~/mm", Path("/elsewhere")) == tmp_path / "h/mm"
