@@ -3,14 +3,19 @@ session (new or resumed), which tools. Every front end starts through here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mm_tui.config import Settings, resolve_dir
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import Session, SessionError
 from mm_tui.engine.turn import Engine
+
+if TYPE_CHECKING:
+    from mm_tui.engine.provider import Preset
 
 
 class StartupError(Exception):
@@ -34,7 +39,9 @@ DEMO_NOTE = (
 )
 
 
-async def pick_model(settings: Settings, *, demo: bool = False) -> tuple[ModelClient, list[str]]:
+async def pick_model(
+    settings: Settings, *, demo: bool = False, presets: Sequence[Preset] | None = None
+) -> tuple[ModelClient, list[str]]:
     """The configured server, else the first local server that answers, else the demo model."""
     notes: list[str] = []
     if demo:
@@ -58,12 +65,15 @@ async def pick_model(settings: Settings, *, demo: bool = False) -> tuple[ModelCl
                     f"mm: {base_url}/models lists no model — set model or pass --model"
                 )
             model = models[0]
-        provider = settings.provider or _provider_name(base_url)
         client = OpenAIProvider(
-            base_url, model, provider=provider, api_key=api_key, temperature=settings.temperature
+            base_url,
+            model,
+            provider=settings.provider or "",
+            api_key=api_key,
+            temperature=settings.temperature,
         )
         return client, notes
-    found = await detect_local_server()
+    found = await detect_local_server(presets=presets)
     if found is None or not (settings.model or found.models):
         return DemoModel(), [DEMO_NOTE]
     model = settings.model or found.models[0]
@@ -75,15 +85,6 @@ async def pick_model(settings: Settings, *, demo: bool = False) -> tuple[ModelCl
         temperature=settings.temperature,
     )
     return client, notes
-
-
-def _provider_name(base_url: str) -> str:
-    from mm_tui.engine.provider import PRESETS
-
-    for preset in PRESETS:
-        if base_url.rstrip("/") == preset.base_url.rstrip("/"):
-            return preset.name
-    return base_url.split("//", 1)[-1].split("/", 1)[0]
 
 
 async def start(

@@ -1,0 +1,115 @@
+"""Line mode's printing of events: the reference's terminal-display lines and the recap."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from mm_tui.engine.events import (
+    Counters,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    Usage,
+)
+from mm_tui.line import LinePrinter, preview, recap
+from mm_tui.tools.bash import TOO_LARGE
+
+
+def printer(preview_lines: int = 5) -> tuple[LinePrinter, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None, highlight=False)
+    return LinePrinter(console, preview_lines, ask=lambda request: None), out
+
+
+def test_reference_marker_spelling() -> None:
+    assert TOO_LARGE == "[... output too large to read back in full ...]"
+
+
+def test_recap_has_every_counter_that_is_not_zero() -> None:
+    end = TurnEnded(
+        turn=1,
+        counters=Counters(commands=2, file_ops=3, skills=1, lsp_calls=4),
+        elapsed=3.25,
+        usage=Usage(1000, 234),
+        stop_reason="end_turn",
+    )
+    assert recap(end) == (
+        "⚙ 2 command(s) · 📝 3 file op(s) · 📖 1 skill(s) · 🔎 4 lsp call(s) · 3.2s · "
+        "1,234 tokens (1,000 in, 234 out)"
+    )
+    quiet = TurnEnded(
+        turn=1, counters=Counters(lsp_calls=1), elapsed=0.5, usage=Usage(), stop_reason="end_turn"
+    )
+    assert recap(quiet) == "🔎 1 lsp call(s) · 0.5s"
+
+
+def test_preview_lines_and_no_output() -> None:
+    assert preview("", 5) == ["(no output)"]
+    assert preview("\n", 5) == ["(no output)"]
+    assert preview("a\nb\nc\n", 2) == ["a", "b", "… 1 more line"]
+    assert preview("a\nb\n", 5) == ["a", "b"]
+
+
+def test_bash_call_prints_the_reference_lines() -> None:
+    p, out = printer(preview_lines=2)
+    p(
+        ToolCallStarted(
+            call_id="1",
+            tool="bash",
+            title="bash  ls",
+            kind="execute",
+            arguments={},
+            display="🛠️  bash: ls",
+        )
+    )
+    p(ToolCallFinished(call_id="1", tool="bash", status="ok", output="a\nb\nc\n", elapsed=0.1))
+    p(
+        ToolCallStarted(
+            call_id="2",
+            tool="bash",
+            title="bash  true",
+            kind="execute",
+            arguments={},
+            display="🛠️  bash: true",
+        )
+    )
+    p(ToolCallFinished(call_id="2", tool="bash", status="ok", output="", elapsed=0.1))
+    assert out.getvalue().splitlines() == [
+        "🛠️  bash: ls",
+        "    a",
+        "    b",
+        "    … 1 more line",
+        "🛠️  bash: true",
+        "    (no output)",
+    ]
+
+
+def test_a_skill_is_not_echoed() -> None:
+    p, out = printer()
+    p(
+        ToolCallStarted(
+            call_id="1",
+            tool="read_skill",
+            title="read_skill  style",
+            kind="read",
+            arguments={},
+            display="📖 read_skill: style",
+        )
+    )
+    p(
+        ToolCallFinished(
+            call_id="1", tool="read_skill", status="ok", output="# Secret sauce\n", elapsed=0.0
+        )
+    )
+    assert out.getvalue() == "📖 read_skill: style\n"
+
+
+def test_text_streams_then_closes_its_line() -> None:
+    p, out = printer()
+    p(TextDelta(text="Hel"))
+    p(TextDelta(text="lo"))
+    p(TurnEnded(turn=1, counters=Counters(), elapsed=1.0, usage=Usage(), stop_reason="end_turn"))
+    assert out.getvalue() == "Hello\n1.0s\n"
