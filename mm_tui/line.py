@@ -166,7 +166,7 @@ async def run_print(engine: Engine, prompt: str, console: Console) -> int:
     try:
         ended = await engine.run_turn(prompt, printer)
     finally:
-        await engine.client.aclose()
+        await engine.aclose()
     return exit_status(ended)
 
 
@@ -274,7 +274,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
             loop.remove_signal_handler(signal.SIGINT)
         except (NotImplementedError, RuntimeError):
             pass
-        await engine.client.aclose()
+        await engine.aclose()
 
 
 def new_session_like(engine: Engine) -> Session:

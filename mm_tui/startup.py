@@ -110,4 +110,5 @@ async def start(
             base_url=client.base_url,
         )
     engine = Engine(settings, client, cwd=cwd, session=session)
+    notes.extend(engine.registry.warnings)
     return Started(engine=engine, notes=notes)

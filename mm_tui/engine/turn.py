@@ -139,6 +139,11 @@ class Engine:
             await asyncio.gather(self._task, return_exceptions=True)
             raise
 
+    async def aclose(self) -> None:
+        """mm is exiting: close the model connection and stop what the tools keep running."""
+        await self.client.aclose()
+        await self.registry.aclose()
+
     def new_session(self, session: Session) -> None:
         """`/new`: a fresh history and file; the loop detector and the remembered decisions reset."""
         self.session = session

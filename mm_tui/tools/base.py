@@ -120,3 +120,7 @@ class Tool(ABC):
 
     @abstractmethod
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+    async def aclose(self) -> None:
+        """Stop whatever the tool keeps between calls (a language server, a child agent)."""
+        return None

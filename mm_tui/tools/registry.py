@@ -15,8 +15,10 @@ from mm_tui.tools.base import Tool, ToolArgs
 
 
 class ToolRegistry:
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(self, tools: list[Tool], warnings: list[str] | None = None) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        # Lines for the banner: a configured tool that could not be declared, and why.
+        self.warnings: list[str] = list(warnings or [])
 
     @classmethod
     def from_settings(cls, settings: Settings, cwd: Path) -> ToolRegistry:
@@ -27,6 +29,7 @@ class ToolRegistry:
         from mm_tui.tools.write_file import WriteFileTool
 
         tools: list[Tool] = []
+        warnings: list[str] = []
         if settings.bash_tool:
             tools.append(BashTool())
         skills = discover_skills(resolve_dir(settings.skills_dir, cwd))
@@ -35,13 +38,32 @@ class ToolRegistry:
         if settings.edit_tools:
             tools.append(ReadFileTool())
             tools.append(WriteFileTool())
-            try:
-                from mm_tui.tools.edit_file import EditFileTool  # lands with its own issue
+            try:  # TODO(issue 4): edit_file lands with its own issue; then import it plainly
+                from mm_tui.tools.edit_file import EditFileTool
             except ImportError:
                 pass
             else:
                 tools.append(EditFileTool())
-        return cls(tools)
+        if settings.lsp.servers:
+            from mm_tui.tools.lsp import LspTool
+
+            lsp, lsp_warnings = LspTool.from_settings(settings, cwd)
+            warnings.extend(lsp_warnings)
+            if lsp is not None:
+                tools.append(lsp)
+        if settings.fetch_content_tool:
+            from mm_tui.tools.fetch import FetchContentTool
+
+            tools.append(FetchContentTool())
+        return cls(tools, warnings)
+
+    async def aclose(self) -> None:
+        """Stop what the tools keep running (language servers, asked agents) when mm exits."""
+        for tool in self._tools.values():
+            try:
+                await tool.aclose()
+            except Exception:  # noqa: BLE001 - closing must reach every tool
+                pass
 
     @property
     def names(self) -> list[str]:
