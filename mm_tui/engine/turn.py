@@ -363,7 +363,7 @@ class Engine:
                     call_id=call.id,
                     tool=tool.name,
                     title=f"{tool.name}  {tool.title(args)}",
-                    kind=tool.kind,
+                    kind=tool.kind_for(args),
                     arguments=arguments,
                     display=tool.display(args),
                     locations=tool.locations(args, ctx),

@@ -103,6 +103,11 @@ class Tool(ABC):
     def display(self, args: Any) -> str:
         """The reference's terminal-display line, e.g. `🛠️  bash: <command>`."""
 
+    def kind_for(self, args: Any) -> str:
+        """The ACP kind of this call; a tool whose calls differ (lsp: rename edits, the rest
+        reads) overrides it."""
+        return self.kind
+
     def needs_permission(self, args: Any) -> bool:
         """Whether this call asks before running when yolo is off."""
         return False
