@@ -61,24 +61,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    return {"model": args.model, "baseUrl": args.base_url, "yolo": args.yolo, "theme": args.theme}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from mm_tui.config import ConfigError, load_settings
-
     cwd = Path.cwd()
     if args.demo:
         from mm_tui.engine.demo import make_playground
 
         cwd = make_playground()
         os.chdir(cwd)
-    overrides = {
-        "model": args.model,
-        "baseUrl": args.base_url,
-        "yolo": args.yolo,
-        "theme": args.theme,
-    }
+    if not (args.line or args.prompt is not None or args.acp or args.ask):
+        return run_window(args, cwd)
+    from mm_tui.config import ConfigError, load_settings
+
     try:
-        settings = load_settings(config_file=args.config, overrides=overrides, cwd=cwd)
+        settings = load_settings(config_file=args.config, overrides=_overrides(args), cwd=cwd)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -89,6 +89,28 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_run(args, settings, cwd))
     except KeyboardInterrupt:
         return 130
+
+
+def run_window(args: argparse.Namespace, cwd: Path) -> int:
+    """Window mode. The configuration and the model load after the first frame (see `MMApp`);
+    a start-up error closes the window and is printed as one line."""
+    from mm_tui.app import MMApp
+
+    async def boot():  # noqa: ANN202
+        from mm_tui.config import ConfigError, load_settings
+        from mm_tui.startup import StartupError, start
+
+        try:
+            settings = load_settings(config_file=args.config, overrides=_overrides(args), cwd=cwd)
+            return await start(settings, cwd, demo=args.demo, resume=args.resume)
+        except (ConfigError, StartupError) as exc:
+            raise RuntimeError(str(exc)) from None
+
+    app = MMApp(boot, theme=args.theme)
+    code = app.run()
+    if app.exit_message:
+        print(app.exit_message, file=sys.stderr)
+    return code if isinstance(code, int) else 0
 
 
 async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: ANN001

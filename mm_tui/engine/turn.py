@@ -139,6 +139,27 @@ class Engine:
             await asyncio.gather(self._task, return_exceptions=True)
             raise
 
+    async def compact(self) -> str:
+        """`/compact`: the model summarises the conversation, and the summary replaces the
+        history (the loop detector is kept). Returns the summary."""
+        ask = {
+            "role": "user",
+            "content": "Summarise this conversation so far for your own later use: the task, what "
+            "was done, the files and facts that matter, and what is left to do. Be complete but "
+            "brief; answer with the summary only.",
+        }
+        text: list[str] = []
+        async for chunk in self.client.stream([*self.session.messages, ask], []):
+            if isinstance(chunk, TextChunk):
+                text.append(chunk.text)
+        summary = "".join(text).strip()
+        if not summary:
+            raise ModelError("the model gave an empty summary; the history is unchanged")
+        # In the system message, so that user and assistant turns still alternate afterwards.
+        system = f"{self.system_prompt()}\n\nSummary of the conversation so far:\n\n{summary}"
+        self.session.set_messages([{"role": "system", "content": system}])
+        return summary
+
     async def aclose(self) -> None:
         """mm is exiting: close the model connection and stop what the tools keep running."""
         await self.client.aclose()

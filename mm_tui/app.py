@@ -1,0 +1,353 @@
+"""MMApp: window mode. The engine runs in an exclusive Textual worker; each engine event is posted
+to the UI as a Textual message and applied to the transcript store in one place
+(`Transcript.apply`); the engine never touches a widget and the UI never waits on the engine.
+
+Start-up keeps the first frame fast: the configuration, the model detection and the engine (with
+pydantic and httpx behind them) load in a worker after the first frame, through `boot`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.message import Message
+
+from mm_tui.transcript import NoticeItem, Transcript
+from mm_tui.widgets.permission import PermissionBox
+from mm_tui.widgets.prompt import COMMANDS, Prompt
+from mm_tui.widgets.status_line import StatusLine
+from mm_tui.widgets.transcript_view import TranscriptView
+
+if TYPE_CHECKING:
+    from mm_tui.engine.events import Event
+    from mm_tui.engine.turn import Engine
+    from mm_tui.startup import Started
+
+WELCOME = "Type a request and press Enter. /help lists the keys and commands."
+DEMO_HINT = "Try: list the files · read the README · fix the typo in greet.py · run the tests"
+
+
+class EngineEvent(Message):
+    """One engine event, carried to the UI."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class BootFailed(Exception):
+    """Start-up cannot go on; the message is printed after the window closes."""
+
+
+class SlashCommands(Provider):
+    """The slash commands in the command palette (Ctrl+P)."""
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        app = self.app
+        assert isinstance(app, MMApp)
+        for command in COMMANDS:
+            score = matcher.match(command)
+            if score > 0:
+                yield Hit(score, matcher.highlight(command), lambda c=command: app.run_command(c))
+
+
+class MMApp(App[int]):
+    CSS = """
+    Screen { background: $background; }
+    """
+    COMMANDS = App.COMMANDS | {SlashCommands}
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", show=True),
+        Binding("ctrl+c", "interrupt", "Cancel/Quit", show=False, priority=True),
+        Binding("ctrl+o", "fold_all", "Outputs", show=True),
+    ]
+
+    def __init__(
+        self,
+        boot: Callable[[], Awaitable[Started]],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        theme: str | None = None,
+    ) -> None:
+        super().__init__()
+        from mm_tui.theme_files import load_themes
+
+        for loaded in load_themes():
+            self.register_theme(loaded)
+        self.theme = theme if theme in self.available_themes else "mm-dark"
+        self.boot = boot
+        self.clock = clock
+        self.transcript = Transcript(clock)
+        self.engine: Engine | None = None
+        self.exit_message: str | None = None
+        self._queued: str | None = None
+        self._interrupts = 0.0  # time of the last Ctrl+C while idle
+
+    # -- start-up -------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Any:
+        from mm_tui.screens.main import MainScreen
+
+        return MainScreen(self.transcript, self.clock)
+
+    def on_ready(self) -> None:
+        """After the first frame: only now load what start-up needs."""
+        self.status.show(None, "starting…")
+        self._boot()
+
+    @work(exclusive=True, group="boot", exit_on_error=False)
+    async def _boot(self) -> None:
+        try:
+            started = await self.boot()
+        except Exception as exc:  # noqa: BLE001 - shown after the window closes
+            self.exit_message = str(exc)
+            self.exit(2)
+            return
+        self.attach(started)
+
+    def attach(self, started: Started) -> None:
+        """The engine is ready: show who is at work and say what start-up noticed."""
+        engine = started.engine
+        self.engine = engine
+        settings = engine.settings
+        if settings.theme in self.available_themes and settings.theme != self.theme:
+            self.theme = settings.theme
+        from mm_tui.widgets.agent_header import AgentHeader
+
+        self.screen.query_one(AgentHeader).show(
+            title=settings.acp.title,
+            model=engine.client.model,
+            provider=engine.client.provider,
+            cwd=str(engine.cwd),
+            yolo=engine.permissions.yolo,
+        )
+        notes = list(started.notes)
+        if started.on_demo:
+            notes.append(DEMO_HINT)
+        for note in notes:
+            self._notice(note, "info")
+        self._notice(WELCOME, "info")
+        self.status.show(None, "")
+
+    # -- helpers --------------------------------------------------------------------------
+
+    @property
+    def view(self) -> TranscriptView:
+        return self.screen.query_one(TranscriptView)
+
+    @property
+    def status(self) -> StatusLine:
+        return self.screen.query_one(StatusLine)
+
+    @property
+    def prompt(self) -> Prompt:
+        return self.screen.query_one(Prompt)
+
+    @property
+    def box(self) -> PermissionBox:
+        return self.screen.query_one(PermissionBox)
+
+    def _notice(self, text: str, level: str = "info") -> None:
+        item = self.transcript.add(NoticeItem(text=text, level=level))
+        self.view.update_items([item])
+
+    # -- turns ----------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        """The engine's `emit`: every event becomes a message; nothing waits."""
+        self.post_message(EngineEvent(event))
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def run_turn(self, text: str) -> None:
+        assert self.engine is not None
+        await self.engine.run_turn(text, self.emit)
+
+    def submit(self, text: str) -> None:
+        if self.engine is None:
+            self._notice("mm is still starting; try again in a moment", "warning")
+            return
+        if self.engine.busy:  # a new request cancels the running turn, then runs
+            self._queued = text
+            self.engine.cancel()
+            return
+        self.run_turn(text)
+
+    @on(EngineEvent)
+    def on_engine_event(self, message: EngineEvent) -> None:
+        from mm_tui.engine.events import PermissionRequested, TurnEnded
+
+        event = message.event
+        if isinstance(event, PermissionRequested):
+            item = self.transcript.tool(event.call_id, event.agent)
+            if item is not None:
+                item.waiting = True
+                item.touch()
+                self.view.update_items([item])
+            self.box.ask(event)
+            return
+        changed = self.transcript.apply(event)
+        if changed:
+            self.view.update_items(changed)
+        self.status.show(self.transcript.state)
+        if isinstance(event, TurnEnded) and event.agent is None:
+            if self.box.request is not None:
+                self.box.close()
+            if self._queued is not None:
+                text, self._queued = self._queued, None
+                self.run_turn(text)
+            elif not self.prompt.has_focus and not isinstance(self.focused, TranscriptView):
+                self.prompt.focus()
+
+    @on(PermissionBox.Answered)
+    def on_permission_answered(self, message: PermissionBox.Answered) -> None:
+        item = self.transcript.tool(message.request.call_id, message.request.agent)
+        if item is not None:
+            item.waiting = False
+            item.touch()
+            self.view.update_items([item])
+        self.prompt.focus()
+
+    @on(Prompt.Submitted)
+    def on_prompt_submitted(self, message: Prompt.Submitted) -> None:
+        text = message.text
+        if text.startswith("/"):
+            self.run_command(text)
+        else:
+            self.submit(text)
+
+    # -- commands -------------------------------------------------------------------------
+
+    def run_command(self, line: str) -> None:
+        command, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        if command == "/quit":
+            self.exit(0)
+        elif command == "/abort":
+            self.action_cancel()
+        elif command == "/help":
+            self.action_help()
+        elif command == "/new":
+            self.new_session()
+        elif command == "/theme":
+            self.switch_theme(rest)
+        elif command == "/sessions":
+            self.open_sessions()
+        elif command == "/compact":
+            self.compact()
+        elif command == "/ask":
+            self._notice(
+                "/ask hands a request to an agent of mmConfigs; it is not available yet", "warning"
+            )
+        else:
+            self._notice(f"unknown command {command} — /help lists them", "warning")
+
+    def action_help(self) -> None:
+        from mm_tui.screens.help import HelpScreen
+
+        standing = self.engine.permissions.standing() if self.engine else {}
+        self.push_screen(HelpScreen(standing))
+
+    def switch_theme(self, name: str) -> None:
+        names = sorted(self.available_themes)
+        if not name:
+            self._notice("themes: " + ", ".join(names), "info")
+            return
+        if name not in self.available_themes:
+            self._notice(f"no theme named {name} — themes: {', '.join(names)}", "warning")
+            return
+        self.theme = name
+
+    def new_session(self) -> None:
+        if self.engine is None:
+            return
+        from mm_tui.line import new_session_like
+
+        self.engine.cancel()
+        self.engine.new_session(new_session_like(self.engine))
+        self.transcript.items.clear()
+        self.transcript.__init__(self.clock)  # type: ignore[misc]
+        self.view.cursor = None
+        self.view._invalidate_all()
+        self._notice(f"new session {self.engine.session.id}", "info")
+
+    def open_sessions(self) -> None:
+        if self.engine is None:
+            return
+        from mm_tui.config import resolve_dir
+        from mm_tui.screens.sessions import SessionsScreen
+
+        folder = resolve_dir(self.engine.settings.sessions_dir, self.engine.cwd)
+
+        def chosen(session_id: str | None) -> None:
+            if session_id:
+                self.resume(session_id)
+
+        self.push_screen(SessionsScreen(folder), chosen)
+
+    def resume(self, session_id: str) -> None:
+        from mm_tui.config import resolve_dir
+        from mm_tui.engine.session import Session, SessionError
+        from mm_tui.transcript import transcript_from_messages
+
+        assert self.engine is not None
+        folder = resolve_dir(self.engine.settings.sessions_dir, self.engine.cwd)
+        try:
+            session = Session.load(folder, session_id)
+        except SessionError as exc:
+            self._notice(str(exc), "error")
+            return
+        self.engine.cancel()
+        self.engine.new_session(session)
+        self.engine.turn_number = sum(1 for m in session.messages if m.get("role") == "user")
+        self.transcript.__init__(self.clock)  # type: ignore[misc]
+        transcript_from_messages(self.transcript, session.messages)
+        self.view.cursor = None
+        self.view._invalidate_all()
+        self._notice(f"resumed session {session.id}", "info")
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def compact(self) -> None:
+        if self.engine is None:
+            return
+        self.status.show("Compacting")
+        try:
+            summary = await self.engine.compact()
+        except Exception as exc:  # noqa: BLE001 - said in the transcript
+            self._notice(f"/compact failed: {exc}", "error")
+        else:
+            self._notice(f"history compacted to a summary of {len(summary):,} characters", "info")
+        self.status.show(None)
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def action_cancel(self) -> None:
+        if self.engine is not None and self.engine.busy:
+            self._queued = None
+            self.engine.cancel()
+        elif self.box.request is not None:
+            self.box.action_decide("r")
+
+    def action_interrupt(self) -> None:
+        if self.engine is not None and self.engine.busy:
+            self.action_cancel()
+            return
+        now = time.monotonic()
+        if now - self._interrupts < 2.0:
+            self.exit(0)
+            return
+        self._interrupts = now
+        self.notify("Press Ctrl+C again to quit", timeout=2)
+
+    def action_fold_all(self) -> None:
+        self.view.fold_all()
+
+    async def on_unmount(self) -> None:
+        if self.engine is not None:
+            self.engine.cancel()
+            await self.engine.aclose()

@@ -1,0 +1,77 @@
+"""HelpScreen: the keys, the slash commands and the permission decisions remembered so far."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from mm_tui.engine.events import Decision
+
+KEYS = (
+    ("Enter", "send the request"),
+    ("Shift+Enter, Ctrl+J", "a new line in the prompt"),
+    ("Up, Down", "walk the prompt's history"),
+    ("Esc", "cancel the turn"),
+    ("Ctrl+C", "cancel the turn; twice when idle: quit"),
+    ("Ctrl+O", "open or close every tool output"),
+    ("Tab", "move between the prompt and the transcript"),
+    ("Up, Down, Enter (transcript)", "select a tool line, fold or unfold it"),
+    ("Ctrl+P", "command palette"),
+    ("a / s / r / n", "permission: allow once / for the session / reject / never"),
+)
+COMMANDS = (
+    ("/new", "a new session: fresh history, loop detector reset"),
+    ("/compact", "replace the history with a summary"),
+    ("/abort", "cancel the turn"),
+    ("/ask AGENT …", "hand a request to an agent of mmConfigs"),
+    ("/sessions", "reopen an earlier session"),
+    ("/theme [NAME]", "switch the theme"),
+    ("/help", "this screen"),
+    ("/quit", "leave mm"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 90%; max-width: 100; height: 90%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape,q,f1", "dismiss", "Close")]
+
+    def __init__(self, standing: dict[str, Decision]) -> None:
+        super().__init__()
+        self.standing = standing
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self._content())
+
+    def _content(self) -> Table:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold")
+        table.add_column()
+        table.add_row(Text("Keys", style="bold underline"), "")
+        for key, what in KEYS:
+            table.add_row(key, what)
+        table.add_row("", "")
+        table.add_row(Text("Commands", style="bold underline"), "")
+        for command, what in COMMANDS:
+            table.add_row(command, what)
+        table.add_row("", "")
+        table.add_row(Text("Decisions this session", style="bold underline"), "")
+        if not self.standing:
+            table.add_row("(none)", "")
+        for tool, decision in sorted(self.standing.items()):
+            table.add_row(tool, "allowed for the session" if decision.allows else "never")
+        return table
+
+    def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
+        self.dismiss(result)

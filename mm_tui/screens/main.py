@@ -1,0 +1,39 @@
+"""MainScreen: header, transcript, the permission box when one is pending, status, prompt,
+footer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from mm_tui.transcript import Transcript
+from mm_tui.widgets.agent_header import AgentHeader
+from mm_tui.widgets.permission import PermissionBox
+from mm_tui.widgets.prompt import Prompt
+from mm_tui.widgets.status_line import StatusLine
+from mm_tui.widgets.transcript_view import TranscriptView
+
+
+class MainScreen(Screen[None]):
+    DEFAULT_CSS = """
+    MainScreen { layout: vertical; }
+    """
+
+    def __init__(self, transcript: Transcript, clock: Callable[[], float]) -> None:
+        super().__init__()
+        self.transcript = transcript
+        self.clock = clock
+
+    def compose(self) -> ComposeResult:
+        yield AgentHeader(id="header")
+        yield TranscriptView(self.transcript, clock=self.clock, id="transcript")
+        yield PermissionBox(id="permission")
+        yield StatusLine(self.clock, id="status")
+        yield Prompt(id="prompt")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Prompt).focus()

@@ -1,0 +1,57 @@
+"""SessionsScreen: the sessions of this folder, newest first; Enter reopens one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from mm_tui.engine.session import list_sessions
+
+
+class SessionsScreen(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    SessionsScreen { align: center middle; }
+    SessionsScreen > Vertical {
+        width: 90%; max-width: 110; height: 80%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    SessionsScreen OptionList { height: 1fr; }
+    """
+    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def compose(self) -> ComposeResult:
+        sessions = list_sessions(self.folder)
+        with Vertical():
+            yield Static(Text(f"Sessions in {self.folder}", style="bold"))
+            options = [
+                Option(
+                    Text.assemble(
+                        (info.updated[:16].replace("T", " "), "dim"),
+                        "  ",
+                        (info.title or "(empty)", "bold"),
+                        (f"  {info.message_count} messages", "dim"),
+                    ),
+                    id=info.id,
+                )
+                for info in sessions
+            ]
+            if not options:
+                yield Static("No session yet.")
+            yield OptionList(*options)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_dismiss(self, result: str | None = None) -> None:  # type: ignore[override]
+        self.dismiss(result)

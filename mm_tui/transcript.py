@@ -1,0 +1,348 @@
+"""The transcript as plain data: what window mode shows, kept whole for the whole session.
+
+`Transcript.apply(event)` is the one place where engine events become changes of the
+transcript; it knows nothing of Textual, so tests drive it without a terminal, and the window's
+`TranscriptView` only renders what it holds. Items are never dropped: the view renders the ones
+near the screen from this store, so ten thousand tool lines cost what the visible ones cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mm_tui.engine.events import (
+    AgentFinished,
+    AgentStarted,
+    ComposingToolCall,
+    EngineError,
+    Event,
+    TextDelta,
+    Thinking,
+    ThoughtDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+)
+
+
+@dataclass(eq=False)
+class Item:
+    """One entry of the transcript. `version` grows with every change, so a renderer can cache
+    what it drew for a version and a width."""
+
+    id: int = 0
+    agent: str | None = None
+    version: int = 0
+
+    @property
+    def foldable(self) -> bool:
+        return False
+
+    def touch(self) -> None:
+        self.version += 1
+
+
+@dataclass(eq=False)
+class UserItem(Item):
+    text: str = ""
+
+
+@dataclass(eq=False)
+class AnswerItem(Item):
+    """An answer as it streams: pieces are joined only when read, so a fast stream costs an
+    append per chunk."""
+
+    pieces: list[str] = field(default_factory=list)
+    done: bool = False
+    label: str | None = None  # `‣ mm [title]` above an asked agent's answer
+    _text: str = ""
+    _joined: int = 0
+
+    @property
+    def text(self) -> str:
+        if self._joined != len(self.pieces):
+            self._text = "".join(self.pieces)
+            self.pieces[:] = [self._text] if self._text else []
+            self._joined = len(self.pieces)
+        return self._text
+
+
+@dataclass(eq=False)
+class ThoughtItem(Item):
+    pieces: list[str] = field(default_factory=list)
+    done: bool = False
+    folded: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def foldable(self) -> bool:
+        return True
+
+
+@dataclass(eq=False)
+class ToolItem(Item):
+    call_id: str = ""
+    tool: str = ""
+    title: str = ""  # `bash  <command>`
+    kind: str = "other"
+    arguments: dict[str, Any] = field(default_factory=dict)
+    status: str = "running"  # running, ok, error, rejected, cancelled
+    output: str = ""
+    diff: str | None = None
+    started: float = 0.0  # by the app's clock
+    elapsed: float | None = None
+    folded: bool = True
+    waiting: bool = False  # a permission request is pending
+
+    @property
+    def foldable(self) -> bool:
+        return True
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+
+@dataclass(eq=False)
+class RecapItem(Item):
+    text: str = ""
+    stop_reason: str = "end_turn"
+
+
+@dataclass(eq=False)
+class AgentHeaderItem(Item):
+    title: str = ""
+    model: str = ""
+    provider: str = ""
+    asked_by: str | None = None
+
+
+@dataclass(eq=False)
+class NoticeItem(Item):
+    text: str = ""
+    level: str = "error"  # error, warning, info
+
+
+def recap_text(event: TurnEnded) -> str:
+    """The recap line: the counters that are not zero, the turn's time and tokens."""
+    parts = event.counters.parts()
+    parts.append(f"{event.elapsed:.1f}s")
+    if event.usage.total_tokens:
+        parts.append(f"{event.usage.total_tokens:,} tokens")
+    if event.stop_reason == "cancelled":
+        parts.append("cancelled")
+    return " · ".join(parts)
+
+
+class Transcript:
+    """The store. `apply` returns the items an event changed or added, for the view to redraw."""
+
+    def __init__(self, clock: Any = None) -> None:
+        import time
+
+        self.items: list[Item] = []
+        self.clock = clock or time.monotonic
+        self._next_id = 0
+        self._tools: dict[tuple[str | None, str], ToolItem] = {}
+        self._answer: dict[str | None, AnswerItem] = {}
+        self._thought: dict[str | None, ThoughtItem] = {}
+        self._agent_titles: dict[str, str] = {}
+        self.state: str | None = None  # spinner state shown beside the prompt; None when idle
+
+    def add(self, item: Item) -> Item:
+        self._next_id += 1
+        item.id = self._next_id
+        self.items.append(item)
+        return item
+
+    def tool(self, call_id: str, agent: str | None = None) -> ToolItem | None:
+        return self._tools.get((agent, call_id))
+
+    def _close_streams(self, agent: str | None) -> list[Item]:
+        changed: list[Item] = []
+        for table in (self._answer, self._thought):
+            item = table.pop(agent, None)
+            if item is not None:
+                item.done = True
+                if isinstance(item, ThoughtItem):  # what comes next takes its place
+                    item.folded = True
+                item.touch()
+                changed.append(item)
+        return changed
+
+    def apply(self, event: Event) -> list[Item]:
+        agent = event.agent
+        if isinstance(event, TextDelta):
+            answer = self._answer.get(agent)
+            changed: list[Item] = []
+            if answer is None:
+                thought = self._thought.pop(agent, None)
+                if thought is not None:  # the answer starts: reasoning folds away
+                    thought.done = True
+                    thought.folded = True
+                    thought.touch()
+                    changed.append(thought)
+                label = None
+                if agent is not None:
+                    label = f"‣ mm [{self._agent_titles.get(agent, agent)}]"
+                answer = AnswerItem(agent=agent, label=label)
+                self.add(answer)
+                self._answer[agent] = answer
+            answer.pieces.append(event.text)
+            answer.touch()
+            self.state = None if agent is None else self.state
+            changed.append(answer)
+            return changed
+        if isinstance(event, ThoughtDelta):
+            thought = self._thought.get(agent)
+            if thought is None:
+                thought = ThoughtItem(agent=agent)
+                self.add(thought)
+                self._thought[agent] = thought
+            thought.pieces.append(event.text)
+            thought.touch()
+            return [thought]
+        if isinstance(event, Thinking):
+            if agent is None:
+                self.state = event.state
+            return []
+        if isinstance(event, ComposingToolCall):
+            if agent is None:
+                self.state = event.state
+            return []
+        if isinstance(event, TurnStarted):
+            if agent is not None:
+                return []
+            self.state = "Thinking"
+            return [self.add(UserItem(text=event.text))]
+        if isinstance(event, ToolCallStarted):
+            changed = self._close_streams(agent)
+            title = event.title
+            if agent is not None:
+                title = f"{agent} · {title}"
+            item = ToolItem(
+                agent=agent,
+                call_id=event.call_id,
+                tool=event.tool,
+                title=title,
+                kind=event.kind,
+                arguments=dict(event.arguments),
+                started=self.clock(),
+            )
+            self._tools[(agent, event.call_id)] = item
+            if agent is None:
+                self.state = "Fetching" if event.tool == "fetch_content" else "Running"
+            changed.append(self.add(item))
+            return changed
+        if isinstance(event, ToolCallFinished):
+            item = self._tools.get((agent, event.call_id))
+            if item is None:
+                return []
+            item.status = event.status
+            item.output = event.output
+            item.diff = event.diff
+            item.elapsed = event.elapsed
+            item.waiting = False
+            item.touch()
+            if agent is None:
+                self.state = "Thinking"
+            return [item]
+        if isinstance(event, AgentStarted):
+            if event.asked_by is None:
+                return []
+            self._agent_titles[event.name] = event.title
+            return [
+                self.add(
+                    AgentHeaderItem(
+                        agent=event.name,
+                        title=event.title,
+                        model=event.model,
+                        provider=event.provider,
+                        asked_by=event.asked_by,
+                    )
+                )
+            ]
+        if isinstance(event, AgentFinished):
+            return self._close_streams(event.name)
+        if isinstance(event, EngineError):
+            changed = self._close_streams(agent)
+            level = "warning" if event.message.startswith("[warning") else "error"
+            changed.append(self.add(NoticeItem(agent=agent, text=event.message, level=level)))
+            return changed
+        if isinstance(event, TurnEnded):
+            if agent is not None:
+                return self._close_streams(agent)
+            changed = self._close_streams(None)
+            for key, item in list(self._tools.items()):
+                if item.running:  # nothing may spin for ever after its turn
+                    item.status = "cancelled"
+                    item.touch()
+                    changed.append(item)
+                del self._tools[key]
+            self.state = None
+            changed.append(
+                self.add(RecapItem(text=recap_text(event), stop_reason=event.stop_reason))
+            )
+            return changed
+        return []
+
+    def fold_all(self, folded: bool) -> list[Item]:
+        """Ctrl+O: open or close every tool output."""
+        changed = []
+        for item in self.items:
+            if isinstance(item, ToolItem) and item.folded != folded:
+                item.folded = folded
+                item.touch()
+                changed.append(item)
+        return changed
+
+    def toggle(self, item: Item) -> bool:
+        if isinstance(item, ToolItem | ThoughtItem):
+            item.folded = not item.folded
+            item.touch()
+            return True
+        return False
+
+
+def transcript_from_messages(transcript: Transcript, messages: list[dict[str, Any]]) -> None:
+    """Rebuild what a resumed session showed from its history: questions, answers, and one tool
+    line per call with its result."""
+    results = {
+        m.get("tool_call_id"): str(m.get("content") or "")
+        for m in messages
+        if m.get("role") == "tool"
+    }
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            transcript.add(UserItem(text=str(message.get("content") or "")))
+        elif role == "assistant":
+            content = message.get("content")
+            if content:
+                transcript.add(AnswerItem(pieces=[str(content)], done=True))
+            for call in message.get("tool_calls") or []:
+                function = call.get("function", {})
+                output = results.get(call.get("id"), "")
+                status = "error" if output.startswith("[error") else "ok"
+                if output.endswith("rejected by the user]"):
+                    status = "rejected"
+                transcript.add(
+                    ToolItem(
+                        call_id=str(call.get("id")),
+                        tool=str(function.get("name")),
+                        title=f"{function.get('name')}  {_short(str(function.get('arguments', '')))}",
+                        status=status,
+                        output=output,
+                        elapsed=0.0,
+                    )
+                )
+
+
+def _short(text: str, limit: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,109 @@
+"""PermissionBox: a tool call waiting for the person's decision, docked above the prompt.
+
+It shows the tool, its title and what the call will do (the command; the diff for write_file
+and edit_file; the URL and the file for fetch_content) and waits for a (allow once), s (allow
+this tool for the session), r (reject this call) or n (never this tool this session)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Static
+
+from mm_tui.engine.events import Decision, PermissionRequested
+
+DIFF_TOOLS = {"write_file", "edit_file", "lsp"}
+
+
+def details_text(tool: str, details: str) -> Text:
+    """The call's details; a diff coloured line by line."""
+    text = Text()
+    lines = details.rstrip("\n").split("\n")
+    diff = tool in DIFF_TOOLS and any(line.startswith(("@@", "+++", "---")) for line in lines)
+    for line in lines:
+        style = ""
+        if diff:
+            if line.startswith(("+++", "---")):
+                style = "bold"
+            elif line.startswith("+"):
+                style = "green"
+            elif line.startswith("-"):
+                style = "red"
+            elif line.startswith("@@"):
+                style = "cyan"
+        text.append(line + "\n", style=style)
+    text.rstrip()
+    return text
+
+
+class PermissionBox(Widget, can_focus=True):
+    DEFAULT_CSS = """
+    PermissionBox {
+        height: auto;
+        max-height: 60%;
+        border: round $warning;
+        background: $surface;
+        padding: 0 1;
+        display: none;
+    }
+    PermissionBox.-open { display: block; }
+    PermissionBox > #title { color: $warning; text-style: bold; height: auto; }
+    PermissionBox > #details { height: auto; max-height: 16; color: $text; }
+    PermissionBox > #keys { color: $text-muted; height: auto; margin-top: 1; }
+    """
+    BINDINGS = [
+        Binding("a", "decide('a')", "allow once"),
+        Binding("s", "decide('s')", "allow for the session"),
+        Binding("r", "decide('r')", "reject"),
+        Binding("n", "decide('n')", "never"),
+    ]
+
+    class Answered(Message):
+        def __init__(self, request: PermissionRequested, decision: Decision) -> None:
+            super().__init__()
+            self.request = request
+            self.decision = decision
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's spelling
+        super().__init__(id=id)
+        self.request: PermissionRequested | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title", markup=False)
+        with VerticalScroll(id="details"):
+            yield Static(id="details-text", markup=False)
+        yield Static(id="keys")
+
+    def ask(self, request: PermissionRequested) -> None:
+        self.request = request
+        self.border_title = "permission"
+        title = request.title if request.agent is None else f"{request.agent} · {request.title}"
+        self.query_one("#title", Static).update(Text(f"🔐 {title}"))
+        self.query_one("#details-text", Static).update(details_text(request.tool, request.details))
+        tool = request.tool
+        self.query_one("#keys", Static).update(
+            Text.from_markup(
+                f"[b]a[/b] allow once   [b]s[/b] allow {tool} for the session   "
+                f"[b]r[/b] reject   [b]n[/b] never {tool}"
+            )
+        )
+        self.add_class("-open")
+        self.focus()
+
+    def close(self) -> None:
+        self.request = None
+        self.remove_class("-open")
+
+    def action_decide(self, key: str) -> None:
+        request = self.request
+        if request is None:
+            return
+        decision = Decision(key)
+        self.close()
+        if not request.future.done():
+            request.future.set_result(decision)
+        self.post_message(self.Answered(request, decision))

@@ -1,0 +1,112 @@
+"""Prompt: where the person types. Multi-line; Enter sends, Shift+Enter or Ctrl+J adds a line;
+Up and Down walk the history from the first and last lines; a slash command completes as it is
+typed (the rest shows dimmed; Tab or Right takes it)."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import TextArea
+
+COMMANDS = ("/new", "/compact", "/abort", "/ask", "/sessions", "/theme", "/help", "/quit")
+
+
+class Prompt(TextArea):
+    DEFAULT_CSS = """
+    Prompt {
+        height: auto;
+        min-height: 3;
+        max-height: 10;
+        border: round $accent 50%;
+        background: $surface;
+        padding: 0 1;
+    }
+    Prompt:focus { border: round $accent; }
+    """
+    BINDINGS = [
+        Binding("enter", "submit", "Send", show=True, priority=True),
+        Binding("shift+enter,ctrl+j", "newline", "New line", show=False, priority=True),
+        Binding("tab", "complete", "Complete", show=False),
+    ]
+
+    class Submitted(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's spelling
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+            compact=True,
+            tab_behavior="focus",
+        )
+        self.past: list[str] = []
+        self._position: int | None = None  # index into history while walking it
+        self._draft = ""
+
+    def on_mount(self) -> None:
+        self.border_title = "› Enter to send · Shift+Enter new line · /help"
+
+    def update_suggestion(self) -> None:
+        text = self.text
+        if text.startswith("/") and " " not in text and "\n" not in text and text != "/":
+            match = next((c for c in COMMANDS if c.startswith(text) and c != text), None)
+            self.suggestion = match[len(text) :] if match else ""
+        else:
+            self.suggestion = ""
+
+    def action_complete(self) -> None:
+        if self.suggestion:
+            self.insert(self.suggestion)
+        else:
+            self.screen.focus_next()
+
+    def action_submit(self) -> None:
+        text = self.text.strip()
+        if not text:
+            return
+        if not self.past or self.past[-1] != text:
+            self.past.append(text)
+        self._position = None
+        self.clear()
+        self.post_message(self.Submitted(text))
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+    async def _on_key(self, event: events.Key) -> None:
+        row, _ = self.cursor_location
+        if event.key == "up" and row == 0 and self.past:
+            event.prevent_default()
+            event.stop()
+            self._walk(-1)
+            return
+        if (
+            event.key == "down"
+            and row == self.document.line_count - 1
+            and self._position is not None
+        ):
+            event.prevent_default()
+            event.stop()
+            self._walk(1)
+            return
+        await super()._on_key(event)
+
+    def _walk(self, step: int) -> None:
+        if self._position is None:
+            if step > 0:
+                return
+            self._draft = self.text
+            self._position = len(self.past)
+        self._position += step
+        if self._position >= len(self.past):
+            self._position = None
+            self.load_text(self._draft)
+        else:
+            self._position = max(0, self._position)
+            self.load_text(self.past[self._position])
+        self.move_cursor(self.document.end)

@@ -1,0 +1,27 @@
+"""Recap: the line that closes a turn, with the counters that are not zero, time and tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+from mm_tui.transcript import RecapItem
+from mm_tui.widgets.render import text_strip
+
+
+class Recap:
+    def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
+        self.console = console
+        self.style = style
+
+    def render(self, item: RecapItem, width: int) -> list[Strip]:
+        text = Text.assemble(
+            ("── ", self.style("recap--rule")), (item.text, self.style("recap--text")), " "
+        )
+        rule = max(0, width - text.cell_len)
+        text.append("─" * rule, style=self.style("recap--rule"))
+        return [text_strip(text, width, self.console)]

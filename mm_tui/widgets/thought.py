@@ -1,0 +1,35 @@
+"""Thought: the model's reasoning, dimmed while it streams, folded to one line once the answer
+starts (Enter or a click opens it again)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+from mm_tui.transcript import ThoughtItem
+from mm_tui.widgets.render import strips, text_strip
+
+
+class Thought:
+    def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
+        self.console = console
+        self.style = style
+
+    def render(self, item: ThoughtItem, width: int, selected: bool = False) -> list[Strip]:
+        style = self.style("thought--text")
+        text = item.text.strip()
+        if item.folded:
+            lines = text.count("\n") + 1 if text else 0
+            summary = Text(f"▸ Thought ({lines} line{'s' if lines != 1 else ''})", style=style)
+            strip = text_strip(summary, width, self.console)
+            return [strip.apply_style(self.style("tool--selected")) if selected else strip]
+        head = Text("▾ Thought" if item.done else "Thinking…", style=style)
+        out = [text_strip(head, width, self.console)]
+        if selected:
+            out[0] = out[0].apply_style(self.style("tool--selected"))
+        out.extend(strips(self.console, Text(text, style=style), width))
+        return out

@@ -1,0 +1,83 @@
+"""ToolLine: one tool call as one line, `‣ bash  <command>`, its status mark and elapsed time at
+the right, and its output (a coloured diff for the tools that change files) folded beneath."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+from mm_tui.transcript import ToolItem
+from mm_tui.widgets.render import format_elapsed, right_aligned, strips
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+MARKS = {"ok": "✓", "error": "✗", "rejected": "⊘", "cancelled": "⊘"}
+STATE_TEXT = {"fetch_content": "Fetching"}
+OUTPUT_INDENT = "    "
+
+
+def spinner_frame(now: float) -> str:
+    return SPINNER[int(now * 10) % len(SPINNER)]
+
+
+class ToolLine:
+    """Renders a `ToolItem`. `style(name)` gives the theme's style of a component class
+    (`tool--ok`, `tool--error`, ...)."""
+
+    def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
+        self.console = console
+        self.style = style
+
+    def header(self, item: ToolItem, width: int, now: float, selected: bool = False) -> Strip:
+        title_style = self.style("tool--title")
+        left = Text.assemble(("‣ ", self.style("tool--bullet")), (item.title, title_style))
+        if item.running:
+            elapsed = now - item.started
+            if item.waiting:
+                right = Text.assemble(("waiting for a/s/r/n ", self.style("tool--waiting")))
+            else:
+                state = STATE_TEXT.get(item.tool)
+                right = Text(spinner_frame(now), style=self.style("tool--running"))
+                if state:
+                    right = Text.assemble((f"{state} ", self.style("tool--running")), right)
+            right.append(f" {format_elapsed(elapsed)}", style=self.style("tool--time"))
+        else:
+            mark = MARKS.get(item.status, "?")
+            right = Text(mark, style=self.style(f"tool--{item.status}"))
+            right.append(f" {format_elapsed(item.elapsed or 0.0)}", style=self.style("tool--time"))
+        strip = right_aligned(left, right, width, self.console)
+        if selected:
+            strip = strip.apply_style(self.style("tool--selected"))
+        return strip
+
+    def body(self, item: ToolItem, width: int) -> list[Strip]:
+        """The unfolded output, indented; a diff coloured line by line."""
+        inner = max(1, width - len(OUTPUT_INDENT))
+        text = Text(no_wrap=False, end="")
+        if item.diff and item.status == "ok":
+            headline = item.output.split("\n", 1)[0]
+            text.append(headline + "\n", style=self.style("tool--output"))
+            for line in item.diff.rstrip("\n").split("\n"):
+                if line.startswith(("+++", "---")):
+                    style = self.style("diff--header")
+                elif line.startswith("+"):
+                    style = self.style("diff--added")
+                elif line.startswith("-"):
+                    style = self.style("diff--removed")
+                elif line.startswith("@@"):
+                    style = self.style("diff--hunk")
+                else:
+                    style = self.style("tool--output")
+                text.append(line + "\n", style=style)
+        else:
+            output = item.output.rstrip("\n") or "(no output)"
+            style = self.style("tool--output" if item.status == "ok" else "tool--output-error")
+            text.append(output, style=style)
+        text.rstrip()
+        lines = strips(self.console, text, inner)
+        pad = Strip([], 0)
+        indent = Strip.blank(len(OUTPUT_INDENT))
+        return [Strip.join([indent, line]) if line.cell_length else pad for line in lines]
