@@ -270,10 +270,8 @@ class MMApp(App[int]):
 
         self.engine.cancel()
         self.engine.new_session(new_session_like(self.engine))
-        self.transcript.items.clear()
-        self.transcript.__init__(self.clock)  # type: ignore[misc]
-        self.view.cursor = None
-        self.view._invalidate_all()
+        self.transcript.clear()
+        self.view.reset()
         self._notice(f"new session {self.engine.session.id}", "info")
 
     def open_sessions(self) -> None:
@@ -305,10 +303,9 @@ class MMApp(App[int]):
         self.engine.cancel()
         self.engine.new_session(session)
         self.engine.turn_number = sum(1 for m in session.messages if m.get("role") == "user")
-        self.transcript.__init__(self.clock)  # type: ignore[misc]
+        self.transcript.clear()
         transcript_from_messages(self.transcript, session.messages)
-        self.view.cursor = None
-        self.view._invalidate_all()
+        self.view.reset()
         self._notice(f"resumed session {session.id}", "info")
 
     @work(exclusive=True, group="turn", exit_on_error=False)

@@ -154,6 +154,15 @@ class Transcript:
         self._agent_titles: dict[str, str] = {}
         self.state: str | None = None  # spinner state shown beside the prompt; None when idle
 
+    def clear(self) -> None:
+        """A new session: nothing of the old one stays in view."""
+        self.items = []
+        self._tools.clear()
+        self._answer.clear()
+        self._thought.clear()
+        self._agent_titles.clear()
+        self.state = None
+
     def add(self, item: Item) -> Item:
         self._next_id += 1
         item.id = self._next_id

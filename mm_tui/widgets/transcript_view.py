@@ -184,6 +184,14 @@ class TranscriptView(ScrollView, can_focus=True):
 
     # -- updates --------------------------------------------------------------------------
 
+    def reset(self) -> None:
+        """The store was cleared (a new or resumed session): forget every cached line."""
+        self._lines, self._versions, self._heights, self._offsets = [], [], [], []
+        self._dirty.clear()
+        self.cursor = None
+        self._follow = True
+        self._invalidate_all()
+
     def _invalidate_all(self) -> None:
         self._width = 0
         self._schedule()
@@ -239,13 +247,14 @@ class TranscriptView(ScrollView, can_focus=True):
         ]
         total = (self._offsets[-1] + self._heights[-1]) if self._heights else 0
         self.virtual_size = Size(width, total)
-        if follow:
-            self.scroll_to(
-                y=max(0, total - self.scrollable_content_region.height),
-                animate=False,
-                immediate=True,
-            )
         self.refresh()
+        if follow:  # once the new size is laid out, the bottom stays in view
+            self._follow = True
+            self.call_after_refresh(self._stick_to_bottom)
+
+    def _stick_to_bottom(self) -> None:
+        if self._follow:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
 
     def _render(self, index: int) -> int:
         item = self.transcript.items[index]

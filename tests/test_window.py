@@ -1,0 +1,357 @@
+"""Window mode through Pilot: every interaction of the issue, against a real engine."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from scripted_model import ScriptedModel, call, say
+from window_helpers import all_text, make_app, playground, screen_text, settle
+
+from mm_tui.engine.demo import DemoModel
+from mm_tui.engine.events import (
+    AgentFinished,
+    AgentStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from mm_tui.screens.help import HelpScreen
+from mm_tui.transcript import RecapItem, ToolItem
+from mm_tui.widgets.agent_header import AgentHeader
+from mm_tui.widgets.permission import PermissionBox
+from mm_tui.widgets.prompt import Prompt
+from mm_tui.widgets.transcript_view import TranscriptView
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return playground(tmp_path / "project")
+
+
+async def type_and_send(pilot, text: str) -> None:
+    await pilot.press(*text)
+    await pilot.press("enter")
+
+
+def tools(app) -> list[ToolItem]:
+    return [i for i in app.transcript.items if isinstance(i, ToolItem)]
+
+
+async def test_a_request_runs_a_tool_line_to_done_with_the_recap(folder: Path) -> None:
+    app = make_app(DemoModel(delay=0), folder, notes=("demo note",))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        header = app.screen.query_one(AgentHeader)
+        assert (header.title_text, header.model, header.provider) == ("mm", "demo", "demo")
+        assert "demo note" in screen_text(app)
+        await type_and_send(pilot, "list the files")
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "› list the files" in text
+        assert "‣ bash  ls -la" in text and "✓" in text
+        assert "── ⚙ 1 command(s) · 0.0s · " in text
+        assert isinstance(app.transcript.items[-1], RecapItem)
+
+
+async def test_fold_and_unfold_with_enter_click_and_ctrl_o(folder: Path) -> None:
+    model = ScriptedModel(call("bash", {"command": "echo one; echo two"}), say("done"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "go")
+        await settle(pilot, app)
+        (item,) = tools(app)
+        assert item.folded and "    one" not in screen_text(app)
+        # Keyboard: Tab to the transcript, Up selects the tool line, Enter opens it.
+        await pilot.press("tab")
+        assert isinstance(app.focused, TranscriptView)
+        await pilot.press("up", "enter")
+        await settle(pilot, app)
+        assert not item.folded
+        assert "    one\n    two" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert item.folded
+        # A click on the line opens it.
+        view = app.view
+        row = view._offsets[item.id - 1] - int(view.scroll_y)
+        await pilot.click(TranscriptView, offset=(5, row))
+        await settle(pilot, app)
+        assert not item.folded
+        # Ctrl+O closes every output when one is open, opens them all otherwise.
+        await pilot.press("ctrl+o")
+        await settle(pilot, app)
+        assert item.folded
+        await pilot.press("ctrl+o")
+        await settle(pilot, app)
+        assert not item.folded
+
+
+@pytest.mark.parametrize(
+    ("key", "status", "output"),
+    [
+        ("a", "ok", "hi\n"),
+        ("s", "ok", "hi\n"),
+        ("r", "rejected", "[command rejected by the user]"),
+        ("n", "rejected", "[command rejected by the user]"),
+    ],
+)
+async def test_permission_box_each_answer(folder: Path, key: str, status: str, output: str) -> None:
+    model = ScriptedModel(
+        call("bash", {"command": "echo hi"}),
+        say("ok"),
+        call("bash", {"command": "echo hi"}, "c2"),
+        say("ok"),
+    )
+    app = make_app(model, folder, yolo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "go")
+        await settle(pilot, app, idle=False)
+        while app.box.request is None:
+            await pilot.pause(0.02)
+        box = app.screen.query_one(PermissionBox)
+        assert box.has_class("-open") and box.has_focus
+        assert "waiting for a/s/r/n" in screen_text(app)
+        await pilot.press(key)
+        await settle(pilot, app)
+        (item,) = tools(app)
+        assert (item.status, item.output) == (status, output)
+        assert model.requests[1][-1]["content"] == output
+        assert not box.has_class("-open")
+        assert isinstance(app.focused, Prompt)
+        # s and n are remembered: the second call does not ask.
+        await type_and_send(pilot, "again")
+        await settle(pilot, app, idle=False)
+        await pilot.pause(0.3)
+        if key in "sn":
+            await settle(pilot, app)
+            assert app.box.request is None
+            assert tools(app)[1].status == status
+            assert app.engine.permissions.standing() == {"bash": {"s": "s", "n": "n"}[key]}
+        else:
+            assert app.box.request is not None
+            await pilot.press("a")
+            await settle(pilot, app)
+
+
+@pytest.mark.parametrize("how", ["escape", "ctrl+c", "/abort", "new request"])
+async def test_cancellation(folder: Path, how: str) -> None:
+    model = ScriptedModel(call("bash", {"command": "echo started; sleep 30"}), say("after"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "long")
+        while not tools(app) or app.engine is None or not app.engine.busy:
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        if how in ("escape", "ctrl+c"):
+            await pilot.press(how)
+        elif how == "/abort":
+            await type_and_send(pilot, "/abort")
+        else:
+            await type_and_send(pilot, "something else")
+        await settle(pilot, app, timeout=10)
+        item = tools(app)[0]
+        assert item.status == "cancelled"
+        assert item.output.endswith("[error: cancelled]")
+        assert "⊘" in all_text(app)
+        tool_messages = [m for m in app.engine.session.messages if m["role"] == "tool"]
+        assert tool_messages[0]["content"].endswith("[error: cancelled]")
+        if how == "new request":
+            assert app.engine.session.messages[-2]["content"] == "something else"
+
+
+async def test_ctrl_c_twice_when_idle_quits(folder: Path) -> None:
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.1)
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.1)
+    assert app.return_code == 0
+
+
+async def test_slash_commands(folder: Path) -> None:
+    app = make_app(ScriptedModel(say("first answer")), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        # Completion as typed.
+        await pilot.press(*"/he")
+        assert app.prompt.suggestion == "lp"
+        await pilot.press("tab")
+        assert app.prompt.text == "/help"
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, HelpScreen)
+        await type_and_send(pilot, "/theme mm-light")
+        await pilot.pause(0.1)
+        assert app.theme == "mm-light"
+        await type_and_send(pilot, "/theme ansi-dark")
+        await pilot.pause(0.1)
+        assert app.theme == "ansi-dark"
+        await type_and_send(pilot, "/theme nope")
+        await settle(pilot, app)
+        assert "no theme named nope" in screen_text(app)
+        await type_and_send(pilot, "hello")
+        await settle(pilot, app)
+        old = app.engine.session.id
+        await type_and_send(pilot, "/new")
+        await settle(pilot, app)
+        assert app.engine.session.id != old
+        assert "first answer" not in screen_text(app)
+        await type_and_send(pilot, "/bogus")
+        await settle(pilot, app)
+        assert "unknown command /bogus" in screen_text(app)
+        await type_and_send(pilot, "/quit")
+        await pilot.pause(0.1)
+    assert app.return_code == 0
+
+
+async def test_sessions_screen_reopens_a_session(folder: Path) -> None:
+    app = make_app(ScriptedModel(say("remember me")), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "the first session")
+        await settle(pilot, app)
+        first = app.engine.session.id
+        await type_and_send(pilot, "/new")
+        await settle(pilot, app)
+        await type_and_send(pilot, "/sessions")
+        await pilot.pause(0.2)
+        await pilot.press("enter")  # the newest saved session is the first one
+        await settle(pilot, app)
+        assert app.engine.session.id == first
+        text = screen_text(app)
+        assert "› the first session" in text and "remember me" in text
+
+
+async def test_history_walks_with_up_and_down(folder: Path) -> None:
+    app = make_app(ScriptedModel(say("1"), say("2")), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "first")
+        await settle(pilot, app)
+        await type_and_send(pilot, "second")
+        await settle(pilot, app)
+        await pilot.press(*"draft")
+        await pilot.press("up")
+        assert app.prompt.text == "second"
+        await pilot.press("up")
+        assert app.prompt.text == "first"
+        await pilot.press("down")
+        assert app.prompt.text == "second"
+        await pilot.press("down")
+        assert app.prompt.text == "draft"
+
+
+async def test_shift_enter_and_ctrl_j_add_a_line(folder: Path) -> None:
+    app = make_app(ScriptedModel(say("ok")), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("a", "ctrl+j", "b")
+        assert app.prompt.text == "a\nb"
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert app.engine.session.messages[1]["content"] == "a\nb"
+
+
+async def test_resize_to_80_by_24(folder: Path) -> None:
+    app = make_app(DemoModel(delay=0), folder)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "list the files")
+        await settle(pilot, app)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot, app)
+        assert app.view._width == app.view.scrollable_content_region.width
+        lines = screen_text(app).splitlines()
+        assert all(len(line) <= 80 for line in lines)
+        assert any("‣ bash  ls -la" in line and line.rstrip().endswith("0.0s") for line in lines)
+
+
+async def test_child_agent_events_nest_under_its_header(folder: Path) -> None:
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        events = [
+            AgentStarted(
+                name="helper",
+                title="reviewer",
+                model="tiny",
+                provider="Ollama",
+                asked_by="mm",
+                agent="helper",
+            ),
+            ToolCallStarted(
+                call_id="k1",
+                tool="bash",
+                title="bash  ls",
+                kind="execute",
+                arguments={},
+                agent="helper",
+            ),
+            ToolCallFinished(
+                call_id="k1", tool="bash", status="ok", output="a\n", elapsed=0.2, agent="helper"
+            ),
+            TextDelta(text="All good.", agent="helper"),
+            AgentFinished(
+                name="helper",
+                title="reviewer",
+                model="tiny",
+                provider="Ollama",
+                asked_by="mm",
+                agent="helper",
+            ),
+        ]
+        for event in events:
+            app.emit(event)
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "mm [reviewer] · tiny @ Ollama · asked by mm" in text
+        assert "‣ helper · bash  ls" in text
+        assert "‣ mm [reviewer]\nAll good." in text
+
+
+async def test_a_long_session_keeps_every_item(folder: Path) -> None:
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        for i in range(3000):
+            app.emit(
+                ToolCallStarted(
+                    call_id=f"c{i}",
+                    tool="bash",
+                    title=f"bash  echo {i}",
+                    kind="execute",
+                    arguments={},
+                )
+            )
+            app.emit(
+                ToolCallFinished(
+                    call_id=f"c{i}", tool="bash", status="ok", output=f"{i}\n", elapsed=0.0
+                )
+            )
+        await settle(pilot, app, timeout=30)
+        assert len(tools(app)) == 3000
+        assert "‣ bash  echo 2999" in screen_text(app)
+        await pilot.press("tab", "home")
+        await pilot.pause(0.1)
+        assert "‣ bash  echo 0 " in screen_text(app)
+
+
+async def test_engine_errors_show_in_the_transcript(folder: Path) -> None:
+    app = make_app(ScriptedModel(5.0), folder, watchdogTimeout=0.2)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "hi")
+        await settle(pilot, app)
+        assert "turn stopped by the watchdog" in screen_text(app)
+        await asyncio.sleep(0)
