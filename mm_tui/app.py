@@ -190,6 +190,7 @@ class MMApp(App[int]):
                 item.touch()
                 self.view.update_items([item])
             self.box.ask(event)
+            self.status.show("Waiting for your decision (a/s/r/n)")
             return
         changed = self.transcript.apply(event)
         if changed:
@@ -211,6 +212,7 @@ class MMApp(App[int]):
             item.waiting = False
             item.touch()
             self.view.update_items([item])
+        self.status.show(self.transcript.state)
         self.prompt.focus()
 
     @on(Prompt.Submitted)

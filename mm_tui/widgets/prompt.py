@@ -18,11 +18,12 @@ class Prompt(TextArea):
         height: auto;
         min-height: 3;
         max-height: 10;
-        border: round $accent 50%;
+        border: round $accent 40%;
         background: $surface;
         padding: 0 1;
     }
     Prompt:focus { border: round $accent; }
+    Prompt > .text-area--cursor-line { background: $surface; }
     """
     BINDINGS = [
         Binding("enter", "submit", "Send", show=True, priority=True),
@@ -41,7 +42,6 @@ class Prompt(TextArea):
             soft_wrap=True,
             show_line_numbers=False,
             highlight_cursor_line=False,
-            compact=True,
             tab_behavior="focus",
         )
         self.past: list[str] = []

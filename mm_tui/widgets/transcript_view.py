@@ -155,7 +155,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def style(self, name: str) -> Style:
         style = self._styles.get(name)
         if style is None:
-            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+            style = self._styles[name] = self.get_component_rich_style(name)
         return style
 
     def _make_renderers(self) -> None:

@@ -1,0 +1,278 @@
+"""Pictures of window mode (pytest-textual-snapshot). Deterministic: clocks frozen (spinners and
+elapsed times), no blinking cursor, a fixed size and folder, scripted models with fixed output.
+An SVG changes only on purpose: look at the new picture before accepting it
+(`pytest tests/test_snapshots.py --snapshot-update`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from scripted_model import ScriptedModel, call, calls, say
+from window_helpers import FIXED_FOLDER, make_app, playground, settle
+
+from mm_tui.engine.demo import DemoModel
+from mm_tui.engine.events import (
+    AgentFinished,
+    AgentStarted,
+    Counters,
+    PermissionRequested,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+    Usage,
+)
+from mm_tui.startup import DEMO_NOTE
+
+SIZE = (100, 30)
+
+EDIT_DIFF = """\
+--- a/greet.py
++++ b/greet.py
+@@ -3,4 +3,4 @@
+ 
+ def greet(name: str) -> str:
+-    return f"Helo, {name}!"
++    return f"Hello, {name}!"
+ 
+"""
+
+
+def app_on(model, **kw):
+    return make_app(model, playground(FIXED_FOLDER), **kw)
+
+
+async def ready(pilot) -> None:
+    app = pilot.app
+    await settle(pilot, app)
+    app.prompt.cursor_blink = False
+
+
+async def send(pilot, text: str) -> None:
+    await pilot.press(*text)
+    await pilot.press("enter")
+    await settle(pilot, pilot.app)
+
+
+def tool_turn_model() -> ScriptedModel:
+    return ScriptedModel(
+        calls(
+            ("bash", {"command": "echo hello; echo world"}, "c1"),
+            ("bash", {"command": "echo oops >&2; exit 3"}, "c2"),
+            ("write_file", {"path": "notes.md", "content": "# Notes\n\n- one\n- two\n"}, "c3"),
+        ),
+        say("Ran two commands and wrote **notes.md**."),
+    )
+
+
+def test_welcome_on_the_demo_model(snap_compare) -> None:
+    app = app_on(DemoModel(delay=0), notes=(DEMO_NOTE,))
+    assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+
+
+def test_answer_half_streamed(snap_compare) -> None:
+    app = app_on(ScriptedModel())
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        app.emit(TurnStarted(turn=1, text="explain the project"))
+        app.emit(ThoughtDelta(text="The README and greet.py say it all."))
+        for piece in [
+            "## greeter\n\nA tiny project with ",
+            "two files:\n\n- `greet.py` says hello\n- `test_greet.py` ",
+            "checks it\n\n```python\ndef greet(name: str) -> str:\n",
+            '    return f"Helo, {name}!"\n',
+        ]:
+            app.emit(TextDelta(text=piece))
+        await settle(pilot, app, idle=False)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_tool_lines_folded(snap_compare) -> None:
+    app = app_on(tool_turn_model())
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "do three things")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_tool_lines_unfolded(snap_compare) -> None:
+    app = app_on(tool_turn_model())
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "do three things")
+        await pilot.press("ctrl+o")
+        await settle(pilot, app)
+        await pilot.press("tab", "home")
+        await settle(pilot, app)
+
+    assert snap_compare(app, terminal_size=(100, 40), run_before=run_before)
+
+
+def test_light_theme(snap_compare) -> None:
+    app = app_on(tool_turn_model(), theme="mm-light")
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "do three things")
+        await pilot.press("ctrl+o")
+        await settle(pilot, app)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_permission_box_for_bash(snap_compare) -> None:
+    app = app_on(ScriptedModel(call("bash", {"command": "rm -rf build && make"})), yolo=False)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await pilot.press(*"rebuild")
+        await pilot.press("enter")
+        while app.box.request is None:
+            await pilot.pause(0.02)
+        await settle(pilot, app, idle=False)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_permission_box_for_edit_file(snap_compare) -> None:
+    app = app_on(ScriptedModel(), yolo=False)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        app.emit(TurnStarted(turn=1, text="fix the typo"))
+        app.emit(
+            ToolCallStarted(
+                call_id="e1",
+                tool="edit_file",
+                title="edit_file  greet.py",
+                kind="edit",
+                arguments={},
+            )
+        )
+        future = asyncio.get_running_loop().create_future()
+        app.emit(
+            PermissionRequested(
+                call_id="e1",
+                tool="edit_file",
+                title="edit_file  greet.py",
+                details=EDIT_DIFF,
+                future=future,
+            )
+        )
+        await settle(pilot, app, idle=False)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_cancelled_call(snap_compare) -> None:
+    app = app_on(ScriptedModel())
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        app.emit(TurnStarted(turn=1, text="serve the site"))
+        app.emit(
+            ToolCallStarted(
+                call_id="s1",
+                tool="bash",
+                title="bash  python3 -m http.server",
+                kind="execute",
+                arguments={},
+            )
+        )
+        app.emit(
+            ToolCallFinished(
+                call_id="s1",
+                tool="bash",
+                status="cancelled",
+                output="Serving HTTP on 0.0.0.0 port 8000 ...\n[error: cancelled]",
+                elapsed=2.5,
+            )
+        )
+        app.emit(
+            TurnEnded(
+                turn=1,
+                counters=Counters(commands=1),
+                elapsed=2.6,
+                usage=Usage(120, 30),
+                stop_reason="cancelled",
+            )
+        )
+        await settle(pilot, app)
+        await pilot.press("ctrl+o")
+        await settle(pilot, app)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_child_agent_under_its_header(snap_compare) -> None:
+    app = app_on(ScriptedModel())
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        child = "reviewer"
+        for event in [
+            TurnStarted(turn=1, text="ask the reviewer to check greet.py"),
+            ToolCallStarted(
+                call_id="a1",
+                tool="ask_agent",
+                title="ask_agent  reviewer",
+                kind="other",
+                arguments={},
+            ),
+            AgentStarted(
+                name=child,
+                title="review",
+                model="qwen2.5-coder:7b",
+                provider="Ollama",
+                asked_by="mm",
+                agent=child,
+            ),
+            ToolCallStarted(
+                call_id="k1",
+                tool="read_file",
+                title="read_file  greet.py",
+                kind="read",
+                arguments={},
+                agent=child,
+            ),
+            ToolCallFinished(
+                call_id="k1", tool="read_file", status="ok", output="...", elapsed=0.1, agent=child
+            ),
+            TextDelta(text="greet.py has a typo: `Helo` should be `Hello`.", agent=child),
+            AgentFinished(
+                name=child,
+                title="review",
+                model="qwen2.5-coder:7b",
+                provider="Ollama",
+                asked_by="mm",
+                agent=child,
+            ),
+            ToolCallFinished(
+                call_id="a1",
+                tool="ask_agent",
+                status="ok",
+                output="reviewer answered (46 characters)",
+                elapsed=3.0,
+            ),
+        ]:
+            app.emit(event)
+        await settle(pilot, app, idle=False)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_80_by_24(snap_compare) -> None:
+    app = app_on(tool_turn_model(), notes=(DEMO_NOTE,))
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "do three things")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

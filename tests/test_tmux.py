@@ -1,0 +1,57 @@
+"""The real `mm --demo` in a real terminal (tmux, 100×30): type a request, wait for the ✓ and
+the recap, read them back with capture-pane."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+
+
+def wait_for(session: str, needle: str, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = tmux("capture-pane", "-t", session, "-p")
+        if needle in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} never appeared; the screen was:\n{screen}")
+
+
+def test_demo_in_a_real_terminal(tmp_path: Path) -> None:
+    session = f"mm-test-{os.getpid()}"
+    mm = Path(sys.executable).parent / "mm"
+    command = f"cd {tmp_path} && HOME={tmp_path} TERM=xterm-256color {mm} --demo"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    try:
+        wait_for(session, "mm [mm] · demo @ demo")
+        wait_for(session, "Type a request")
+        tmux("send-keys", "-t", session, "-l", "list the files")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", session, "Enter")
+        screen = wait_for(session, "command(s)")
+        assert "‣ bash  ls -la" in screen
+        line = next(line for line in screen.splitlines() if "‣ bash  ls -la" in line)
+        assert "✓" in line
+        assert "── ⚙ 1 command(s) · " in screen
+        tmux("send-keys", "-t", session, "C-c")
+        time.sleep(0.2)
+        tmux("send-keys", "-t", session, "C-c")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and session in tmux("list-sessions"):
+            time.sleep(0.2)
+        assert session not in tmux("list-sessions"), "mm did not quit on Ctrl+C twice"
+    finally:
+        tmux("kill-session", "-t", session)
