@@ -28,16 +28,19 @@ from mm_tui.startup import DEMO_NOTE
 
 SIZE = (100, 30)
 
-EDIT_DIFF = """\
---- a/greet.py
-+++ b/greet.py
-@@ -3,4 +3,4 @@
- 
- def greet(name: str) -> str:
--    return f"Helo, {name}!"
-+    return f"Hello, {name}!"
- 
-"""
+EDIT_DIFF = "\n".join(
+    [
+        "--- a/greet.py",
+        "+++ b/greet.py",
+        "@@ -3,4 +3,4 @@",
+        " ",
+        " def greet(name: str) -> str:",
+        '-    return f"Helo, {name}!"',
+        '+    return f"Hello, {name}!"',
+        " ",
+        "",
+    ]
+)
 
 
 def app_on(model, **kw):
