@@ -119,7 +119,7 @@ def test_tool_lines_unfolded(snap_compare) -> None:
 
 
 def test_light_theme(snap_compare) -> None:
-    app = app_on(tool_turn_model(), theme="mm-light")
+    app = app_on(tool_turn_model(), app_theme="mm-light")
 
     async def run_before(pilot) -> None:
         await ready(pilot)

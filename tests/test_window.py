@@ -355,3 +355,39 @@ async def test_engine_errors_show_in_the_transcript(folder: Path) -> None:
         await settle(pilot, app)
         assert "turn stopped by the watchdog" in screen_text(app)
         await asyncio.sleep(0)
+
+
+async def test_command_palette_has_the_slash_commands(folder: Path) -> None:
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"/help")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_help_lists_the_decisions_of_the_session(folder: Path) -> None:
+    model = ScriptedModel(call("bash", {"command": "true"}), say("ok"))
+    app = make_app(model, folder, yolo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "go")
+        while app.box.request is None:
+            await pilot.pause(0.02)
+        await pilot.press("n")
+        await settle(pilot, app)
+        await type_and_send(pilot, "/help")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HelpScreen)
+        assert "never" in str(app.screen._content().columns[1]._cells)
+
+
+async def test_the_theme_key_is_applied(folder: Path) -> None:
+    app = make_app(ScriptedModel(), folder, theme="mm-light")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert app.theme == "mm-light"

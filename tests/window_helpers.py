@@ -33,7 +33,7 @@ def make_app(
     *,
     notes: tuple[str, ...] = (),
     frozen: bool = True,
-    theme: str | None = None,
+    app_theme: str | None = None,
     **settings: Any,
 ) -> MMApp:
     clock = (lambda: 100.0) if frozen else None
@@ -52,7 +52,7 @@ def make_app(
         engine = Engine(s, model, cwd=folder, session=session, **kwargs)
         return Started(engine, list(notes))
 
-    app = MMApp(boot, clock=clock, theme=theme) if clock else MMApp(boot, theme=theme)
+    app = MMApp(boot, clock=clock, theme=app_theme) if clock else MMApp(boot, theme=app_theme)
     return app
 
 
