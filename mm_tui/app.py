@@ -183,19 +183,12 @@ class MMApp(App[int]):
         from mm_tui.engine.events import PermissionRequested, TurnEnded
 
         event = message.event
-        if isinstance(event, PermissionRequested):
-            item = self.transcript.tool(event.call_id, event.agent)
-            if item is not None:
-                item.waiting = True
-                item.touch()
-                self.view.update_items([item])
-            self.box.ask(event)
-            self.status.show("Waiting for your decision (a/s/r/n)")
-            return
         changed = self.transcript.apply(event)
         if changed:
             self.view.update_items(changed)
         self.status.show(self.transcript.state)
+        if isinstance(event, PermissionRequested):
+            self.box.ask(event)
         if isinstance(event, TurnEnded) and event.agent is None:
             if self.box.request is not None:
                 self.box.close()
@@ -207,11 +200,7 @@ class MMApp(App[int]):
 
     @on(PermissionBox.Answered)
     def on_permission_answered(self, message: PermissionBox.Answered) -> None:
-        item = self.transcript.tool(message.request.call_id, message.request.agent)
-        if item is not None:
-            item.waiting = False
-            item.touch()
-            self.view.update_items([item])
+        self.view.update_items(self.transcript.answered(message.request))
         self.status.show(self.transcript.state)
         self.prompt.focus()
 

@@ -17,6 +17,7 @@ from mm_tui.engine.events import (
     ComposingToolCall,
     EngineError,
     Event,
+    PermissionRequested,
     TextDelta,
     Thinking,
     ThoughtDelta,
@@ -126,6 +127,9 @@ class AgentHeaderItem(Item):
 class NoticeItem(Item):
     text: str = ""
     level: str = "error"  # error, warning, info
+
+
+WAITING = "Waiting for your decision (a/s/r/n)"
 
 
 def recap_text(event: TurnEnded) -> str:
@@ -261,6 +265,14 @@ class Transcript:
             if agent is None:
                 self.state = "Thinking"
             return [item]
+        if isinstance(event, PermissionRequested):
+            item = self._tools.get((agent, event.call_id))
+            self.state = WAITING
+            if item is None:
+                return []
+            item.waiting = True
+            item.touch()
+            return [item]
         if isinstance(event, AgentStarted):
             if event.asked_by is None:
                 return []
@@ -299,6 +311,16 @@ class Transcript:
             )
             return changed
         return []
+
+    def answered(self, request: PermissionRequested) -> list[Item]:
+        """The person decided: the call's line stops waiting."""
+        self.state = "Running"
+        item = self._tools.get((request.agent, request.call_id))
+        if item is None:
+            return []
+        item.waiting = False
+        item.touch()
+        return [item]
 
     def fold_all(self, folded: bool) -> list[Item]:
         """Ctrl+O: open or close every tool output."""
