@@ -24,6 +24,7 @@ class ToolRegistry:
     def from_settings(cls, settings: Settings, cwd: Path) -> ToolRegistry:
         """The tools the configuration declares, in the order the reference lists them."""
         from mm_tui.tools.bash import BashTool
+        from mm_tui.tools.edit_file import EditFileTool
         from mm_tui.tools.read_file import ReadFileTool
         from mm_tui.tools.read_skill import ReadSkillTool, discover_skills
         from mm_tui.tools.write_file import WriteFileTool
@@ -38,12 +39,7 @@ class ToolRegistry:
         if settings.edit_tools:
             tools.append(ReadFileTool())
             tools.append(WriteFileTool())
-            try:  # TODO(issue 4): edit_file lands with its own issue; then import it plainly
-                from mm_tui.tools.edit_file import EditFileTool
-            except ImportError:
-                pass
-            else:
-                tools.append(EditFileTool())
+            tools.append(EditFileTool())
         if settings.lsp.servers:
             from mm_tui.tools.lsp import LspTool
 

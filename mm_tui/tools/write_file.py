@@ -83,7 +83,7 @@ def _plan(ctx: ToolContext, path: str, content: str) -> _Plan:
     return _Plan(target, old, stat.S_IMODE(st.st_mode), compute_diff(old, content), unchanged)
 
 
-def _write_atomically(target: Path, content: str, mode: int | None) -> None:
+def write_atomically(target: Path, content: str, mode: int | None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     data = encode(content)
     while True:
@@ -153,7 +153,7 @@ class WriteFileTool(Tool):
             plan = await asyncio.to_thread(_plan, ctx, path, args.content)
             if plan.unchanged:
                 return ToolResult(f"{path} unchanged: the content is identical")
-            await asyncio.to_thread(_write_atomically, plan.target, args.content, plan.mode)
+            await asyncio.to_thread(write_atomically, plan.target, args.content, plan.mode)
         except _Refused as exc:
             return ToolResult(str(exc), status="error")
         except PermissionError:

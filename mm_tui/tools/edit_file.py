@@ -1,0 +1,350 @@
+"""The edit_file tool: replace pieces of an existing file, each found once, all or nothing.
+
+Every edit is resolved against the original text (never against the result of another edit),
+by the passes of edit_match.py; then, when none is refused and no two touch the same text, all
+of them are applied at once and the file is written atomically (write_file's writer).
+
+Output to the model, a headline then the diff with line numbers (diff.py):
+
+    edited <path>: 2 edits applied, +3 -1 lines, first changed line 12 · 1 matched ignoring whitespace
+    dry run, nothing written — <path>: 2 edits would apply, +3 -1 lines, first changed line 12
+    <path> unchanged: the edits change nothing
+
+(the ` · N matched ignoring whitespace` part only when a relaxed pass was needed). Refusals, each
+with status "error", the file left untouched:
+
+    <path>: edit #1: old text appears 2 times (lines 11, 20) — to change ONE of them, ...
+    <path>: edit #1: old text not found — it must match the file exactly, ...   (+ the old text,
+        and the closest region of the file when half of old's lines line up with it)
+    <path>: edit #2: old text is empty — ...
+    <path>: edits #1 and #2 overlap (lines 3-5 and lines 4-7) — ...
+    <path>: edit #2 lies inside edit #1 (line 4 within lines 3-6) — ...
+    <path>: edits #1 and #2 change the same text (line 4) — send each change once
+    <path> does not exist. Create it with write_file
+    <path> is a binary file (N bytes); edit_file edits text files only
+    <path> is not UTF-8 text (invalid byte at line L); edit_file edits UTF-8 text only
+
+A refusal in a call of several edits lists every refused edit, then ends with
+`nothing was written: the edits are applied all together or not at all`.
+
+`ToolResult.diff` is the plain unified diff of what was written (None for a dry run, which
+changes nothing and so asks no permission either); `permission_details` is that diff, or the
+refusal the call would get.
+
+Files as people have them: a file whose every line ends with CRLF is matched and diffed with
+"\\n" and written back with CRLF (the model's `old` and `new` may use either); a UTF-8 byte-order
+mark is kept; a file without a final newline keeps none unless an edit adds one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools.diff import Diff, apply_replacements
+from mm_tui.tools.edit_match import Ambiguous, Document, Match, NotFound, locate
+from mm_tui.tools.write_file import write_atomically
+
+BOM = "\ufeff"
+GUTTER = "  │ "
+SAME_TEXT = (
+    "every edit is resolved against the original file, so no two may change the same text: "
+    "merge them into one edit"
+)
+
+
+class Edit(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    old: str = Field(
+        description=(
+            "The text to replace, copied from the file: it must appear exactly once. Include a "
+            "few surrounding lines when a short piece would appear more than once."
+        )
+    )
+    new: str = Field(description="The replacement; an empty string deletes the old text.")
+
+
+class EditFileArgs(ToolArgs):
+    path: str = Field(description="Path of an existing file, relative to the working directory.")
+    edits: list[Edit] = Field(
+        description=(
+            "Replacements {old, new}, all resolved against the original file (not one after "
+            "the other); no two may touch the same text."
+        )
+    )
+    dry_run: bool = Field(False, description="Report what would change, write nothing.")
+
+    @field_validator("edits", mode="before")
+    @classmethod
+    def _edits_sent_as_text(cls, value: Any) -> Any:
+        """Some models send the array as a JSON string: read it rather than refuse the call."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value  # refused by the validation, with its message
+        return value
+
+
+class _Refused(Exception):
+    """A failure worth a message to the model rather than a traceback."""
+
+
+@dataclass
+class _Plan:
+    target: Path  # the real file (a symbolic link followed)
+    mode: int
+    content: str  # what to write, with the file's line endings and byte-order mark
+    diff: Diff
+    edits: int
+    relaxed: int  # edits found by a relaxed pass
+    unchanged: bool
+
+
+def _read(path: str, target: Path) -> tuple[bytes, int]:
+    """The file's bytes and mode; only a regular file (a pipe would block, /dev/zero never end)."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError as exc:
+        raise _Refused(f"{path} does not exist. Create it with write_file") from exc
+    except PermissionError as exc:
+        raise _Refused(f"{path}: permission denied") from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise _Refused(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise _Refused(f"{path} is not a regular file (a device, socket or pipe)")
+    try:
+        return target.read_bytes(), stat.S_IMODE(st.st_mode)
+    except PermissionError as exc:
+        raise _Refused(f"{path}: permission denied") from exc
+
+
+def _decode(path: str, data: bytes) -> str:
+    if b"\0" in data:
+        raise _Refused(
+            f"{path} is a binary file ({len(data)} bytes); edit_file edits text files only"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise _Refused(
+            f"{path} is not UTF-8 text (invalid byte at line {line}); "
+            "edit_file edits UTF-8 text only"
+        ) from exc
+
+
+def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
+    path = args.path
+    target = ctx.resolve(path)
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
+    data, mode = _read(path, target)
+    if not args.edits:
+        raise _Refused(f"{path}: no edits — send at least one {{old, new}} pair")
+    text = _decode(path, data)
+    bom = BOM if text.startswith(BOM) else ""
+    text = text[len(bom) :]
+    newlines = text.count("\n")
+    crlf = newlines > 0 and text.count("\r\n") == newlines
+    if crlf:
+        text = text.replace("\r\n", "\n")
+
+    doc = Document(text)
+    problems: list[str] = []
+    matches: list[tuple[int, Match]] = []
+    for number, edit in enumerate(args.edits, 1):
+        old, new = edit.old, edit.new
+        if crlf:
+            old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+        if not old:
+            problems.append(
+                f"{path}: edit #{number}: old text is empty — quote the text to replace; to add "
+                "lines, quote the line next to them in old and repeat it in new"
+            )
+            continue
+        found = locate(doc, old, new)
+        if isinstance(found, Match):
+            matches.append((number, found))
+        elif isinstance(found, Ambiguous):
+            problems.append(_ambiguous(path, number, found))
+        else:
+            problems.append(_not_found(path, number, old, found))
+    if not problems:
+        problems = _conflicts(path, doc, matches)
+    if problems:
+        if len(args.edits) > 1:
+            problems.append("nothing was written: the edits are applied all together or not at all")
+        raise _Refused("\n".join(problems))
+
+    ordered = sorted((m for _, m in matches), key=lambda m: m.start)
+    new_text, diff = apply_replacements(text, [(m.start, m.end, m.replacement) for m in ordered])
+    content = bom + (new_text.replace("\n", "\r\n") if crlf else new_text)
+    return _Plan(
+        target=target,
+        mode=mode,
+        content=content,
+        diff=diff,
+        edits=len(matches),
+        relaxed=sum(1 for m in ordered if m.relaxed),
+        unchanged=new_text == text,
+    )
+
+
+def _ambiguous(path: str, number: int, found: Ambiguous) -> str:
+    shown = ", ".join(str(n) for n in found.lines)
+    if found.count > len(found.lines):
+        shown += ", …"
+    return (
+        f"{path}: edit #{number}: old text appears {found.count} times (lines {shown}) — to "
+        "change ONE of them, include its surrounding lines in old until the text is unique; to "
+        "change several, send one edit per place…"
+    )
+
+
+def _not_found(path: str, number: int, old: str, found: NotFound) -> str:
+    echoed = old[:-1] if old.endswith("\n") else old
+    out = [
+        f"{path}: edit #{number}: old text not found — it must match the file exactly, "
+        "including indentation and line breaks:"
+    ]
+    out += [GUTTER + line for line in echoed.split("\n")]
+    if found.closest is not None:
+        first, lines = found.closest
+        width = len(str(first + len(lines) - 1))
+        out.append("the closest the file comes to it — copy these lines:")
+        out += [f"{GUTTER}{first + k:>{width}} │ {line}" for k, line in enumerate(lines)]
+    return "\n".join(out)
+
+
+def _lines(doc: Document, match: Match) -> str:
+    last = match.line + doc.text.count("\n", match.start, max(match.start, match.end - 1))
+    return f"line {match.line}" if last == match.line else f"lines {match.line}-{last}"
+
+
+def _conflicts(path: str, doc: Document, matches: list[tuple[int, Match]]) -> list[str]:
+    """Two edits that overlap, nest or repeat: each pair met while sweeping in file order."""
+    problems: list[str] = []
+    widest: tuple[int, Match] | None = None  # the edit reaching furthest so far
+    for number, match in sorted(matches, key=lambda nm: (nm[1].start, -nm[1].end, nm[0])):
+        if widest is not None and match.start < widest[1].end:
+            a, b = widest, (number, match)
+            first, second = sorted((a, b), key=lambda nm: nm[0])
+            if (a[1].start, a[1].end) == (b[1].start, b[1].end):
+                problems.append(
+                    f"{path}: edits #{first[0]} and #{second[0]} change the same text "
+                    f"({_lines(doc, match)}) — send each change once"
+                )
+            elif match.end <= widest[1].end:
+                problems.append(
+                    f"{path}: edit #{number} lies inside edit #{widest[0]} "
+                    f"({_lines(doc, match)} within {_lines(doc, widest[1])}) — {SAME_TEXT}"
+                )
+            else:
+                problems.append(
+                    f"{path}: edits #{first[0]} and #{second[0]} overlap "
+                    f"({_lines(doc, first[1])} and {_lines(doc, second[1])}) — {SAME_TEXT}"
+                )
+        if widest is None or match.end > widest[1].end:
+            widest = (number, match)
+    return problems
+
+
+def _headline(path: str, plan: _Plan, dry_run: bool) -> str:
+    diff = plan.diff
+    edits = f"{plan.edits} edit{'s' if plan.edits != 1 else ''}"
+    changes = f"+{diff.added} -{diff.deleted} lines, first changed line {diff.first_changed_line}"
+    if dry_run:
+        headline = f"dry run, nothing written — {path}: {edits} would apply, {changes}"
+    else:
+        headline = f"edited {path}: {edits} applied, {changes}"
+    if plan.relaxed:
+        headline += f" · {plan.relaxed} matched ignoring whitespace"
+    return headline
+
+
+class EditFileTool(Tool):
+    name = "edit_file"
+    kind = "edit"
+    counter = "file_ops"
+    Args = EditFileArgs
+
+    def description(self) -> str:
+        return (
+            "Change an existing file by replacing pieces of it: each `old` must appear exactly "
+            "once in the file (whitespace around it and indentation are forgiven when the text "
+            "is otherwise exact) and is replaced by `new`. All edits are resolved against the "
+            "original file and applied together, or none is. Set `dry_run` to see the diff "
+            "without writing. To create a file or rewrite it whole, use write_file."
+        )
+
+    def parameters(self) -> dict[str, Any]:
+        """The schema with the edit object written in place: some model servers do not follow
+        `$ref`."""
+        schema = super().parameters()
+        defs = schema.pop("$defs", {})
+
+        def inline(node: Any) -> Any:
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                    return inline(defs[ref.removeprefix("#/$defs/")])
+                return {k: inline(v) for k, v in node.items()}
+            if isinstance(node, list):
+                return [inline(v) for v in node]
+            return node
+
+        return inline(schema)
+
+    def title(self, args: EditFileArgs) -> str:
+        return args.path
+
+    def display(self, args: EditFileArgs) -> str:
+        return f"✏️ edit_file: {args.path}"
+
+    def needs_permission(self, args: EditFileArgs) -> bool:
+        return not args.dry_run  # a dry run only reads
+
+    def locations(self, args: EditFileArgs, ctx: ToolContext) -> tuple[str, ...]:
+        return (os.path.abspath(ctx.resolve(args.path)),)
+
+    async def permission_details(self, args: EditFileArgs, ctx: ToolContext) -> str:
+        try:
+            plan = await asyncio.to_thread(_plan, ctx, args)
+        except _Refused as exc:
+            return str(exc)
+        except OSError as exc:
+            return f"{args.path}: {exc.strerror or exc}"
+        if plan.unchanged:
+            return f"{args.path} unchanged: the edits change nothing"
+        return plan.diff.unified(args.path)
+
+    async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
+        path = args.path
+        try:
+            # in threads: matching and writing a large file must not freeze the window
+            plan = await asyncio.to_thread(_plan, ctx, args)
+            if plan.unchanged:
+                return ToolResult(f"{path} unchanged: the edits change nothing")
+            if not args.dry_run:
+                await asyncio.to_thread(write_atomically, plan.target, plan.content, plan.mode)
+        except _Refused as exc:
+            return ToolResult(truncate(str(exc), ctx.settings.max_output), status="error")
+        except PermissionError:
+            return ToolResult(f"{path}: permission denied", status="error")
+        except OSError as exc:
+            return ToolResult(f"{path}: cannot write: {exc.strerror or exc}", status="error")
+        output = f"{_headline(path, plan, args.dry_run)}\n{plan.diff.numbered()}"
+        return ToolResult(
+            truncate(output, ctx.settings.max_output),
+            diff=None if args.dry_run else plan.diff.unified(path),
+        )
