@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import on, work
 from textual.app import App
@@ -22,6 +22,8 @@ from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import COMMANDS, Prompt
 from mm_tui.widgets.status_line import StatusLine
 from mm_tui.widgets.transcript_view import TranscriptView
+
+W = TypeVar("W")
 
 if TYPE_CHECKING:
     from mm_tui.engine.events import Event
@@ -88,6 +90,7 @@ class MMApp(App[int]):
         self.exit_message: str | None = None
         self._queued: str | None = None
         self._interrupts = 0.0  # time of the last Ctrl+C while idle
+        self._widgets: dict[type, Any] = {}
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -139,19 +142,26 @@ class MMApp(App[int]):
 
     @property
     def view(self) -> TranscriptView:
-        return self.screen.query_one(TranscriptView)
+        return self._widget(TranscriptView)
 
     @property
     def status(self) -> StatusLine:
-        return self.screen.query_one(StatusLine)
+        return self._widget(StatusLine)
 
     @property
     def prompt(self) -> Prompt:
-        return self.screen.query_one(Prompt)
+        return self._widget(Prompt)
 
     @property
     def box(self) -> PermissionBox:
-        return self.screen.query_one(PermissionBox)
+        return self._widget(PermissionBox)
+
+    def _widget(self, kind: type[W]) -> W:
+        """A widget of the main screen, found once: events ask for them thousands of times."""
+        widget = self._widgets.get(kind)
+        if widget is None or not widget.is_attached:
+            widget = self._widgets[kind] = self.screen_stack[0].query_one(kind)
+        return widget  # type: ignore[return-value]
 
     def _notice(self, text: str, level: str = "info") -> None:
         item = self.transcript.add(NoticeItem(text=text, level=level))

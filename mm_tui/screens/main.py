@@ -18,6 +18,7 @@ from mm_tui.widgets.transcript_view import TranscriptView
 
 
 class MainScreen(Screen[None]):
+    AUTO_FOCUS = "#prompt"  # not the transcript: each restyle of it costs a frame's worth
     DEFAULT_CSS = """
     MainScreen { layout: vertical; }
     """
@@ -34,6 +35,3 @@ class MainScreen(Screen[None]):
         yield StatusLine(self.clock, id="status")
         yield Prompt(id="prompt")
         yield Footer()
-
-    def on_mount(self) -> None:
-        self.query_one(Prompt).focus()

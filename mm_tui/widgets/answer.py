@@ -2,15 +2,16 @@
 
 Why not Textual's MarkdownStream: it re-parses and re-lays out the whole document as it grows
 and falls behind a fast server. Here the text is cut into blocks (blank lines outside code
-fences); a finished block is rendered once per width and kept, and only the block still growing
-is rendered again, at most once per frame (the view coalesces updates)."""
+fences). A finished block is rendered once per width and kept, and only the block still growing
+is rendered again (the view asks at most once a frame). The text is split only from the end of
+the last finished block, so a long answer costs what its last block costs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
@@ -21,31 +22,53 @@ from mm_tui.widgets.render import strips
 FENCES = ("```", "~~~")
 
 
-def split_blocks(text: str) -> list[str]:
-    """Markdown blocks separated by blank lines, never cutting a fenced code block."""
-    blocks: list[str] = []
-    current: list[str] = []
+def block_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
+    """(start, end) of each Markdown block of `text[start:]`: blocks are separated by blank
+    lines, and a fenced code block is never cut."""
+    spans: list[tuple[int, int]] = []
+    block_start: int | None = None
+    block_end = start
     fence: str | None = None
-    for line in text.split("\n"):
-        stripped = line.lstrip()
-        if fence is None:
-            if stripped.startswith(FENCES):
-                fence = stripped[:3]
-            elif not stripped:
-                if current:
-                    blocks.append("\n".join(current))
-                    current = []
-                continue
-        elif stripped.startswith(fence):
-            fence = None
-        current.append(line)
-    if current:
-        blocks.append("\n".join(current))
-    return blocks
+    position = start
+    length = len(text)
+    while position <= length:
+        newline = text.find("\n", position)
+        end = length if newline < 0 else newline
+        stripped = text[position:end].strip()
+        if fence is None and not stripped:
+            if block_start is not None:
+                spans.append((block_start, block_end))
+                block_start = None
+        else:
+            if block_start is None:
+                block_start = position
+            block_end = end
+            if fence is None:
+                if stripped.startswith(FENCES):
+                    fence = stripped[:3]
+            elif stripped.startswith(fence):
+                fence = None
+        if newline < 0:
+            break
+        position = newline + 1
+    if block_start is not None:
+        spans.append((block_start, block_end))
+    return spans
+
+
+def split_blocks(text: str) -> list[str]:
+    return [text[a:b] for a, b in block_spans(text)]
+
+
+@dataclass
+class _Kept:
+    width: int
+    blocks: list[list[Strip]] = field(default_factory=list)  # finished blocks, rendered
+    consumed: int = 0  # text covered by the finished blocks
 
 
 class Answer:
-    """Renders `AnswerItem`s, keeping the strips of finished blocks per (item, width)."""
+    """Renders `AnswerItem`s, keeping the finished blocks of the answers still streaming."""
 
     def __init__(
         self, console: Console, style: Callable[[str], Style], code_theme: str = "monokai"
@@ -53,43 +76,44 @@ class Answer:
         self.console = console
         self.style = style
         self.code_theme = code_theme
-        # item id -> (width, [(block source, strips)]) for the finished blocks
-        self._done: dict[int, tuple[int, list[tuple[str, list[Strip]]]]] = {}
+        self._kept: dict[int, _Kept] = {}
 
     def forget(self, item_id: int | None = None) -> None:
         if item_id is None:
-            self._done.clear()
+            self._kept.clear()
         else:
-            self._done.pop(item_id, None)
+            self._kept.pop(item_id, None)
 
     def _block(self, source: str, width: int) -> list[Strip]:
+        from rich.markdown import Markdown  # markdown-it and pygments: not on the first frame
+
         markdown = Markdown(source, code_theme=self.code_theme, hyperlinks=False)
         return strips(self.console, markdown, width, self.style("answer--text"))
 
     def render(self, item: AnswerItem, width: int) -> list[Strip]:
-        blocks = split_blocks(item.text)
-        finished = len(blocks) if item.done else max(0, len(blocks) - 1)
-        cached_width, cached = self._done.get(item.id, (width, []))
-        if cached_width != width:
-            cached = []
+        text = item.text
+        kept = self._kept.get(item.id)
+        if kept is None or kept.width != width or kept.consumed > len(text):
+            kept = _Kept(width)
+        spans = block_spans(text, kept.consumed)
+        finished = spans if item.done else spans[:-1]
+        for start, end in finished:
+            kept.blocks.append(self._block(text[start:end], width))
+        if finished:
+            kept.consumed = finished[-1][1]
+        growing = [] if item.done or not spans else [self._block(text[slice(*spans[-1])], width)]
         out: list[Strip] = []
         if item.label:
-            label = Text(item.label, style=self.style("answer--label"))
-            out.extend(strips(self.console, label, width))
-        kept: list[tuple[str, list[Strip]]] = []
-        for index, source in enumerate(blocks):
-            if index < finished:
-                if index < len(cached) and cached[index][0] == source:
-                    lines = cached[index][1]
-                else:
-                    lines = self._block(source, width)
-                kept.append((source, lines))
-            else:
-                lines = self._block(source, width)
+            out.extend(
+                strips(self.console, Text(item.label, style=self.style("answer--label")), width)
+            )
+        blank = Strip.blank(width)
+        for index, lines in enumerate([*kept.blocks, *growing]):
             if index:
-                out.append(Strip.blank(width))
+                out.append(blank)
             out.extend(lines)
-        self._done[item.id] = (width, kept)
         if item.done:
-            self._done.pop(item.id, None)  # the view caches the whole item from now on
+            self._kept.pop(item.id, None)  # the view keeps the whole item from now on
+        else:
+            self._kept[item.id] = kept
         return out

@@ -11,7 +11,8 @@ visible lines cost.
 from __future__ import annotations
 
 import itertools
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from rich.style import Style
@@ -40,8 +41,9 @@ from mm_tui.widgets.thought import Thought
 from mm_tui.widgets.tool_line import ToolLine
 from mm_tui.widgets.user_message import UserMessage
 
-FRAME = 1 / 60  # updates are coalesced to the frame rate
+FRAME = 1 / 30  # updates are coalesced to a frame rate the eye cannot tell from 60
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
+HELD_LINES = 4000  # rendered lines kept; beyond, the oldest items give theirs back
 MARGIN_BEFORE = (UserItem, AnswerItem, AgentHeaderItem, NoticeItem, RecapItem)
 
 
@@ -139,15 +141,22 @@ class TranscriptView(ScrollView, can_focus=True):
         self.transcript = transcript
         self.clock = clock
         self._width = 0
-        self._lines: list[list[Strip] | None] = []  # per item index, for self._width
+        # Per item index, at self._width: its lines when rendered (None: not rendered, or given
+        # back to bound memory), the version they show, whether its height is measured (else
+        # estimated), its height, and the line where it starts.
+        self._lines: list[list[Strip] | None] = []
         self._versions: list[int] = []
+        self._measured: list[bool] = []
         self._heights: list[int] = []
         self._offsets: list[int] = []
+        self._held: OrderedDict[int, int] = OrderedDict()  # items holding lines, oldest first
+        self._held_lines = 0
         self._dirty: set[int] = set()
         self._flush_scheduled = False
         self._follow = True
         self.cursor: int | None = None  # index of the selected foldable item
         self._styles: dict[str, Style] = {}
+        self._base: Style | None = None
         self._renderers_ready = False
 
     # -- renderers ------------------------------------------------------------------------
@@ -171,7 +180,15 @@ class TranscriptView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._base = None
         self._invalidate_all()
+
+    @property
+    def base_style(self) -> Style:
+        """The view's own style, asked for every painted line: computed once per style change."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
 
     def on_mount(self) -> None:
         self._make_renderers()
@@ -186,7 +203,10 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def reset(self) -> None:
         """The store was cleared (a new or resumed session): forget every cached line."""
-        self._lines, self._versions, self._heights, self._offsets = [], [], [], []
+        self._lines, self._versions, self._measured = [], [], []
+        self._heights, self._offsets = [], []
+        self._held.clear()
+        self._held_lines = 0
         self._dirty.clear()
         self.cursor = None
         self._follow = True
@@ -210,51 +230,169 @@ class TranscriptView(ScrollView, can_focus=True):
     def _content_width(self) -> int:
         return max(10, self.scrollable_content_region.width)
 
+    def _total(self) -> int:
+        return (self._offsets[-1] + self._heights[-1]) if self._heights else 0
+
+    def _visible_range(self, margin: int = 0) -> range:
+        """Indices of the items that intersect the viewport, `margin` lines more each way."""
+        if not self._offsets:
+            return range(0)
+        height = self.scrollable_content_region.height
+        top = int(self.scroll_y)
+        if self._follow:  # the view is about to show the bottom
+            top = max(0, self._total() - height)
+        first = max(0, bisect_right(self._offsets, top - margin) - 1)
+        last = min(len(self._offsets), bisect_right(self._offsets, top + height + margin))
+        return range(first, max(first, last))
+
     def flush(self) -> None:
-        """Render what changed, fix the offsets from the first change on, keep the bottom in
-        view when the person had not scrolled away from it."""
+        """Render what changed and is on screen, estimate the rest, fix the offsets from the
+        first change on, and keep the bottom in view unless the person scrolled away from it.
+
+        An item far from the view is never rendered here: its height is estimated from its
+        text and corrected when it comes into view. So loading a long session, a resize and
+        Ctrl+O cost what the screen costs, whatever the length of the session."""
         self._flush_scheduled = False
         if not self.is_mounted or not self._renderers_ready:
             return
         items = self.transcript.items
+        count = len(items)
         width = self._content_width()
-        follow = self._follow or self.scroll_y >= self.max_scroll_y - 1
+        self._follow = self._follow or self.scroll_y >= self.max_scroll_y - 1
+        old_total = self._total()
+        reflow_from: int | None = None
         if width != self._width:
             self._width = width
-            self._lines = [None] * len(items)
-            self._versions = [-1] * len(items)
-            self._heights = [self._render(i) for i in range(len(items))]
-            start = 0
-            self._dirty.clear()
+            self._lines = [None] * count
+            self._versions = [-1] * count
+            self._measured = [False] * count
+            self._held.clear()
+            self._held_lines = 0
             self.answer.forget()
-        else:
-            grow = len(items) - len(self._heights)
-            if grow > 0:
-                self._lines.extend([None] * grow)
-                self._versions.extend([-1] * grow)
-                self._heights.extend([0] * grow)
-                self._dirty.update(range(len(items) - grow, len(items)))
-            if not self._dirty:
-                return
-            start = min(self._dirty)
-            for index in self._dirty:
-                if 0 <= index < len(items):
-                    self._heights[index] = self._render(index)
+            self._heights = [self._estimate(i) for i in range(count)]
             self._dirty.clear()
-        initial = self._offsets[start - 1] + self._heights[start - 1] if start > 0 else 0
-        self._offsets[start:] = list(itertools.accumulate(self._heights[start:], initial=initial))[
-            :-1
-        ]
-        total = (self._offsets[-1] + self._heights[-1]) if self._heights else 0
-        self.virtual_size = Size(width, total)
-        self.refresh()
-        if follow:  # once the new size is laid out, the bottom stays in view
-            self._follow = True
+            reflow_from = 0
+        grow = count - len(self._heights)
+        if grow > 0:
+            self._lines.extend([None] * grow)
+            self._versions.extend([-1] * grow)
+            self._measured.extend([False] * grow)
+            self._heights.extend(self._estimate(i) for i in range(count - grow, count))
+            reflow_from = count - grow if reflow_from is None else min(reflow_from, count - grow)
+        if reflow_from is not None:
+            self._reflow(reflow_from)
+        dirty, self._dirty = self._dirty, set()
+        for index in dirty:
+            if 0 <= index < count:
+                self._drop(index)  # its height stays until it is measured or estimated again
+        visible = self._visible_range(margin=2)
+        for index in dirty:
+            if 0 <= index < count and index not in visible:
+                height = self._estimate(index)
+                if height != self._heights[index]:
+                    self._heights[index] = height
+                    reflow_from = index if reflow_from is None else min(reflow_from, index)
+        if reflow_from is not None:
+            self._reflow(reflow_from)
+        # Render what is on screen; an exact height may move what is on screen, so again.
+        anchor = self.item_index_at(int(self.scroll_y))
+        shift = 0
+        for _ in range(4):
+            moved: int | None = None
+            for index in self._visible_range(margin=2):
+                if self._lines[index] is None or not self._measured[index]:
+                    before = self._heights[index]
+                    self._heights[index] = self._render(index)
+                    if self._heights[index] != before:
+                        if anchor is not None and index < anchor:
+                            shift += self._heights[index] - before
+                        moved = index if moved is None else min(moved, index)
+            if moved is None:
+                break
+            self._reflow(moved)
+            reflow_from = moved if reflow_from is None else min(reflow_from, moved)
+        total = self._total()
+        if (width, total) != tuple(self.virtual_size):
+            self._resize_content(Size(width, total))
+        if reflow_from is not None or total != old_total:
+            self.refresh()
+        else:
+            self._refresh_items(dirty)
+        if self._follow:  # once the new size is laid out, the bottom stays in view
             self.call_after_refresh(self._stick_to_bottom)
+        elif shift:  # items above the view changed height: keep showing the same lines
+            self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
+
+    def _resize_content(self, size: Size) -> None:
+        """A new virtual size. Setting `virtual_size` lays out the whole screen (about a frame of
+        CPU); while an answer grows that would happen at every frame. When the scrollbar stays
+        as it is (shown, with the width unchanged) only the scroll state and the scrollbar need
+        to know, which is what Textual itself does for a size change without layout."""
+        old = self.virtual_size
+        bar_needed = size.height > self.scrollable_content_region.height
+        if old.width == size.width and self.show_vertical_scrollbar and bar_needed:
+            self.set_reactive(ScrollView.virtual_size, size)
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
+
+    def _reflow(self, start: int) -> None:
+        """Offsets from item `start` on, after heights changed."""
+        del self._offsets[start:]
+        if start >= len(self._heights):
+            return
+        initial = self._offsets[start - 1] + self._heights[start - 1] if start > 0 else 0
+        self._offsets.extend(itertools.accumulate(self._heights[start:-1], initial=initial))
+
+    def _refresh_items(self, indices: Iterable[int]) -> None:
+        """Repaint only the visible rows of items whose height did not change."""
+        top = int(self.scroll_y)
+        height = self.scrollable_content_region.height
+        for index in indices:
+            if not 0 <= index < len(self._offsets):
+                continue
+            first = max(self._offsets[index], top)
+            last = min(self._offsets[index] + self._heights[index], top + height)
+            if last > first:
+                self.refresh_lines(first - top, last - first)
 
     def _stick_to_bottom(self) -> None:
         if self._follow:
             self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
+    def _drop(self, index: int) -> None:
+        """Forget an item's lines: it changed."""
+        held = self._held.pop(index, None)
+        if held is not None:
+            self._held_lines -= held
+        self._lines[index] = None
+        self._measured[index] = False
+
+    def _estimate(self, index: int) -> int:
+        """An item's height from its text alone, without rendering it: exact for a folded tool
+        line, close for the rest."""
+        item = self.transcript.items[index]
+        width = max(1, self._width)
+        margin = 1 if isinstance(item, MARGIN_BEFORE) and index > 0 else 0
+        if isinstance(item, ToolItem):
+            if item.folded:
+                return 1
+            body = item.diff if item.diff and item.status == "ok" else item.output
+            return 2 + _wrapped_lines(body or "", width - 4)
+        if isinstance(item, AnswerItem):
+            label = 1 if item.label else 0
+            return margin + label + _wrapped_lines(item.text, width)
+        if isinstance(item, ThoughtItem):
+            return 1 if item.folded else 1 + _wrapped_lines(item.text, width)
+        if isinstance(item, UserItem):
+            return margin + _wrapped_lines(item.text, width - 2)
+        if isinstance(item, NoticeItem):
+            return margin + _wrapped_lines(item.text, width)
+        return margin + 1
+
+    def item_index_at(self, y: int) -> int | None:
+        index = bisect_right(self._offsets, y) - 1
+        return index if 0 <= index < len(self._offsets) else None
 
     def _render(self, index: int) -> int:
         item = self.transcript.items[index]
@@ -281,7 +419,22 @@ class TranscriptView(ScrollView, can_focus=True):
             lines = [Strip.blank(width), *lines]
         self._lines[index] = lines
         self._versions[index] = item.version
+        self._measured[index] = True
+        self._hold(index, len(lines))
         return len(lines)
+
+    def _hold(self, index: int, count: int) -> None:
+        """Keep an item's lines, giving back the oldest others' beyond the budget (their heights
+        stay known; they render again when they come back into view)."""
+        previous = self._held.pop(index, None)
+        if previous is not None:
+            self._held_lines -= previous
+        self._held[index] = count
+        self._held_lines += count
+        while self._held_lines > HELD_LINES and len(self._held) > 1:
+            oldest, lines = self._held.popitem(last=False)
+            self._held_lines -= lines
+            self._lines[oldest] = None
 
     def _tick(self) -> None:
         """Redraw the header lines of running tool calls that are on screen."""
@@ -304,14 +457,18 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
-        base = self.rich_style
+        width = self._width or self.scrollable_content_region.width
+        base = self.base_style
         line_y = y + scroll_y
         index = bisect_right(self._offsets, line_y) - 1
-        if index < 0 or index >= len(self._offsets) or self._lines[index] is None:
+        if index < 0 or index >= len(self._offsets):
             return Strip.blank(width, base)
-        row = line_y - self._offsets[index]
         lines = self._lines[index]
+        if lines is None:  # scrolled into view before the next flush: render it now
+            self._render(index)
+            self._schedule()  # its exact height may differ from the estimate
+            lines = self._lines[index] or []
+        row = line_y - self._offsets[index]
         if row >= len(lines):
             return Strip.blank(width, base)
         item = self.transcript.items[index]
@@ -333,10 +490,8 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def item_at(self, y: int) -> Item | None:
         """The item drawn at a line of the content (0 is the first line of the transcript)."""
-        index = bisect_right(self._offsets, y) - 1
-        if 0 <= index < len(self._offsets):
-            return self.transcript.items[index]
-        return None
+        index = self.item_index_at(y)
+        return None if index is None else self.transcript.items[index]
 
     def toggle(self, item: Item) -> None:
         if self.transcript.toggle(item):
@@ -366,15 +521,11 @@ class TranscriptView(ScrollView, can_focus=True):
         if self.cursor is None:
             self.cursor = foldable[-1] if step < 0 else foldable[0]
         else:
-            position = (
-                bisect_right(foldable, self.cursor) - 1
-                if step < 0
-                else bisect_right(foldable, self.cursor)
-            )
-            if step < 0:
-                position = bisect_right(foldable, self.cursor - 1) - 1
-            position = max(0, min(len(foldable) - 1, position))
-            self.cursor = foldable[position]
+            if step > 0:
+                position = bisect_right(foldable, self.cursor)
+            else:
+                position = bisect_left(foldable, self.cursor) - 1
+            self.cursor = foldable[max(0, min(len(foldable) - 1, position))]
         self._follow = False
         top = self._offsets[self.cursor]
         height = self.scrollable_content_region.height
@@ -404,3 +555,14 @@ class TranscriptView(ScrollView, can_focus=True):
             self._follow = False
         elif new_value >= self.max_scroll_y - 1:
             self._follow = True
+        if round(old_value) != round(new_value):
+            self._schedule()  # items coming into view may need rendering
+
+
+def _wrapped_lines(text: str, width: int) -> int:
+    """How many lines text takes at a width, without rendering it."""
+    width = max(1, width)
+    total = 0
+    for line in text.split("\n"):
+        total += max(1, -(-len(line) // width))
+    return total

@@ -1,0 +1,169 @@
+"""Cleaning a parsed page: what is not the page's content goes before the conversion sees it.
+
+Everything here works on selectolax's Lexbor tree, whose HTML5 parser has already repaired
+invalid markup. The cost model decides the split of the work: a Python pass over every node of
+a 4 MB page costs as much as the whole conversion, while a CSS query runs in C and costs about a
+millisecond per selector of its list (Lexbor tests each element against each selector).
+
+- `clean()` removes what only attributes reveal, with one query: any role, aria-hidden, hidden,
+  id, input or footer (few elements carry these), and the classes that contain a removed word as
+  a substring (most elements of a modern page have a class, so the narrowing is done in C). Python
+  then decides for each of those few candidates.
+- The elements removed for their tag alone (`REMOVED_TAGS`: script, style, nav…) are skipped by
+  the converter as it walks, which costs nothing since it reads every tag anyway; a query would
+  cost twenty selectors.
+- HTML comments are never emitted (the converter and the raw-HTML serializer skip them), and
+  attributes other than `ALLOWED_ATTRIBUTES` are never read nor written: a table kept as HTML is
+  serialized with these attributes only.
+
+Choices where the reference is silent:
+
+- a class or id "word" is a whitespace-separated token, a part of one split at `-` and `_`
+  (`site-nav`, `ad_slot`), or the token with its `-`/`_` removed (`skip-link`, `side-bar`); the
+  "few variants" are the plurals and participles in `CLASS_WORDS`;
+- `html`, `body` and `main` are never removed for a class or id: WordPress puts `has-sidebar` on
+  `body`, and the page is not its sidebar;
+- "contains main, article or h1" means a descendant, not the element itself: `<article class=ad>`
+  is an ad; the keeping rule covers the screen-reader classes too;
+- an `input` without a type is a text box, removed like any input other than a checkbox.
+"""
+
+from __future__ import annotations
+
+import re
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+REMOVED_TAGS = frozenset(
+    (
+        "script style noscript template meta link base title svg canvas iframe object embed nav "
+        "aside dialog button select textarea"
+    ).split()
+)
+"""Removed for their tag alone: the converter skips them (see the module's docstring)."""
+
+REMOVED_ROLES = frozenset(
+    ("navigation", "banner", "complementary", "search", "contentinfo", "dialog")
+)
+
+CLASS_WORDS = frozenset(
+    (
+        "ad ads advert adverts advertisement advertisements advertising "
+        "sponsor sponsors sponsored promo promos promoted cookie cookies consent gdpr "
+        "newsletter newsletters subscribe popup popups modal modals share sharing social "
+        "breadcrumb breadcrumbs nav navbar navigation menu menus sidebar sidebars skiplink skiplinks"
+    ).split()
+)
+
+HIDDEN_CLASSES = frozenset(("sr-only", "visually-hidden", "screen-reader-text"))
+
+ALLOWED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "a": ("href",),
+    "img": ("src", "alt"),
+    "td": ("colspan", "rowspan"),
+    "th": ("colspan", "rowspan"),
+    "ol": ("start",),
+    "input": ("type", "checked"),
+    "pre": ("class",),  # only its language-*/lang-* words, see `language_words`
+    "code": ("class",),
+}
+"""The only attributes that survive cleaning, per element."""
+
+KEEPERS = "main,article,h1"
+"""An element removed for its class or id is kept when it contains one of these."""
+
+_NEVER_BY_WORD = frozenset(("html", "body", "main"))
+
+# Substrings that the words of CLASS_WORDS and HIDDEN_CLASSES contain ("ad" is in "breadcrumb"
+# and "screen-reader-text"). Each costs a test per element: the list is kept short.
+_STEMS = (
+    "ad sponsor promo cookie consent gdpr newsletter subscribe pop modal shar social nav menu "
+    "side skip sr-only visually-hidden"
+).split()
+
+_SELECTOR = ",".join(
+    ["input", "footer", "[role]", "[aria-hidden]", "[hidden]", "[id]"]
+    + [f'[class*="{stem}" i]' for stem in _STEMS]
+)
+_SPLIT = re.compile(r"[-_]+")
+_LANGUAGE = re.compile(r"^(?:language|lang)-(.+)$")
+
+
+def word_matches(value: str | None) -> bool:
+    """Whether a class or id value holds one of the removed words."""
+    if not value:
+        return False
+    for token in value.lower().split():
+        if token in CLASS_WORDS or token in HIDDEN_CLASSES:
+            return True
+        if "-" in token or "_" in token:
+            if _SPLIT.sub("", token) in CLASS_WORDS:
+                return True
+            for part in _SPLIT.split(token):
+                if part in CLASS_WORDS:
+                    return True
+    return False
+
+
+def language_words(value: str | None) -> list[str]:
+    """The language-x / lang-x words of a class: all that is kept of a pre's or code's class."""
+    if not value:
+        return []
+    return [word for word in value.split() if _LANGUAGE.match(word)]
+
+
+def code_language(value: str | None) -> str:
+    """The `x` of the first language-x / lang-x word, for a fenced block's info string."""
+    for word in language_words(value):
+        match = _LANGUAGE.match(word)
+        lang = match.group(1).replace("`", "") if match else ""
+        if lang:
+            return lang
+    return ""
+
+
+def _contains_keeper(node: LexborNode) -> bool:
+    # Lexbor's scoped query also matches the node itself: look past it.
+    return any(found.mem_id != node.mem_id for found in node.css(KEEPERS))
+
+
+def _inside_article_or_main(node: LexborNode) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.tag in ("article", "main"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _removed(node: LexborNode) -> bool:
+    """Whether an element the wide query found goes."""
+    tag = node.tag
+    attrs = node.attrs
+    if tag == "input":
+        return (attrs.get("type") or "").strip().lower() != "checkbox"
+    if "hidden" in attrs or (attrs.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    role = attrs.get("role")
+    if role and not REMOVED_ROLES.isdisjoint(role.lower().split()):
+        return True
+    if tag == "footer" and not _inside_article_or_main(node):
+        return True
+    if tag in _NEVER_BY_WORD:
+        return False
+    if word_matches(attrs.get("class")) or word_matches(attrs.get("id")):
+        return not _contains_keeper(node)
+    return False
+
+
+def clean(tree: LexborHTMLParser) -> None:
+    """Remove, in place, what the reference's "Removed" row names by role, attribute, class, id
+    or place (the elements it names by tag are skipped by the converter)."""
+    root = tree.root
+    if root is None:
+        return
+    # The query returns document order; removing last-first takes a descendant out before its
+    # ancestor, since removing the ancestor first would free the descendant this list holds.
+    removed = [node for node in root.css(_SELECTOR) if _removed(node)]
+    for node in reversed(removed):
+        node.decompose()

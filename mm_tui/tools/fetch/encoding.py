@@ -1,0 +1,231 @@
+"""Is it HTML, and in which encoding: bytes from the network to a Python str.
+
+The order is the reference's: a byte-order mark, the `charset` of the Content-Type header,
+`<meta charset>` or `<meta http-equiv="Content-Type">` in the first 4 KiB, UTF-8 when the bytes
+are valid UTF-8, else windows-1252. A name that names no known encoding is skipped, and the
+next step decides.
+
+Names are read as browsers read them (the WHATWG Encoding Standard), which is not always how
+Python reads them: `iso-8859-1` and `ascii` mean windows-1252, `shift_jis` means Microsoft's
+superset (cp932), `gb2312` means gb18030, a `<meta>` saying UTF-16 means UTF-8. Python codecs
+that are not text encodings on the web (`base64`, `rot13`, `utf-7`, `unicode_escape`…) count as
+unknown names. windows-1252 keeps the five bytes it leaves undefined as the C1 controls of the
+same value, as browsers do, rather than failing on them.
+
+A page is "undecodable" (error 1) when what comes out is not text: more than a tenth of the
+start made of NUL, replacement characters or other control characters, as a binary file served
+as text/html gives.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from mm_tui.tools.fetch.errors import CONVERSION, FetchError
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+PRESCAN_BYTES = 4096
+
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+)
+
+# WHATWG labels whose meaning differs from Python's, or that Python does not know.
+_WHATWG = {
+    **dict.fromkeys(
+        "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 "
+        "iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252 "
+        "x-user-defined".split(),
+        "windows-1252",
+    ),
+    **dict.fromkeys(
+        "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 "
+        "iso_8859-9:1989 l5 latin5 windows-1254 x-cp1254".split(),
+        "cp1254",
+    ),
+    **dict.fromkeys(
+        "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874".split(), "cp874"
+    ),
+    **dict.fromkeys(
+        "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis".split(), "cp932"
+    ),
+    **dict.fromkeys(
+        "cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 "
+        "ksc_5601 windows-949".split(),
+        "cp949",
+    ),
+    **dict.fromkeys(
+        "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk "
+        "gb18030".split(),
+        "gb18030",
+    ),
+    **dict.fromkeys("big5 big5-hkscs cn-big5 csbig5 x-x-big5".split(), "big5hkscs"),
+    **dict.fromkeys("csiso88598i iso-8859-8-i logical".split(), "iso8859-8"),
+    **dict.fromkeys("csmacintosh mac macintosh x-mac-roman".split(), "mac-roman"),
+    **dict.fromkeys("x-mac-cyrillic x-mac-ukrainian".split(), "mac-cyrillic"),
+    **dict.fromkeys("koi8-ru koi8-u".split(), "koi8-u"),
+    **dict.fromkeys("unicodefffe utf-16be".split(), "utf-16-be"),
+    **dict.fromkeys(
+        "csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 utf-16le".split(), "utf-16-le"
+    ),
+}
+
+# The encodings of the WHATWG standard, by Python's canonical codec name: a label Python resolves
+# to anything else (base64, utf-7, unicode_escape…) is unknown here.
+_WEB_CODECS = frozenset(
+    codecs.lookup(name).name
+    for name in (
+        "utf-8 cp866 iso8859-2 iso8859-3 iso8859-4 iso8859-5 iso8859-6 iso8859-7 iso8859-8 "
+        "iso8859-10 iso8859-13 iso8859-14 iso8859-15 iso8859-16 koi8-r koi8-u mac-roman cp874 "
+        "cp1250 cp1251 cp1252 cp1253 cp1254 cp1255 cp1256 cp1257 cp1258 mac-cyrillic gb18030 "
+        "big5hkscs euc-jp iso2022-jp cp932 shift-jis cp949 euc-kr utf-16-be utf-16-le"
+    ).split()
+)
+
+_CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([^"'\s;,]+)""", re.IGNORECASE)
+_META = re.compile(rb"<meta[\s/]([^>]*)>?", re.IGNORECASE)
+_COMMENT = re.compile(rb"<!--.*?(?:-->|$)", re.DOTALL)
+_ATTRIBUTE = re.compile(
+    rb"""([^\s"'<>/=]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|([^\s>]+)))?""", re.IGNORECASE
+)
+_TAG_END = (b" ", b">", b"\t", b"\n", b"\r", b"\x0c")
+_HTML_SIGNATURES = (
+    b"<!doctype html",
+    b"<html",
+    b"<head",
+    b"<script",
+    b"<iframe",
+    b"<h1",
+    b"<div",
+    b"<font",
+    b"<table",
+    b"<a",
+    b"<style",
+    b"<title",
+    b"<b",
+    b"<body",
+    b"<br",
+    b"<p",
+    b"<!--",
+)
+
+
+def _c1_passthrough(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return error.object[error.start : error.end].decode("latin-1"), error.end
+
+
+codecs.register_error("mm-fetch-c1", _c1_passthrough)
+
+
+def codec_for(label: str | None) -> str | None:
+    """The Python codec for an encoding label as browsers read it, or None for an unknown one."""
+    if not label:
+        return None
+    name = label.strip().strip("\"'").lower()
+    if name in _WHATWG:
+        return _WHATWG[name]
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError):
+        return None
+    return info.name if info.name in _WEB_CODECS else None
+
+
+def media_type(content_type: str | None) -> str:
+    """`text/html` from `text/html; charset=utf-8`, lower-cased; "" when absent."""
+    if not content_type:
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def header_charset(content_type: str | None) -> str | None:
+    match = _CHARSET_PARAM.search(content_type or "")
+    return match.group(1) if match else None
+
+
+def _bom(data: bytes) -> tuple[str, int] | None:
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return codec, len(bom)
+    return None
+
+
+def looks_like_html(data: bytes) -> bool:
+    """The HTML patterns of the WHATWG sniffing rules (Go's http.DetectContentType uses the same),
+    on the first 512 bytes after leading whitespace; a BOM is looked through."""
+    bom = _bom(data)
+    head = data[:1024]
+    if bom and bom[0] != "utf-8":
+        head = (
+            data[bom[1] : bom[1] + 1024].decode(bom[0], errors="ignore").encode("latin-1", "ignore")
+        )
+    elif bom:
+        head = data[bom[1] : bom[1] + 512]
+    head = head.lstrip(b"\t\n\x0c\r ")[:512].lower()
+    for signature in _HTML_SIGNATURES:
+        # A signature ends at whitespace or `>`, so that `<pre>` is not `<p`; `<!--` needs nothing.
+        if head.startswith(signature) and (
+            signature == b"<!--" or head[len(signature) : len(signature) + 1] in _TAG_END
+        ):
+            return True
+    return False
+
+
+def meta_charset(data: bytes) -> str | None:
+    """The encoding a <meta> declares in the first 4 KiB (labels as found, first one known)."""
+    head = _COMMENT.sub(b"", data[:PRESCAN_BYTES])
+    for meta in _META.finditer(head):
+        attrs: dict[bytes, bytes] = {}
+        for match in _ATTRIBUTE.finditer(meta.group(1)):
+            name = match.group(1).lower()
+            value = match.group(2) or match.group(3) or match.group(4) or b""
+            attrs.setdefault(name, value)
+        label = None
+        if b"charset" in attrs:
+            label = attrs[b"charset"].decode("latin-1")
+        elif attrs.get(b"http-equiv", b"").strip().lower() == b"content-type":
+            param = _CHARSET_PARAM.search(attrs.get(b"content", b"").decode("latin-1"))
+            label = param.group(1) if param else None
+        codec = codec_for(label)
+        if codec is not None:
+            # A page that declares UTF-16 in ASCII bytes is not UTF-16 (WHATWG).
+            return "utf-8" if codec.startswith("utf-16") else codec
+    return None
+
+
+def choose_encoding(data: bytes, content_type: str | None) -> tuple[str, int]:
+    """The codec to decode with and how many leading bytes (a BOM) to skip."""
+    bom = _bom(data)
+    if bom is not None:
+        return bom
+    codec = codec_for(header_charset(content_type))
+    if codec is not None:
+        return codec, 0
+    codec = meta_charset(data)
+    if codec is not None:
+        return codec, 0
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "windows-1252", 0
+    return "utf-8", 0
+
+
+def decode(data: bytes, content_type: str | None, url: str) -> str:
+    """The page as text, or FetchError(1) when the bytes are not text in the chosen encoding."""
+    codec, skip = choose_encoding(data, content_type)
+    errors = "mm-fetch-c1" if codec in ("windows-1252", "cp1252") else "replace"
+    try:
+        text = data[skip:].decode(codec, errors=errors)
+    except (LookupError, UnicodeError) as exc:  # a codec that fails even with replacement
+        raise FetchError(CONVERSION, f"{url} cannot be decoded as {codec}: {exc}") from None
+    start = text[:4096]
+    garbage = sum(1 for ch in start if (ch < " " and ch not in "\t\n\r\f") or ch == "\ufffd")
+    if start and garbage * 10 > len(start):
+        raise FetchError(CONVERSION, f"{url} cannot be decoded: its bytes are not text in {codec}")
+    return text

@@ -1,0 +1,7 @@
+int twice(int value) {
+    return value * 2;
+}
+
+int main(void) {
+    return twice(missing);
+}

@@ -1,0 +1,358 @@
+"""fetch_content's request against a real server on 127.0.0.1: redirections, statuses, the
+deadline, the size limit, the accepted types and the encodings."""
+
+from __future__ import annotations
+
+import gzip
+import time
+from pathlib import Path
+
+import pytest
+from fetch_server import WebServer, closed_port_url
+
+from mm_tui.config import Settings
+from mm_tui.tools.base import ToolContext
+from mm_tui.tools.fetch import FetchContentArgs, FetchContentTool
+from mm_tui.tools.fetch.encoding import choose_encoding, codec_for, decode, looks_like_html
+from mm_tui.tools.fetch.errors import FetchError
+from mm_tui.tools.fetch.robots import RobotsCache
+
+PAGE = "<html><body><p>Hello</p></body></html>"
+MIB = 1024 * 1024
+
+
+@pytest.fixture(autouse=True)
+def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test server is on 127.0.0.1: a proxy configured on the machine must not be used."""
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    return ToolContext(cwd=tmp_path, settings=Settings())
+
+
+async def fetch(url: str, ctx: ToolContext, timeout: float = 5, **args: object) -> str:
+    tool = FetchContentTool(timeout=timeout, robots_cache=RobotsCache())
+    result = await tool.run(FetchContentArgs(url=url, **args), ctx)  # type: ignore[arg-type]
+    assert result.status == ("error" if result.output.startswith("[fetch_content: error") else "ok")
+    return result.output
+
+
+# --- redirections --------------------------------------------------------------------------
+
+
+def chain(web: WebServer, hops: int) -> str:
+    for i in range(hops):
+        web.redirect(f"/r{i}", f"/r{i + 1}", status=(301, 302, 303, 307, 308)[i % 5])
+    web.page(f"/r{hops}", PAGE)
+    return web.url("/r0")
+
+
+async def test_ten_redirections_are_followed(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        assert await fetch(chain(web, 10), ctx) == "Hello\n"
+        # robots.txt asked once (then cached), every hop once
+        assert [h.path for h in web.requests] == ["/robots.txt"] + [f"/r{i}" for i in range(11)]
+
+
+async def test_eleven_redirections_are_refused(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        url = chain(web, 11)
+        assert await fetch(url, ctx) == (
+            f"[fetch_content: error 2 (input) — more than 10 redirections from {url}]"
+        )
+        assert web.hits("/r11") == 0
+
+
+async def test_relative_links_resolve_against_the_final_url(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.redirect("/old", "/new/dir/page")
+        web.page("/new/dir/page", '<p><a href="other">o</a></p>')
+        assert await fetch(web.url("/old"), ctx) == f"[o]({web.url('/new/dir/other')})\n"
+
+
+async def test_base_url_argument(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page("/", '<p><a href="a/b">o</a> <img src="/i.png" alt="i"></p>')
+        assert await fetch(web.url("/"), ctx, baseUrl="https://docs.example/v2/") == (
+            "[o](https://docs.example/v2/a/b) ![i](https://docs.example/i.png)\n"
+        )
+
+
+async def test_redirect_to_another_scheme(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.redirect("/", "ftp://files.example/x")
+        assert await fetch(web.url("/"), ctx) == (
+            f"[fetch_content: error 2 (input) — {web.url('/')} redirected to "
+            '"ftp://files.example/x", which is not an http or https URL]'
+        )
+
+
+# --- statuses, reachability, deadline --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "phrase"),
+    [(404, "Not Found"), (500, "Internal Server Error"), (304, "Not Modified")],
+)
+async def test_status_300_and_above_is_an_input_error(
+    ctx: ToolContext, status: int, phrase: str
+) -> None:
+    with WebServer() as web:
+        web.route("/", status=status, body=b"" if status == 304 else b"x")
+        assert await fetch(web.url("/"), ctx) == (
+            f"[fetch_content: error 2 (input) — {web.url('/')} answered HTTP {status} {phrase}]"
+        )
+
+
+async def test_redirect_without_location(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.route("/", status=302, body=b"")
+        assert await fetch(web.url("/"), ctx) == (
+            f"[fetch_content: error 2 (input) — {web.url('/')} answered HTTP 302 Found]"
+        )
+
+
+async def test_unreachable_host(ctx: ToolContext) -> None:
+    url = closed_port_url()
+    output = await fetch(url, ctx)
+    assert output.startswith("[fetch_content: error 2 (input) — cannot reach 127.0.0.1: ")
+
+
+async def test_slow_server_times_out(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.route("/", delay=10, body=b"late")
+        started = time.monotonic()
+        output = await fetch(web.url("/"), ctx, timeout=0.4)
+        assert time.monotonic() - started < 3
+        assert output == (
+            f"[fetch_content: error 2 (input) — {web.url('/')} did not answer in full within 0.4 s]"
+        )
+
+
+async def test_deadline_covers_the_whole_fetch(ctx: ToolContext) -> None:
+    """Each step is quick, but robots.txt, a redirect and a slow body add up past the limit."""
+    with WebServer() as web:
+        web.route("/robots.txt", delay=0.25, body=b"")
+        web.redirect("/", "/page")
+        web.route("/page", delay=0.25, body=PAGE.encode(), headers={"Content-Type": "text/html"})
+        output = await fetch(web.url("/"), ctx, timeout=0.4)
+        assert output.endswith("did not answer in full within 0.4 s]")
+
+
+# --- size ----------------------------------------------------------------------------------
+
+
+def stream(total: int, chunk: int = 64 * 1024):
+    head = b"<html><body><p>"
+    yield head
+    sent = len(head)
+    while sent < total:
+        yield b"x" * chunk
+        sent += chunk
+
+
+async def test_body_over_5_mib_refused_without_reading_the_rest(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.route("/", body=stream(64 * MIB), headers={"Content-Type": "text/html"})
+        output = await fetch(web.url("/"), ctx)
+        assert (
+            output == f"[fetch_content: error 1 (conversion) — {web.url('/')} is larger than 5 MiB]"
+        )
+        time.sleep(0.2)
+        assert web.sent["/"] < 40 * MIB  # the server met a closed connection long before the end
+
+
+async def test_content_length_over_5_mib_refused_at_once(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.route(
+            "/",
+            body=stream(6 * MIB),
+            headers={"Content-Type": "text/html", "Content-Length": str(6 * MIB)},
+        )
+        output = await fetch(web.url("/"), ctx)
+        assert (
+            output == f"[fetch_content: error 1 (conversion) — {web.url('/')} is larger than 5 MiB]"
+        )
+
+
+async def test_body_just_under_5_mib_accepted(ctx: ToolContext) -> None:
+    body = b"<p>" + b"a" * (5 * MIB - 10) + b"</p>"
+    with WebServer() as web:
+        web.route("/", body=body, headers={"Content-Type": "text/html"})
+        output = await fetch(web.url("/"), ctx)
+        assert output.startswith("aaaa") and "[... output truncated:" in output
+
+
+async def test_gzip_body_counted_after_decoding(ctx: ToolContext) -> None:
+    huge = b"<p>" + b"z" * (6 * MIB) + b"</p>"
+    with WebServer() as web:
+        web.route(
+            "/",
+            body=gzip.compress(huge),
+            headers={"Content-Type": "text/html", "Content-Encoding": "gzip"},
+        )
+        output = await fetch(web.url("/"), ctx)
+        assert output.endswith("is larger than 5 MiB]")
+
+
+# --- types ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["application/json", "application/pdf", "text/plain", "image/png"])
+async def test_non_html_types_refused(ctx: ToolContext, kind: str) -> None:
+    with WebServer() as web:
+        web.page("/", "<p>looks like html</p>", content_type=f"{kind}; charset=utf-8")
+        assert await fetch(web.url("/"), ctx) == (
+            f"[fetch_content: error 1 (conversion) — {web.url('/')} is not an HTML page "
+            f"(Content-Type: {kind})]"
+        )
+
+
+async def test_xhtml_accepted(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page(
+            "/",
+            '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>X</p></body></html>',
+            content_type="application/xhtml+xml",
+        )
+        assert await fetch(web.url("/"), ctx) == "X\n"
+
+
+async def test_no_content_type_sniffed_as_html(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page(
+            "/", "\n  <!DOCTYPE html><html><body><p>Sniffed</p></body></html>", content_type=None
+        )
+        assert await fetch(web.url("/"), ctx) == "Sniffed\n"
+
+
+async def test_no_content_type_and_not_html(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page("/", '{"json": true}', content_type=None)
+        assert await fetch(web.url("/"), ctx) == (
+            f"[fetch_content: error 1 (conversion) — {web.url('/')} is not an HTML page "
+            "(no Content-Type, and it does not start like HTML)]"
+        )
+
+
+def test_sniffing_patterns() -> None:
+    assert looks_like_html(b"<!doctype HTML>")
+    assert looks_like_html(b"\t<HTML lang=en>")
+    assert looks_like_html(b"<p>x")
+    assert looks_like_html(b"<!-- c -->")
+    assert looks_like_html(b"\xef\xbb\xbf<div>")
+    assert looks_like_html("\ufeff<html>".encode("utf-16-le"))
+    assert not looks_like_html(b"<pre>x")  # <p must end there
+    assert not looks_like_html(b"<?xml version='1.0'?>")
+    assert not looks_like_html(b"%PDF-1.7")
+
+
+# --- encodings -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "expected"),
+    [
+        (
+            b"\xef\xbb\xbf<p>caf\xc3\xa9</p>",
+            "text/html; charset=windows-1252",
+            "café\n",
+        ),  # BOM wins
+        ("\ufeff<p>ü</p>".encode("utf-16-le"), "text/html", "ü\n"),
+        ("\ufeff<p>ü</p>".encode("utf-16-be"), "text/html; charset=utf-8", "ü\n"),
+        ("<p>Ελληνικά</p>".encode("iso-8859-7"), "text/html; charset=ISO-8859-7", "Ελληνικά\n"),
+        (  # the header beats the meta
+            '<meta charset="utf-8"><p>Привет</p>'.encode("koi8-r"),
+            'text/html; charset="koi8-r"',
+            "Привет\n",
+        ),
+        ('<meta charset="windows-1251"><p>Привет</p>'.encode("cp1251"), "text/html", "Привет\n"),
+        (
+            '<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-2"><p>Łódź</p>'.encode(
+                "iso-8859-2"
+            ),
+            "text/html",
+            "Łódź\n",
+        ),
+        (
+            '<html><head><meta charset="Shift_JIS"></head><body><p>日本語のテキスト</p></body></html>'.encode(
+                "shift_jis"
+            ),
+            "text/html",
+            "日本語のテキスト\n",
+        ),
+        ("<p>naïve ✓</p>".encode(), "text/html", "naïve ✓\n"),  # valid UTF-8, nothing declared
+        (
+            b"<p>caf\xe9 \x93quoted\x94 \x81</p>",
+            "text/html",
+            "café “quoted” \x81\n",
+        ),  # windows-1252
+        (  # unknown names skipped: the header's, then the meta's; the bytes are valid UTF-8
+            '<meta charset="klingon"><p>é</p>'.encode(),
+            "text/html; charset=x-unknown",
+            "é\n",
+        ),
+        (b"<p>\xe9t\xe9</p>", "text/html; charset=base64", "été\n"),  # not a text encoding: unknown
+        (b"<p>caf\xe9</p>", "text/html; charset=iso-8859-1", "café\n"),  # read as windows-1252
+    ],
+    ids=[
+        "bom utf-8",
+        "bom utf-16le",
+        "bom utf-16be",
+        "header",
+        "header over meta",
+        "meta charset",
+        "meta http-equiv",
+        "shift_jis in meta",
+        "valid utf-8",
+        "invalid utf-8 is windows-1252",
+        "unknown names skipped",
+        "non-text codec",
+        "latin-1 label",
+    ],
+)
+async def test_encodings(ctx: ToolContext, body: bytes, content_type: str, expected: str) -> None:
+    with WebServer() as web:
+        web.page("/", body, content_type=content_type)
+        assert await fetch(web.url("/"), ctx) == expected
+
+
+def test_meta_beyond_4_kib_is_not_read() -> None:
+    body = b"<!--" + b" " * 5000 + b'--><meta charset="koi8-r"><p>\xf0</p>'
+    assert choose_encoding(body, None) == ("windows-1252", 0)  # not valid UTF-8, no meta seen
+
+
+def test_meta_in_a_comment_is_not_read() -> None:
+    assert choose_encoding(b'<!-- <meta charset="koi8-r"> --><p>a</p>', None) == ("utf-8", 0)
+
+
+def test_meta_declaring_utf16_means_utf8() -> None:
+    assert choose_encoding(b'<meta charset="utf-16"><p>a</p>', None) == ("utf-8", 0)
+
+
+def test_labels() -> None:
+    assert codec_for("Shift_JIS") == "cp932"
+    assert codec_for(" UTF8 ") == "utf-8"
+    assert codec_for("latin2") == "iso8859-2"
+    assert codec_for("utf-7") is None
+    assert codec_for("rot13") is None
+    assert codec_for("") is None
+
+
+def test_binary_content_is_undecodable() -> None:
+    with pytest.raises(FetchError) as caught:
+        decode(bytes(range(256)) * 20, "text/html", "https://x.org/f")
+    assert caught.value.message == (
+        "[fetch_content: error 1 (conversion) — https://x.org/f cannot be decoded: its bytes are "
+        "not text in windows-1252]"
+    )
