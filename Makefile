@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The language servers the lsp tests run: pylsp and basedpyright come with `.[lsp]`, clangd from Debian.
+# What the tests run beside Python: pylsp and basedpyright come with `.[lsp]`; clangd (a third
+# language server) and tmux (the real program in a terminal) come from Debian when missing.
 LSP_STAMP := $(VENV)/.lsp-servers
+APT_PACKAGES := clangd tmux
 
 .PHONY: run test lint bench clean lsp-servers
 
@@ -17,7 +19,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 $(LSP_STAMP): | $(STAMP)
-	command -v clangd >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clangd; }
+	missing=""; for p in $(APT_PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
 	touch $(LSP_STAMP)
 
 lsp-servers: $(LSP_STAMP)
