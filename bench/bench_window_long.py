@@ -116,8 +116,13 @@ async def child(tools: int) -> dict[str, float]:
         probe = FrameProbe(app.screen, view)
 
         def current() -> bool:
-            return len(view._versions) == len(items) and all(
-                view._versions[i] == items[i].version for i in range(len(items) - 3, len(items))
+            # Every item on screen shows its latest version (items off screen are not rendered
+            # at all: their heights are estimated until they come into view).
+            if len(view._versions) != len(items):
+                return False
+            on_screen = view._visible_range()
+            return len(on_screen) > 0 and on_screen[-1] == len(items) - 1 and all(
+                view._versions[i] == items[i].version for i in on_screen
             )
 
         def at_end() -> bool:

@@ -88,7 +88,8 @@ class Answer:
         from rich.markdown import Markdown  # markdown-it and pygments: not on the first frame
 
         markdown = Markdown(source, code_theme=self.code_theme, hyperlinks=False)
-        return strips(self.console, markdown, width, self.style("answer--text"))
+        style = self.style("answer--text")
+        return strips(self.console, markdown, width, style, self.style("base"))
 
     def render(self, item: AnswerItem, width: int) -> list[Strip]:
         text = item.text
@@ -103,11 +104,11 @@ class Answer:
             kept.consumed = finished[-1][1]
         growing = [] if item.done or not spans else [self._block(text[slice(*spans[-1])], width)]
         out: list[Strip] = []
+        base = self.style("base")
         if item.label:
-            out.extend(
-                strips(self.console, Text(item.label, style=self.style("answer--label")), width)
-            )
-        blank = Strip.blank(width)
+            label = Text(item.label, style=self.style("answer--label"))
+            out.extend(strips(self.console, label, width, base=base))
+        blank = Strip.blank(width, base)
         for index, lines in enumerate([*kept.blocks, *growing]):
             if index:
                 out.append(blank)

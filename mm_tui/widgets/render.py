@@ -10,12 +10,21 @@ from textual.strip import Strip
 
 
 def strips(
-    console: Console, renderable: RenderableType, width: int, style: Style | None = None
+    console: Console,
+    renderable: RenderableType,
+    width: int,
+    style: Style | None = None,
+    base: Style | None = None,
 ) -> list[Strip]:
-    """The lines of a renderable at a width, each a Strip exactly `width` cells wide."""
+    """The lines of a renderable at a width, each a Strip exactly `width` cells wide; `base`
+    goes under every segment (the view's background), applied before the Strip is made so that
+    each line costs one Strip."""
     options = console.options.update(width=max(1, width), height=None, highlight=False)
     lines = console.render_lines(renderable, options, style=style, pad=True)
-    return [Strip(line, width) for line in lines]
+    if base is None:
+        return [Strip(line, width) for line in lines]
+    apply = Segment.apply_style
+    return [Strip(list(apply(line, base)), width) for line in lines]
 
 
 def text_strip(text: Text, width: int, console: Console) -> Strip:

@@ -41,7 +41,7 @@ from mm_tui.widgets.thought import Thought
 from mm_tui.widgets.tool_line import ToolLine
 from mm_tui.widgets.user_message import UserMessage
 
-FRAME = 1 / 30  # updates are coalesced to a frame rate the eye cannot tell from 60
+FRAME = 1 / 20  # updates are coalesced: 20 frames a second read as smooth streaming text
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
 HELD_LINES = 4000  # rendered lines kept; beyond, the oldest items give theirs back
 MARGIN_BEFORE = (UserItem, AnswerItem, AgentHeaderItem, NoticeItem, RecapItem)
@@ -162,6 +162,9 @@ class TranscriptView(ScrollView, can_focus=True):
     # -- renderers ------------------------------------------------------------------------
 
     def style(self, name: str) -> Style:
+        """A component class's style; `base` is the view's own."""
+        if name == "base":
+            return self.base_style
         style = self._styles.get(name)
         if style is None:
             style = self._styles[name] = self.get_component_rich_style(name)
@@ -255,6 +258,10 @@ class TranscriptView(ScrollView, can_focus=True):
         self._flush_scheduled = False
         if not self.is_mounted or not self._renderers_ready:
             return
+        base = self.rich_style
+        if base != self._base:  # the theme or the CSS changed under us: render again
+            self._base = base
+            self._width = 0
         items = self.transcript.items
         count = len(items)
         width = self._content_width()
@@ -415,8 +422,11 @@ class TranscriptView(ScrollView, can_focus=True):
             lines = self.user.notice(item, width)
         else:
             lines = []
+        base = self.base_style
+        if not isinstance(item, AnswerItem):  # an answer's blocks carry the base already
+            lines = [line.apply_style(base) for line in lines]
         if isinstance(item, MARGIN_BEFORE) and index > 0:
-            lines = [Strip.blank(width), *lines]
+            lines = [Strip.blank(width, base), *lines]
         self._lines[index] = lines
         self._versions[index] = item.version
         self._measured[index] = True
@@ -472,19 +482,18 @@ class TranscriptView(ScrollView, can_focus=True):
         if row >= len(lines):
             return Strip.blank(width, base)
         item = self.transcript.items[index]
-        if isinstance(item, ToolItem) and row == self._header_row(index):
-            strip = self.tool_line.header(
-                item, self._width, self.clock(), selected=index == self.cursor
-            )
-        elif (
-            isinstance(item, ThoughtItem)
-            and row == self._header_row(index)
-            and index == self.cursor
-        ):
+        header = row == self._header_row(index)
+        if header and isinstance(item, ToolItem):  # drawn live: spinner, time, selection
+            selected = index == self.cursor
+            strip = self.tool_line.header(item, self._width, self.clock(), selected=selected)
+            strip = strip.apply_style(base)
+        elif header and index == self.cursor:
             strip = lines[row].apply_style(self.style("tool--selected"))
         else:
             strip = lines[row]
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+        if scroll_x == 0 and strip.cell_length == width:
+            return strip  # stored ready to paint: no new Strip per painted line
+        return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     # -- folding --------------------------------------------------------------------------
 
