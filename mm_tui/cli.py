@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     cwd = Path.cwd()
     if args.demo:
-        from mm_tui.engine.demo import make_playground
+        from mm_tui.playground import make_playground
 
         cwd = make_playground()
         os.chdir(cwd)

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from scripted_model import ScriptedModel, call, say
 
 from mm_tui.config import Settings
-from mm_tui.engine.demo import DemoModel, make_playground
+from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.events import Decision, PermissionRequested, ToolCallFinished
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
+from mm_tui.playground import make_playground
 from mm_tui.tools.base import ToolContext, ToolResult
 from mm_tui.tools.edit_file import EditFileArgs, EditFileTool
 from mm_tui.tools.registry import ToolRegistry

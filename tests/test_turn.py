@@ -10,7 +10,7 @@ import pytest
 from scripted_model import ScriptedModel, call, calls, say
 
 from mm_tui.config import Settings
-from mm_tui.engine.demo import DemoModel, make_playground
+from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.events import (
     ComposingToolCall,
     Decision,
@@ -28,6 +28,7 @@ from mm_tui.engine.guards import LOOP_WARNING
 from mm_tui.engine.model_stream import ModelError, StreamEnd, ToolCallChunk
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
+from mm_tui.playground import make_playground
 
 
 def make_engine(tmp_path: Path, model, **settings) -> Engine:

@@ -8,9 +8,9 @@ from typing import Any
 
 from mm_tui.app import MMApp
 from mm_tui.config import Settings
-from mm_tui.engine.demo import PLAYGROUND
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
+from mm_tui.playground import PLAYGROUND
 from mm_tui.startup import Started
 from mm_tui.transcript import Item
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mm_tui.engine.events import Usage
@@ -211,56 +209,3 @@ class DemoModel:
 
     async def _pause(self) -> None:
         await asyncio.sleep(self.delay) if self.delay else await asyncio.sleep(0)
-
-
-PLAYGROUND = {
-    "README.md": """\
-# greeter
-
-A tiny project to try mm on: `greet.py` says hello, `test_greet.py` checks it.
-There is a typo in the greeting; ask mm to fix it, then to run the tests.
-""",
-    "greet.py": '''\
-"""Greets people by name."""
-
-
-def greet(name: str) -> str:
-    return f"Helo, {name}!"
-
-
-if __name__ == "__main__":
-    print(greet("world"))
-''',
-    "test_greet.py": """\
-import unittest
-
-from greet import greet
-
-
-class GreetTest(unittest.TestCase):
-    def test_greets_by_name(self) -> None:
-        self.assertEqual(greet("Ada"), "Hello, Ada!")
-
-
-if __name__ == "__main__":
-    unittest.main()
-""",
-    ".mm/skills/python-style.md": """\
----
-description: How code is written in this project
----
-# Python style
-
-Type hints on public functions, f-strings, tests beside the code with unittest.
-""",
-}
-
-
-def make_playground(parent: Path | None = None) -> Path:
-    """A throw-away folder holding a small project, so a demo never writes into real files."""
-    folder = Path(tempfile.mkdtemp(prefix="mm-demo-", dir=parent))
-    for name, content in PLAYGROUND.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
-    return folder
