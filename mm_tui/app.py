@@ -159,7 +159,7 @@ class MMApp(App[int]):
     def _widget(self, kind: type[W]) -> W:
         """A widget of the main screen, found once: events ask for them thousands of times."""
         widget = self._widgets.get(kind)
-        if widget is None or not widget.is_attached:
+        if widget is None:  # the main screen keeps its widgets for the whole run
             widget = self._widgets[kind] = self.screen_stack[0].query_one(kind)
         return widget  # type: ignore[return-value]
 

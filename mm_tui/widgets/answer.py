@@ -77,12 +77,17 @@ class Answer:
         self.style = style
         self.code_theme = code_theme
         self._kept: dict[int, _Kept] = {}
+        self._stable: dict[
+            int, int
+        ] = {}  # item id -> leading rows the last render left as they were
 
     def forget(self, item_id: int | None = None) -> None:
         if item_id is None:
             self._kept.clear()
+            self._stable.clear()
         else:
             self._kept.pop(item_id, None)
+            self._stable.pop(item_id, None)
 
     def _block(self, source: str, width: int) -> list[Strip]:
         from rich.markdown import Markdown  # markdown-it and pygments: not on the first frame
@@ -115,6 +120,13 @@ class Answer:
             out.extend(lines)
         if item.done:
             self._kept.pop(item.id, None)  # the view keeps the whole item from now on
+            self._stable.pop(item.id, None)
         else:
             self._kept[item.id] = kept
+            self._stable[item.id] = max(0, len(out) - sum(len(lines) for lines in growing) - 1)
         return out
+
+    def stable_rows(self, item_id: int) -> int:
+        """How many leading rows of a streaming answer the last render drew as before (the label
+        and the finished blocks), so the view repaints only the growing block."""
+        return self._stable.get(item_id, 0)

@@ -352,13 +352,18 @@ class TranscriptView(ScrollView, can_focus=True):
         self._offsets.extend(itertools.accumulate(self._heights[start:-1], initial=initial))
 
     def _refresh_items(self, indices: Iterable[int]) -> None:
-        """Repaint only the visible rows of items whose height did not change."""
+        """Repaint only the visible rows of items whose height did not change; of an answer
+        still streaming, only the rows of its growing block."""
         top = int(self.scroll_y)
         height = self.scrollable_content_region.height
         for index in indices:
             if not 0 <= index < len(self._offsets):
                 continue
-            first = max(self._offsets[index], top)
+            item = self.transcript.items[index]
+            same = self.answer.stable_rows(item.id) if isinstance(item, AnswerItem) else 0
+            if same:
+                same += self._header_row(index)  # the blank line above it
+            first = max(self._offsets[index] + same, top)
             last = min(self._offsets[index] + self._heights[index], top + height)
             if last > first:
                 self.refresh_lines(first - top, last - first)
