@@ -21,20 +21,6 @@ PAGE = "<html><body><p>Hello</p></body></html>"
 MIB = 1024 * 1024
 
 
-@pytest.fixture(autouse=True)
-def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test server is on 127.0.0.1: a proxy configured on the machine must not be used."""
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(cwd=tmp_path, settings=Settings())

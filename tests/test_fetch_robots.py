@@ -149,20 +149,6 @@ def test_cache_keeps_no_failure() -> None:
 # --- against a real server -----------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test server is on 127.0.0.1: a proxy configured on the machine must not be used."""
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(cwd=tmp_path, settings=Settings())

@@ -21,20 +21,6 @@ PAGE = "<html><head><title>T</title></head><body><nav>menu</nav><h1>Title</h1><p
 EMPTY = "<html><head><script>x()</script></head><body><nav><a href='/'>home</a></nav></body></html>"
 
 
-@pytest.fixture(autouse=True)
-def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test server is on 127.0.0.1: a proxy configured on the machine must not be used."""
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(cwd=tmp_path, settings=Settings())

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from mm_tui.tools.fetch.markdown import html_to_markdown
 from mm_tui.tools.fetch.request import MAX_BYTES, MAX_REDIRECTS, TIMEOUT, Fetcher, Page
 from mm_tui.tools.fetch.robots import SHARED_CACHE, RobotsCache
 from mm_tui.tools.fetch.url import check_base_url, repair_url
+from mm_tui.tools.write_file import write_atomically
 
 TABLE_MODES = ("html", "flatten")
 
@@ -101,37 +101,15 @@ def _to_markdown(page: Page, base_url: str, args: FetchContentArgs) -> str:
 
 
 def _save(target: Path, content: str) -> None:
-    """Write through a temporary file renamed over the target: never half a file. Through a
-    symbolic link, the file it points to is written and the link kept, as write_file does."""
+    """Written as write_file writes: through a temporary file renamed over the target, never
+    half a file; through a symbolic link, the file it points to, the link kept."""
     if target.is_symlink():
         target = Path(os.path.realpath(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = None
-    data = content.encode("utf-8", errors="replace")
-    while True:
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if mode is not None:
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomically(target, content, mode)
 
 
 class FetchContentTool(Tool):
