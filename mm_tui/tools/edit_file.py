@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.diff import Diff, apply_replacements
 from mm_tui.tools.edit_match import Ambiguous, Document, Match, NotFound, locate
-from mm_tui.tools.write_file import write_atomically
+from mm_tui.tools.write_file import Refused, read_regular, write_atomically
 
 BOM = "\ufeff"
 GUTTER = "  │ "
@@ -95,10 +94,6 @@ class EditFileArgs(ToolArgs):
         return value
 
 
-class _Refused(Exception):
-    """A failure worth a message to the model rather than a traceback."""
-
-
 @dataclass
 class _Plan:
     target: Path  # the real file (a symbolic link followed)
@@ -112,32 +107,22 @@ class _Plan:
 
 def _read(path: str, target: Path) -> tuple[bytes, int]:
     """The file's bytes and mode; only a regular file (a pipe would block, /dev/zero never end)."""
-    try:
-        st = os.stat(target)
-    except FileNotFoundError as exc:
-        raise _Refused(f"{path} does not exist. Create it with write_file") from exc
-    except PermissionError as exc:
-        raise _Refused(f"{path}: permission denied") from exc
-    if stat.S_ISDIR(st.st_mode):
-        raise _Refused(f"{path} is a directory, not a file")
-    if not stat.S_ISREG(st.st_mode):
-        raise _Refused(f"{path} is not a regular file (a device, socket or pipe)")
-    try:
-        return target.read_bytes(), stat.S_IMODE(st.st_mode)
-    except PermissionError as exc:
-        raise _Refused(f"{path}: permission denied") from exc
+    found = read_regular(path, target)
+    if found is None:
+        raise Refused(f"{path} does not exist. Create it with write_file")
+    return found
 
 
 def _decode(path: str, data: bytes) -> str:
     if b"\0" in data:
-        raise _Refused(
+        raise Refused(
             f"{path} is a binary file ({len(data)} bytes); edit_file edits text files only"
         )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _Refused(
+        raise Refused(
             f"{path} is not UTF-8 text (invalid byte at line {line}); "
             "edit_file edits UTF-8 text only"
         ) from exc
@@ -150,7 +135,7 @@ def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
         target = Path(os.path.realpath(target))
     data, mode = _read(path, target)
     if not args.edits:
-        raise _Refused(f"{path}: no edits — send at least one {{old, new}} pair")
+        raise Refused(f"{path}: no edits — send at least one {{old, new}} pair")
     text = _decode(path, data)
     bom = BOM if text.startswith(BOM) else ""
     text = text[len(bom) :]
@@ -184,7 +169,7 @@ def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
     if problems:
         if len(args.edits) > 1:
             problems.append("nothing was written: the edits are applied all together or not at all")
-        raise _Refused("\n".join(problems))
+        raise Refused("\n".join(problems))
 
     ordered = sorted((m for _, m in matches), key=lambda m: m.start)
     new_text, diff = apply_replacements(text, [(m.start, m.end, m.replacement) for m in ordered])
@@ -320,7 +305,7 @@ class EditFileTool(Tool):
     async def permission_details(self, args: EditFileArgs, ctx: ToolContext) -> str:
         try:
             plan = await asyncio.to_thread(_plan, ctx, args)
-        except _Refused as exc:
+        except Refused as exc:
             return str(exc)
         except OSError as exc:
             return f"{args.path}: {exc.strerror or exc}"
@@ -337,7 +322,7 @@ class EditFileTool(Tool):
                 return ToolResult(f"{path} unchanged: the edits change nothing")
             if not args.dry_run:
                 await asyncio.to_thread(write_atomically, plan.target, plan.content, plan.mode)
-        except _Refused as exc:
+        except Refused as exc:
             return ToolResult(truncate(str(exc), ctx.settings.max_output), status="error")
         except PermissionError:
             return ToolResult(f"{path}: permission denied", status="error")

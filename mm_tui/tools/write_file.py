@@ -46,8 +46,28 @@ def encode(content: str) -> bytes:
     return content.encode("utf-8", errors="replace")
 
 
-class _Refused(Exception):
+class Refused(Exception):  # noqa: N818 - a message for the model, not an error of mm's
     """A failure worth a message to the model rather than a traceback."""
+
+
+def read_regular(path: str, target: Path) -> tuple[bytes, int] | None:
+    """The bytes and mode of a regular file, None when it does not exist; `Refused` for a
+    folder, a device, a pipe (reading one would block, /dev/zero never end) or no permission.
+    `path` is the name the model gave, for the messages."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return None
+    except PermissionError as exc:
+        raise Refused(f"{path}: permission denied") from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise Refused(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise Refused(f"{path} is not a regular file (a device, socket or pipe)")
+    try:
+        return target.read_bytes(), stat.S_IMODE(st.st_mode)
+    except PermissionError as exc:
+        raise Refused(f"{path}: permission denied") from exc
 
 
 @dataclass
@@ -63,24 +83,14 @@ def _plan(ctx: ToolContext, path: str, content: str) -> _Plan:
     target = ctx.resolve(path)
     if target.is_symlink():
         target = Path(os.path.realpath(target))
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
+    found = read_regular(path, target)
+    if found is None:
         return _Plan(target, None, None, compute_diff(None, content))
-    except PermissionError as exc:
-        raise _Refused(f"{path}: permission denied") from exc
-    if stat.S_ISDIR(st.st_mode):
-        raise _Refused(f"{path} is a directory, not a file")
-    if not stat.S_ISREG(st.st_mode):
-        raise _Refused(f"{path} is not a regular file (a device, socket or pipe)")
-    try:
-        data = target.read_bytes()
-    except PermissionError as exc:
-        raise _Refused(f"{path}: permission denied") from exc
+    data, mode = found
     # bytes that are not UTF-8 show as U+FFFD in the diff; the comparison stays on bytes
     old = data.decode("utf-8", errors="replace")
     unchanged = data == encode(content)
-    return _Plan(target, old, stat.S_IMODE(st.st_mode), compute_diff(old, content), unchanged)
+    return _Plan(target, old, mode, compute_diff(old, content), unchanged)
 
 
 def write_atomically(target: Path, content: str, mode: int | None) -> None:
@@ -137,7 +147,7 @@ class WriteFileTool(Tool):
     async def permission_details(self, args: WriteFileArgs, ctx: ToolContext) -> str:
         try:
             plan = await asyncio.to_thread(_plan, ctx, args.path, args.content)
-        except _Refused as exc:
+        except Refused as exc:
             return str(exc)
         except OSError as exc:
             return f"{args.path}: {exc.strerror or exc}"
@@ -154,7 +164,7 @@ class WriteFileTool(Tool):
             if plan.unchanged:
                 return ToolResult(f"{path} unchanged: the content is identical")
             await asyncio.to_thread(write_atomically, plan.target, args.content, plan.mode)
-        except _Refused as exc:
+        except Refused as exc:
             return ToolResult(str(exc), status="error")
         except PermissionError:
             return ToolResult(f"{path}: permission denied", status="error")
