@@ -267,7 +267,7 @@ class MMApp(App[int]):
     def new_session(self) -> None:
         if self.engine is None:
             return
-        from mm_tui.line import new_session_like
+        from mm_tui.startup import new_session_like
 
         self.engine.cancel()
         self.engine.new_session(new_session_like(self.engine))

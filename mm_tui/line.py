@@ -12,7 +12,6 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
-from mm_tui.config import resolve_dir
 from mm_tui.engine.events import (
     AgentStarted,
     Decision,
@@ -25,8 +24,8 @@ from mm_tui.engine.events import (
     ToolCallStarted,
     TurnEnded,
 )
-from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
+from mm_tui.startup import new_session_like
 
 PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
 # Tools whose output is not echoed: a skill is for the model, not the screen.
@@ -275,17 +274,6 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
         except (NotImplementedError, RuntimeError):
             pass
         await engine.aclose()
-
-
-def new_session_like(engine: Engine) -> Session:
-    """A fresh session in the same folder, for the same model: what `/new` starts."""
-    return Session.new(
-        resolve_dir(engine.settings.sessions_dir, engine.cwd),
-        cwd=str(engine.cwd),
-        model=engine.client.model,
-        provider=engine.client.provider,
-        base_url=engine.client.base_url,
-    )
 
 
 def stdout_console() -> Console:

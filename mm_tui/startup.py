@@ -112,3 +112,14 @@ async def start(
     engine = Engine(settings, client, cwd=cwd, session=session)
     notes.extend(engine.registry.warnings)
     return Started(engine=engine, notes=notes)
+
+
+def new_session_like(engine: Engine) -> Session:
+    """A fresh session in the same folder, for the same model: what `/new` starts."""
+    return Session.new(
+        resolve_dir(engine.settings.sessions_dir, engine.cwd),
+        cwd=str(engine.cwd),
+        model=engine.client.model,
+        provider=engine.client.provider,
+        base_url=engine.client.base_url,
+    )
