@@ -303,7 +303,6 @@ class MMApp(App[int]):
             return
         self.engine.cancel()
         self.engine.new_session(session)
-        self.engine.turn_number = sum(1 for m in session.messages if m.get("role") == "user")
         self.transcript.clear()
         transcript_from_messages(self.transcript, session.messages)
         self.view.reset()

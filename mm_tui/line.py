@@ -32,18 +32,6 @@ PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject
 SILENT_TOOLS = {"read_skill"}
 
 
-def recap(ended: TurnEnded) -> str:
-    """The line that closes a turn: the counters that are not zero, the time, the tokens."""
-    parts = ended.counters.parts()
-    parts.append(f"{ended.elapsed:.1f}s")
-    if ended.usage.total_tokens:
-        parts.append(
-            f"{ended.usage.total_tokens:,} tokens "
-            f"({ended.usage.prompt_tokens:,} in, {ended.usage.completion_tokens:,} out)"
-        )
-    return " · ".join(parts)
-
-
 def preview(output: str, lines: int) -> list[str]:
     """Up to `lines` lines of a tool's output, or `(no output)`."""
     shown = output.rstrip("\n").splitlines()
@@ -120,7 +108,7 @@ class LinePrinter:
         elif isinstance(event, TurnEnded):
             if event.agent is None:
                 self.last_end = event
-                c.print(Text(recap(event), style="cyan"))
+                c.print(Text(event.recap(token_detail=True), style="cyan"))
 
 
 def agent_header(title: str, model: str, provider: str, asked_by: str | None = None) -> Text:

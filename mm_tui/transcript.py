@@ -8,6 +8,7 @@ near the screen from this store, so ten thousand tool lines cost what the visibl
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,23 +133,10 @@ class NoticeItem(Item):
 WAITING = "Waiting for your decision (a/s/r/n)"
 
 
-def recap_text(event: TurnEnded) -> str:
-    """The recap line: the counters that are not zero, the turn's time and tokens."""
-    parts = event.counters.parts()
-    parts.append(f"{event.elapsed:.1f}s")
-    if event.usage.total_tokens:
-        parts.append(f"{event.usage.total_tokens:,} tokens")
-    if event.stop_reason == "cancelled":
-        parts.append("cancelled")
-    return " · ".join(parts)
-
-
 class Transcript:
     """The store. `apply` returns the items an event changed or added, for the view to redraw."""
 
     def __init__(self, clock: Any = None) -> None:
-        import time
-
         self.items: list[Item] = []
         self.clock = clock or time.monotonic
         self._next_id = 0
@@ -306,9 +294,7 @@ class Transcript:
                     changed.append(item)
                 del self._tools[key]
             self.state = None
-            changed.append(
-                self.add(RecapItem(text=recap_text(event), stop_reason=event.stop_reason))
-            )
+            changed.append(self.add(RecapItem(text=event.recap(), stop_reason=event.stop_reason)))
             return changed
         return []
 

@@ -14,7 +14,7 @@ from mm_tui.engine.events import (
     TurnEnded,
     Usage,
 )
-from mm_tui.line import LinePrinter, preview, recap
+from mm_tui.line import LinePrinter, preview
 from mm_tui.tools.bash import TOO_LARGE
 
 
@@ -36,14 +36,14 @@ def test_recap_has_every_counter_that_is_not_zero() -> None:
         usage=Usage(1000, 234),
         stop_reason="end_turn",
     )
-    assert recap(end) == (
+    assert end.recap(token_detail=True) == (
         "⚙ 2 command(s) · 📝 3 file op(s) · 📖 1 skill(s) · 🔎 4 lsp call(s) · 3.2s · "
         "1,234 tokens (1,000 in, 234 out)"
     )
     quiet = TurnEnded(
         turn=1, counters=Counters(lsp_calls=1), elapsed=0.5, usage=Usage(), stop_reason="end_turn"
     )
-    assert recap(quiet) == "🔎 1 lsp call(s) · 0.5s"
+    assert quiet.recap(token_detail=True) == "🔎 1 lsp call(s) · 0.5s"
 
 
 def test_preview_lines_and_no_output() -> None:
@@ -113,3 +113,14 @@ def test_text_streams_then_closes_its_line() -> None:
     p(TextDelta(text="lo"))
     p(TurnEnded(turn=1, counters=Counters(), elapsed=1.0, usage=Usage(), stop_reason="end_turn"))
     assert out.getvalue() == "Hello\n1.0s\n"
+
+
+def test_a_cancelled_turn_says_so() -> None:
+    end = TurnEnded(
+        turn=1,
+        counters=Counters(commands=1),
+        elapsed=2.0,
+        usage=Usage(3, 4),
+        stop_reason="cancelled",
+    )
+    assert end.recap() == "⚙ 1 command(s) · 2.0s · 7 tokens · cancelled"

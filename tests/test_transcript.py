@@ -23,7 +23,6 @@ from mm_tui.transcript import (
     ToolItem,
     Transcript,
     UserItem,
-    recap_text,
     transcript_from_messages,
 )
 
@@ -130,7 +129,7 @@ def test_recap_text_shows_only_counters_that_are_not_zero() -> None:
         usage=Usage(),
         stop_reason="end_turn",
     )
-    assert recap_text(end) == "📝 2 file op(s) · 🔎 1 lsp call(s) · 3.0s"
+    assert end.recap() == "📝 2 file op(s) · 🔎 1 lsp call(s) · 3.0s"
 
 
 def test_a_resumed_history_is_rebuilt() -> None:

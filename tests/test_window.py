@@ -229,6 +229,7 @@ async def test_sessions_screen_reopens_a_session(folder: Path) -> None:
         await pilot.press("enter")  # the newest saved session is the first one
         await settle(pilot, app)
         assert app.engine.session.id == first
+        assert app.engine.turn_number == 1  # the reopened session's own count
         text = screen_text(app)
         assert "› the first session" in text and "remember me" in text
 

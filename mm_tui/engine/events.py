@@ -169,6 +169,22 @@ class TurnEnded(Event):
     stop_reason: StopReason
     error: str | None = None
 
+    def recap(self, *, token_detail: bool = False) -> str:
+        """The line that closes a turn, in every front end: the counters that are not zero,
+        the turn's time and tokens (`token_detail`: split into in and out), and `cancelled`
+        when it was."""
+        parts = self.counters.parts()
+        parts.append(f"{self.elapsed:.1f}s")
+        usage = self.usage
+        if usage.total_tokens:
+            tokens = f"{usage.total_tokens:,} tokens"
+            if token_detail:
+                tokens += f" ({usage.prompt_tokens:,} in, {usage.completion_tokens:,} out)"
+            parts.append(tokens)
+        if self.stop_reason == "cancelled":
+            parts.append("cancelled")
+        return " · ".join(parts)
+
 
 @dataclass(frozen=True)
 class EngineError(Event):

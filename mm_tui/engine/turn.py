@@ -105,7 +105,7 @@ class Engine:
         self.clock = clock
         self.permissions = Permissions(settings.yolo)
         self.loop_detector = LoopDetector()
-        self.turn_number = sum(1 for m in session.messages if m.get("role") == "user")
+        self.turn_number = _turns_in(session)
         self._task: asyncio.Task[TurnEnded] | None = None
         self._session_warned = False
         if not session.messages:
@@ -166,11 +166,12 @@ class Engine:
         await self.registry.aclose()
 
     def new_session(self, session: Session) -> None:
-        """`/new`: a fresh history and file; the loop detector and the remembered decisions reset."""
+        """`/new` (a fresh session) or a session reopened: the loop detector and the remembered
+        decisions reset; the turn count is the session's own."""
         self.session = session
         self.loop_detector.reset()
         self.permissions.reset()
-        self.turn_number = 0
+        self.turn_number = _turns_in(session)
         if not session.messages:
             session.messages.append({"role": "system", "content": self.system_prompt()})
 
@@ -493,6 +494,10 @@ class Engine:
                 diff=diff,
             ),
         )
+
+
+def _turns_in(session: Session) -> int:
+    return sum(1 for m in session.messages if m.get("role") == "user")
 
 
 def _canonical(arguments: dict[str, Any]) -> str:

@@ -453,13 +453,8 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def _tick(self) -> None:
         """Redraw the header lines of running tool calls that are on screen."""
-        if not self._offsets:
-            return
         top = int(self.scroll_y)
-        bottom = top + self.scrollable_content_region.height
-        first = max(0, bisect_right(self._offsets, top) - 1)
-        last = bisect_right(self._offsets, bottom)
-        for index in range(first, min(last, len(self._offsets))):
+        for index in self._visible_range():
             item = self.transcript.items[index]
             if isinstance(item, ToolItem) and item.running:
                 self.refresh_lines(self._offsets[index] - top + self._header_row(index), 1)
