@@ -392,3 +392,50 @@ async def test_the_theme_key_is_applied(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         assert app.theme == "mm-light"
+
+
+def painted(app) -> str:
+    """What the screen shows, through the compositor and every widget's line cache: a line
+    that was not asked to repaint still shows its old text here."""
+    return "\n".join(strip.text.rstrip() for strip in app.screen._compositor.render_strips())
+
+
+async def test_a_growing_line_repaints_when_scrolled_far_down(folder: Path) -> None:
+    """Words added to the last line of a long answer reach the screen at once, though the
+    answer's height does not change (only the growing rows are repainted)."""
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300)) + "the end"))
+        await settle(pilot, app)
+        await pilot.pause(0.1)
+        assert app.view.scroll_y > 500
+        assert "the end" in painted(app)
+        for word in (" is", " near", " now"):
+            app.emit(TextDelta(text=word))
+            await settle(pilot, app)
+            await pilot.pause(0.1)
+        assert "the end is near now" in painted(app)
+
+
+async def test_a_running_tool_line_ticks_when_scrolled_far_down(folder: Path) -> None:
+    """The spinner and the elapsed time of a running call are repainted where the line is,
+    however far the transcript has scrolled."""
+    app = make_app(ScriptedModel(), folder, frozen=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300))))
+        app.emit(
+            ToolCallStarted(
+                call_id="t1", tool="bash", title="bash  sleep 9", kind="execute", arguments={}
+            )
+        )
+        await settle(pilot, app)
+        assert app.view.scroll_y > 500
+
+        def tool_row() -> str:
+            return next(line for line in painted(app).splitlines() if "bash  sleep 9" in line)
+
+        first = tool_row()
+        await pilot.pause(1.3)
+        assert tool_row() != first

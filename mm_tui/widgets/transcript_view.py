@@ -366,7 +366,7 @@ class TranscriptView(ScrollView, can_focus=True):
             first = max(self._offsets[index] + same, top)
             last = min(self._offsets[index] + self._heights[index], top + height)
             if last > first:
-                self.refresh_lines(first - top, last - first)
+                self.refresh_lines(first, last - first)  # lines of the content, not the screen
 
     def _stick_to_bottom(self) -> None:
         if self._follow:
@@ -453,11 +453,10 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def _tick(self) -> None:
         """Redraw the header lines of running tool calls that are on screen."""
-        top = int(self.scroll_y)
         for index in self._visible_range():
             item = self.transcript.items[index]
             if isinstance(item, ToolItem) and item.running:
-                self.refresh_lines(self._offsets[index] - top + self._header_row(index), 1)
+                self.refresh_lines(self._offsets[index] + self._header_row(index), 1)
 
     def _header_row(self, index: int) -> int:
         item = self.transcript.items[index]

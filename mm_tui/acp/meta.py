@@ -1,0 +1,36 @@
+"""What mm adds to ACP messages, under `_meta["mm"]`, for a parent mm.
+
+An editor needs nothing beyond the protocol. A parent mm (ask_agent, /ask, `mm --ask`) shows an
+asked agent the way it shows itself: a header with the agent's title, model and provider, and
+tool lines with the tool's name, status and elapsed time. The protocol carries none of those
+exactly, so the agent side puts them in `_meta` and the client side reads them when present
+(falling back to what the protocol gives, so any ACP agent can still be asked).
+
+The agreement, one place for both sides:
+
+- `InitializeResponse._meta["mm"]` and `NewSessionResponse._meta["mm"]`:
+  `{"title": acp.title, "model": model name, "provider": provider name}`.
+- the `tool_call` update that starts a call, `_meta["mm"]`: `{"tool": tool name}` (the ACP title
+  is the engine's title, `bash  <command>`).
+- the `tool_call_update` that ends a call, `_meta["mm"]`:
+  `{"status": "ok" | "error" | "rejected" | "cancelled", "elapsed": seconds}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+KEY = "mm"
+
+
+def put(**values: Any) -> dict[str, Any]:
+    """The `_meta` value carrying `values` for a parent mm."""
+    return {KEY: values}
+
+
+def get(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """The mm part of a `_meta` value, empty when the other side is not mm."""
+    if not isinstance(meta, dict):
+        return {}
+    part = meta.get(KEY)
+    return part if isinstance(part, dict) else {}
