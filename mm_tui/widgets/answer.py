@@ -90,9 +90,10 @@ class Answer:
             self._stable.pop(item_id, None)
 
     def _block(self, source: str, width: int) -> list[Strip]:
-        from rich.markdown import Markdown  # markdown-it and pygments: not on the first frame
+        # markdown-it and pygments: not on the first frame
+        from mm_tui.widgets.markdown_render import BlockMarkdown
 
-        markdown = Markdown(source, code_theme=self.code_theme, hyperlinks=False)
+        markdown = BlockMarkdown(source, code_theme=self.code_theme)
         style = self.style("answer--text")
         return strips(self.console, markdown, width, style, self.style("base"))
 

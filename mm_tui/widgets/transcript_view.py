@@ -319,29 +319,35 @@ class TranscriptView(ScrollView, can_focus=True):
             self._reflow(moved)
             reflow_from = moved if reflow_from is None else min(reflow_from, moved)
         total = self._total()
+        laid_out = True
         if (width, total) != tuple(self.virtual_size):
-            self._resize_content(Size(width, total))
+            laid_out = self._resize_content(Size(width, total))
         if reflow_from is not None or total != old_total:
             self.refresh()
         else:
             self._refresh_items(dirty)
-        if self._follow:  # once the new size is laid out, the bottom stays in view
-            self.call_after_refresh(self._stick_to_bottom)
+        if self._follow:
+            if laid_out:  # the bottom in view in this same frame: one repaint, not two
+                self._stick_to_bottom()
+            else:  # once the new size is laid out
+                self.call_after_refresh(self._stick_to_bottom)
         elif shift:  # items above the view changed height: keep showing the same lines
             self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
 
-    def _resize_content(self, size: Size) -> None:
-        """A new virtual size. Setting `virtual_size` lays out the whole screen (about a frame of
-        CPU); while an answer grows that would happen at every frame. When the scrollbar stays
-        as it is (shown, with the width unchanged) only the scroll state and the scrollbar need
-        to know, which is what Textual itself does for a size change without layout."""
+    def _resize_content(self, size: Size) -> bool:
+        """A new virtual size; True when it is in force at once. Setting `virtual_size` lays out
+        the whole screen (about a frame of CPU); while an answer grows that would happen at every
+        frame. When the scrollbar stays as it is (shown, with the width unchanged) only the
+        scroll state and the scrollbar need to know, which is what Textual itself does for a
+        size change without layout."""
         old = self.virtual_size
         bar_needed = size.height > self.scrollable_content_region.height
         if old.width == size.width and self.show_vertical_scrollbar and bar_needed:
             self.set_reactive(ScrollView.virtual_size, size)
             self._scroll_update(size)
-        else:
-            self.virtual_size = size
+            return True
+        self.virtual_size = size
+        return False
 
     def _reflow(self, start: int) -> None:
         """Offsets from item `start` on, after heights changed."""
