@@ -2,6 +2,11 @@
 never answers, one that asks the client things, one that records what it was sent.
 
     fake_server.py --log FILE [--hang METHOD]... [--ask] [--apply] [--flood BYTES]
+                   [--crash-on METHOD] [--garbage-on METHOD]
+
+`--crash-on`: exit with status 3 when that request arrives (once per file named by
+`--once FILE`: a second server started by the client behaves). `--garbage-on`: answer that
+request with bytes that are not the protocol, then carry on.
 
 Every message received is appended to FILE as one JSON line; the answers the client gives to
 the server's own requests are recorded there too (they carry an id and no method).
@@ -46,7 +51,15 @@ def main() -> None:
     parser.add_argument("--ask", action="store_true")
     parser.add_argument("--apply", action="store_true", help="edit the first opened file")
     parser.add_argument("--flood", type=int, default=0, help="bytes of stderr before starting")
+    parser.add_argument("--crash-on", default=None)
+    parser.add_argument("--garbage-on", default=None)
+    parser.add_argument("--once", default=None, help="misbehave only while FILE does not exist")
     args = parser.parse_args()
+    if args.once and Path(args.once).exists():
+        args.crash_on = args.garbage_on = None
+        args.hang = []
+    elif args.once:
+        Path(args.once).write_text("misbehaved once")
     log = Path(args.log)
     print("fake server starting", file=sys.stderr, flush=True)
     if args.flood:
@@ -61,6 +74,13 @@ def main() -> None:
             f.write(json.dumps(message) + "\n")
         method = message.get("method")
         if method in args.hang:
+            continue
+        if method is not None and method == args.crash_on:
+            print("fake server: crashing on purpose", file=sys.stderr, flush=True)
+            sys.exit(3)
+        if method is not None and method == args.garbage_on:
+            sys.stdout.buffer.write(b"\x00\xffnot the protocol\r\nContent-Length: zz\r\n\r\n{[")
+            sys.stdout.buffer.flush()
             continue
         if method == "initialize":
             send(

@@ -249,6 +249,17 @@ class ServerManager:
         )
         return True
 
+    async def stop(self, server: Server) -> None:
+        """Stop one server now (it is stuck); the next call starts it again."""
+        client, server.client = server.client, None
+        server.documents.clear()
+        server.pending = None
+        if client is not None:
+            if _same_loop(client):
+                await client.kill()
+            else:
+                client.abandon()
+
     async def aclose(self) -> None:
         """Stop every server politely and at the same time."""
         servers = list(self._servers.values())

@@ -31,6 +31,7 @@ from mm_tui.tools.lsp.client import (
     REQUEST_TIMEOUT,
     LspClient,
     LspError,
+    LspTimeout,
     ResponseError,
     ServerExited,
     path_to_uri,
@@ -115,14 +116,23 @@ class _Call:
 
 
 class _Fail(Exception):
-    """A failure whose text goes to the model as it is; `gone` when the server died under it."""
+    """A failure whose text goes to the model as it is; `gone` when the server died under it,
+    `stuck` (the server that did not answer in time) when it must be stopped."""
 
-    def __init__(self, text: str, gone: bool = False) -> None:
+    def __init__(self, text: str, gone: bool = False, stuck: Server | None = None) -> None:
         super().__init__(text)
         self.gone = gone
+        self.stuck = stuck
+
+
+STOPPED = " — the server was stopped; the next call starts it again"
 
 
 def _failed(server: Server, action: str, exc: Exception) -> _Fail:
+    if isinstance(exc, LspTimeout):
+        # A server that does not answer in time is stuck more often than slow: stopped, so
+        # that the next call gets a fresh one instead of waiting on the same again.
+        return _Fail(f"[lsp: {server.config.name}: {action} failed: {exc}{STOPPED}]", stuck=server)
     return _Fail(
         f"[lsp: {server.config.name}: {action} failed: {exc}]", isinstance(exc, ServerExited)
     )
@@ -317,6 +327,8 @@ class LspTool(Tool):
                     raise
                 result = await self._perform(call, ctx)
         except _Fail as failure:
+            if failure.stuck is not None:
+                await self.manager.stop(failure.stuck)
             return ToolResult(str(failure), status="error")
         if isinstance(result, ToolResult):
             result.output = truncate(result.output, ctx.settings.max_output)

@@ -1,0 +1,79 @@
+"""Child processes that fail (issue #9, scenario 14): a language server that crashes, prints
+garbage on its stdout, or hangs. The call fails with a clear message, no process is left behind
+(not even a zombie), and the next call starts a fresh server that works."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from lsp_fixtures.support import fake_server
+
+from mm_tui.config import Settings
+from mm_tui.tools.base import ToolContext
+from mm_tui.tools.lsp import LspArgs, LspTool
+
+
+def state(pid: int) -> str | None:
+    """The process's state letter (Z for a zombie), None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return text.rsplit(")", 1)[1].split()[0]
+
+
+async def gone(pid: int, within: float = 3.0) -> bool:
+    import asyncio
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if state(pid) is None:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+FAULTS = {
+    "crash": (("--crash-on", "textDocument/hover"), "the server exited"),
+    "garbage": (("--garbage-on", "textDocument/hover"), "fake: hover failed"),
+    "hang": (
+        ("--hang", "textDocument/hover"),
+        "no answer within 0.5s — the server was stopped; the next call starts it again",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_language_server_that_fails_is_replaced(tmp_path: Path, fault: str) -> None:
+    options, said = FAULTS[fault]
+    once = tmp_path / "misbehaved"
+    server = fake_server(tmp_path / "log.jsonl", *options, "--once", str(once))
+    tool = LspTool([server], tmp_path, request_timeout=0.5)
+    ctx = ToolContext(cwd=tmp_path, settings=Settings())
+    (tmp_path / "a.py").write_text("x = 1\n")
+    try:
+        started = time.monotonic()
+        result = await tool.run(LspArgs(action="hover", path="a.py", symbol="x"), ctx)
+        assert time.monotonic() - started < 5
+        assert result.status == "error"
+        assert result.output.startswith("[lsp: fake: hover failed:"), result.output
+        assert said in result.output, result.output
+        first = [s.client.pid for s in tool.manager.running()]
+        # the next call: a fresh server, which behaves
+        result = await tool.run(LspArgs(action="hover", path="a.py", symbol="x"), ctx)
+        assert result.status == "ok", result.output
+        assert "fake hover" in result.output
+        (now,) = [s.client.pid for s in tool.manager.running()]
+        assert now not in first
+        assert len(list(tmp_path.glob("misbehaved"))) == 1
+    finally:
+        pids = [s.client.pid for s in tool.manager.running()]
+        await tool.aclose()
+    for pid in pids:
+        assert await gone(pid), f"{pid} is left: {state(pid)}"
+    # and no child of ours is a zombie
+    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    assert all(state(int(pid)) != "Z" for pid in children)

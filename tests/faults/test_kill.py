@@ -1,0 +1,174 @@
+"""kill -9 of the real `mm -p` at 20 random moments of a busy turn (issue #9, scenario 9).
+
+The turn streams text, composes tool calls, runs commands and rewrites the session file many
+times a second; a moment picked at random lands in each of those. Every time, the session file
+loads, holds every complete exchange (each message is one the finished turn would hold, in
+order, and every tool call has its result once loaded), `--resume` continues it, and no
+temporary file is left behind once mm runs again."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from scripted_server import (
+    SSE,
+    Reply,
+    ScriptedServer,
+    finish_chunk,
+    role_chunk,
+    text_chunks,
+    tool_call_chunks,
+)
+
+from mm_tui.config import Settings
+from mm_tui.engine.provider import OpenAIProvider
+from mm_tui.engine.session import Session
+from mm_tui.engine.turn import Engine
+
+ROUNDS = 4
+KILLS = 20
+SEED = int(os.environ.get("MM_KILL_SEED", "9"))
+
+
+def busy_turn() -> list[SSE | Reply]:
+    """Four rounds of streamed text and a streamed tool call (a command that takes a moment,
+    then a file write), then a streamed answer."""
+    out: list[SSE | Reply] = []
+    for i in range(ROUNDS):
+        command = f"sleep 0.05; echo round {i}"
+        chunks = [
+            role_chunk(),
+            *text_chunks(f"Round {i}: running a command. ", split=3),
+            *tool_call_chunks(f"c{i}", "bash", {"command": command}, split=6),
+            finish_chunk("tool_calls"),
+        ]
+        out.append(SSE(chunks, delay=0.004))
+    out.append(SSE([role_chunk(), *text_chunks("All rounds are done.", 2), finish_chunk()]))
+    return out
+
+
+def expected_history() -> list[dict]:
+    """The messages after the system prompt of the finished turn."""
+    out: list[dict] = [{"role": "user", "content": "work"}]
+    for i in range(ROUNDS):
+        command = json.dumps({"command": f"sleep 0.05; echo round {i}"})
+        out.append(
+            {
+                "role": "assistant",
+                "content": f"Round {i}: running a command. ",
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": command},
+                    }
+                ],
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"round {i}\n"})
+    out.append({"role": "assistant", "content": "All rounds are done."})
+    return out
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MM_") and k != "OPENAI_API_KEY"}
+    env["HOME"] = str(home)
+    return env
+
+
+def mm(server: ScriptedServer, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mm_tui.cli",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        *args,
+    ]
+
+
+def check_loaded(folder: Path) -> Session:
+    session = Session.latest(folder)
+    assert session is not None
+    messages = session.messages
+    assert messages[0]["role"] == "system"
+    wanted = expected_history()
+    kept = messages[1:]
+    # Loading answers calls that were interrupted; everything else is a prefix of the whole turn.
+    real = [m for m in kept if "interrupted" not in str(m.get("content"))]
+    assert real == wanted[: len(real)], json.dumps(kept, indent=1)
+    asked = {c["id"] for m in kept for c in m.get("tool_calls") or []}
+    answered = {m["tool_call_id"] for m in kept if m["role"] == "tool"}
+    assert asked == answered
+    return session
+
+
+async def resume_in_process(server: ScriptedServer, cwd: Path, session: Session) -> None:
+    """What `--resume` does, without starting a process: the loaded session and one more turn."""
+    provider = OpenAIProvider(server.base_url, "m", backoff=0.01)
+    engine = Engine(Settings(), provider, cwd=cwd, session=session)
+    server.script(Reply("resumed"))
+    ended = await engine.run_turn("go on", lambda event: None)
+    await engine.aclose()
+    assert ended.stop_reason == "end_turn"
+    sent = server.requests[-1].messages
+    assert sent[-1] == {"role": "user", "content": "go on"}
+    assert len(sent) == len(session.messages) - 1  # all of it went back, then the answer came
+
+
+async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    moments: list[float] = []
+    kept: set[int] = set()  # how many messages each killed run left: the moments differ
+    for n in range(KILLS):
+        cwd = tmp_path / f"run{n}"
+        cwd.mkdir()
+        folder = cwd / ".mm" / "sessions"
+        with ScriptedServer(*busy_turn()) as server:
+            proc = subprocess.Popen(
+                mm(server, "-p", "work"),
+                cwd=cwd,
+                env=env_for(cwd),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                server.wait_for_requests(1, timeout=30)  # the session file exists from here
+                moment = rng.uniform(0.0, 0.8)
+                moments.append(moment)
+                time.sleep(moment)
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(10)
+        session = check_loaded(folder)
+        kept.add(len(session.messages))
+        with ScriptedServer() as server:  # a fresh script for the rest
+            if n % 5 == 4:  # the real --resume, and no temporary file once mm has run again
+                server.script(Reply("resumed for real"))
+                result = subprocess.run(
+                    mm(server, "--resume", "-p", "go on"),
+                    cwd=cwd,
+                    env=env_for(cwd),
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                assert result.returncode == 0, result.stderr
+                assert "resumed for real" in result.stdout
+                resumed = Session.load(folder, session.id).messages
+                assert resumed[-1]["content"] == "resumed for real"
+            else:
+                await resume_in_process(server, cwd, session)
+        assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    # The moments spread over the whole turn, not only its start.
+    assert max(moments) > 0.5 and min(moments) < 0.2
+    assert len(kept) >= 4, kept  # killed while streaming, running tools, and between
