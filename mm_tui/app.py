@@ -204,7 +204,10 @@ class MMApp(App[int]):
                 self.box.close()
             if self._queued is not None:
                 text, self._queued = self._queued, None
-                self.run_turn(text)
+                if text.startswith("/ask "):
+                    self.run_command(text)
+                else:
+                    self.run_turn(text)
             elif not self.prompt.has_focus and not isinstance(self.focused, TranscriptView):
                 self.prompt.focus()
 
@@ -242,11 +245,33 @@ class MMApp(App[int]):
         elif command == "/compact":
             self.compact()
         elif command == "/ask":
-            self._notice(
-                "/ask hands a request to an agent of mmConfigs; it is not available yet", "warning"
-            )
+            self.ask(rest)
         else:
             self._notice(f"unknown command {command} — /help lists them", "warning")
+
+    def ask(self, rest: str) -> None:
+        """`/ask AGENT …`: the request goes to an agent of mmConfigs as a turn of its own,
+        shown as ask_agent shows an asked agent, recorded as a /ask exchange (`Engine.run_ask`
+        says how). A running turn is cancelled first, as a new request cancels it."""
+        from mm_tui.tools.ask_agent import ask_usage, split_ask
+
+        if self.engine is None:
+            self._notice("mm is still starting; try again in a moment", "warning")
+            return
+        asked = split_ask(rest)
+        if asked is None:
+            self._notice(ask_usage(self.engine.registry), "warning")
+            return
+        if self.engine.busy:
+            self._queued = f"/ask {rest}"
+            self.engine.cancel()
+            return
+        self.run_ask(*asked)
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def run_ask(self, agent: str, prompt: str) -> None:
+        assert self.engine is not None
+        await self.engine.run_ask(agent, prompt, self.emit)
 
     def action_help(self) -> None:
         from mm_tui.screens.help import HelpScreen

@@ -1,7 +1,8 @@
 """`mm`: flags to one front end.
 
-Window mode is the default once it exists; until then `mm` opens line mode. Start-up errors
-(a broken config file, a server that cannot be reached) end in one line on stderr and exit 2.
+`mm` and `mm --window` open window mode; `--line`, `-p` and `--ask` print lines; `-acp` serves
+ACP over stdio. Start-up errors (a broken config file, a server that cannot be reached) end in
+one line on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    if args.acp or args.ask:
-        print("mm: ACP and --ask are not available yet in this version", file=sys.stderr)
-        return 2
+    if args.acp:
+        from mm_tui.acp.agent import run as run_acp
+
+        return run_acp(settings, cwd, demo=args.demo)
     try:
         return asyncio.run(_run(args, settings, cwd))
     except KeyboardInterrupt:
@@ -114,7 +116,8 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
 
 
 async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: ANN001
-    from mm_tui.line import run_line, run_print, stdout_console
+    """Line mode, `-p`, and `--ask AGENT "…"` (one /ask exchange printed as in line mode)."""
+    from mm_tui.line import run_ask_print, run_line, run_print, stdout_console
     from mm_tui.startup import StartupError, start
 
     try:
@@ -123,6 +126,10 @@ async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: A
         print(str(exc), file=sys.stderr)
         return 2
     console = stdout_console()
+    if args.ask:
+        # No notes: this agent's own model (the demo, most often) takes no part in the exchange.
+        agent, prompt = args.ask
+        return await run_ask_print(started.engine, agent, prompt, console)
     if args.prompt is not None:
         for note in started.notes:
             print(f"mm: {note}", file=sys.stderr)

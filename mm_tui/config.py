@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mm_tui.engine.redact import remember
+
 
 class _Strict(BaseModel):
     """Unknown keys are an error: a misspelt key silently ignored is worse than a clear stop."""
@@ -164,6 +166,8 @@ def load_settings(
         if value is not None  # a flag not given
     ]
     layers = [layer for layer in layers if layer.data]
+    for layer in layers:
+        remember(layer.data.get("apiKey"))  # from here on, no session file or tool output shows it
 
     # Made per call because its sources are this call's layers.
     class _Merged(BaseSettings, Settings):

@@ -1,5 +1,6 @@
-"""Line mode (`mm --line`) and one-shot `mm -p`: the engine's events printed with Rich, as the
-reference's terminal-display lines (`🛠️  bash: …`, the `🔐` prompt, the recap)."""
+"""Line mode (`mm --line`), one-shot `mm -p` and `mm --ask`: the engine's events printed with
+Rich, as the reference's terminal-display lines (`🛠️  bash: …`, the `🔐` prompt, the recap, and
+`🗣 ask_agent: …` above what an asked agent writes)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mm_tui.engine.events import (
+    AgentFinished,
     AgentStarted,
     Decision,
     EngineError,
@@ -56,7 +58,9 @@ class LinePrinter:
         self.console = console
         self.preview_lines = preview_lines
         self.ask = ask
-        self._mode: str | None = None  # "text" or "thought" while one streams
+        # ("text" or "thought", the agent writing it) while one streams: an asked agent's
+        # answer and this agent's own never share a line
+        self._mode: tuple[str, str | None] | None = None
         self.last_end: TurnEnded | None = None
 
     def _close_stream(self) -> None:
@@ -68,15 +72,15 @@ class LinePrinter:
     def __call__(self, event: Event) -> None:
         c = self.console
         if isinstance(event, TextDelta):
-            if self._mode != "text":
+            if self._mode != ("text", event.agent):
                 self._close_stream()
-                self._mode = "text"
+                self._mode = ("text", event.agent)
             c.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
             return
         if isinstance(event, ThoughtDelta):
-            if self._mode != "thought":
+            if self._mode != ("thought", event.agent):
                 self._close_stream()
-                self._mode = "thought"
+                self._mode = ("thought", event.agent)
             c.print(
                 event.text,
                 end="",
@@ -89,7 +93,8 @@ class LinePrinter:
         self._close_stream()
         prefix = f"[{event.agent}] " if event.agent else ""
         if isinstance(event, ToolCallStarted):
-            c.print(Text(prefix + event.display))
+            if event.display:  # ask_agent has none: its line comes with AgentStarted
+                c.print(Text(prefix + event.display))
         elif isinstance(event, PermissionRequested):
             if event.details and event.details not in event.title:
                 for line in event.details.rstrip("\n").splitlines()[:40]:
@@ -104,11 +109,31 @@ class LinePrinter:
         elif isinstance(event, EngineError):
             c.print(Text(prefix + event.message, style="bold red"))
         elif isinstance(event, AgentStarted):
-            c.print(agent_header(event.title, event.model, event.provider, event.asked_by))
+            if event.asked_by is None:
+                c.print(agent_header(event.title, event.model, event.provider))
+            else:
+                c.print(Text(asked_line(event), style="bold"))
+        elif isinstance(event, AgentFinished):
+            pass  # the stream it wrote is closed above
         elif isinstance(event, TurnEnded):
             if event.agent is None:
                 self.last_end = event
                 c.print(Text(event.recap(token_detail=True), style="cyan"))
+
+
+def asked_line(event: AgentStarted) -> str:
+    """`🗣 ask_agent: <agent> (<provider>/<model>) — <first line of the prompt>`."""
+    from mm_tui.tools.ask_agent import first_line
+
+    return (
+        f"🗣 ask_agent: {event.name} ({event.provider}/{event.model}) — "
+        f"{first_line(event.prompt, limit=None)}"
+    )
+
+
+def permission_title(request: PermissionRequested) -> str:
+    """The call a permission request is about; an asked agent's calls name the agent."""
+    return request.title if request.agent is None else f"{request.agent} · {request.title}"
 
 
 def agent_header(title: str, model: str, provider: str, asked_by: str | None = None) -> Text:
@@ -144,17 +169,34 @@ async def run_print(engine: Engine, prompt: str, console: Console) -> int:
     """`mm -p`: one turn; every call that would ask is rejected; the exit status says how the
     turn ended."""
 
-    def reject(request: PermissionRequested) -> None:
-        console.print(Text(f"🔐 {request.title}: rejected (mm -p does not ask)", style="yellow"))
-        if not request.future.done():
-            request.future.set_result(Decision.REJECT)
-
-    printer = LinePrinter(console, engine.settings.preview_lines, reject)
+    printer = LinePrinter(console, engine.settings.preview_lines, _rejecter(console, "mm -p"))
     try:
         ended = await engine.run_turn(prompt, printer)
     finally:
         await engine.aclose()
     return exit_status(ended)
+
+
+async def run_ask_print(engine: Engine, agent: str, prompt: str, console: Console) -> int:
+    """`mm --ask AGENT "…"`: one /ask exchange, printed as in line mode; every call that would
+    ask (the asked agent's own, under its `yolo: false`) is rejected; the exit status says how
+    it ended (1 for any `[ask_agent: …]` error)."""
+    printer = LinePrinter(console, engine.settings.preview_lines, _rejecter(console, "mm --ask"))
+    try:
+        ended = await engine.run_ask(agent, prompt, printer)
+    finally:
+        await engine.aclose()
+    return exit_status(ended)
+
+
+def _rejecter(console: Console, program: str) -> Callable[[PermissionRequested], None]:
+    def reject(request: PermissionRequested) -> None:
+        title = permission_title(request)
+        console.print(Text(f"🔐 {title}: rejected ({program} does not ask)", style="yellow"))
+        if not request.future.done():
+            request.future.set_result(Decision.REJECT)
+
+    return reject
 
 
 class KeyboardReader:
@@ -189,7 +231,11 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
     Ctrl-D quits."""
     banner(console, engine, notes)
     console.print(
-        Text("Type a request; /new starts over, /quit leaves. Ctrl-C cancels a turn.", style="dim")
+        Text(
+            "Type a request; /ask AGENT … hands one to an agent of mmConfigs, /new starts over, "
+            "/quit leaves. Ctrl-C cancels a turn.",
+            style="dim",
+        )
     )
     loop = asyncio.get_running_loop()
     keyboard = KeyboardReader()
@@ -211,7 +257,8 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
     def ask(request: PermissionRequested) -> None:
         async def answer() -> None:
             while not request.future.done():
-                line = await keyboard.read(PERMISSION_PROMPT.format(title=request.title))
+                title = permission_title(request)
+                line = await keyboard.read(PERMISSION_PROMPT.format(title=title))
                 key = (line or "r").strip().lower()[:1]
                 if key not in {"a", "s", "r", "n"}:
                     console.print(Text("answer a, s, r or n", style="yellow"))
@@ -252,7 +299,16 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
                 engine.new_session(new_session_like(engine))
                 console.print(Text("new session", style="dim"))
                 continue
-            await engine.run_turn(text, printer)
+            if text == "/ask" or text.startswith("/ask "):
+                from mm_tui.tools.ask_agent import ask_usage, split_ask
+
+                asked = split_ask(text[len("/ask") :])
+                if asked is None:
+                    console.print(Text(ask_usage(engine.registry), style="yellow"))
+                    continue
+                await engine.run_ask(*asked, printer)
+            else:
+                await engine.run_turn(text, printer)
             for task in pending_answers:
                 task.cancel()
             pending_answers.clear()

@@ -88,10 +88,16 @@ async def pick_model(
 
 
 async def start(
-    settings: Settings, cwd: Path, *, demo: bool = False, resume: str | None = None
+    settings: Settings,
+    cwd: Path,
+    *,
+    demo: bool = False,
+    resume: str | None = None,
+    presets: Sequence[Preset] | None = None,
 ) -> Started:
-    """`resume`: None for a new session, "" for the latest one, else a session id."""
-    client, notes = await pick_model(settings, demo=demo)
+    """`resume`: None for a new session, "" for the latest one, else a session id. `presets`:
+    the servers detection probes (the built-in table by default; tests give their own ports)."""
+    client, notes = await pick_model(settings, demo=demo, presets=presets)
     folder = resolve_dir(settings.sessions_dir, cwd)
     if resume is not None:
         try:

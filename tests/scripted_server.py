@@ -267,10 +267,13 @@ class Error:
 
 @dataclass
 class EmptyBody:
-    """HTTP 200 and nothing else: llama-cpp-python's answer to a streamed request with tools."""
+    """HTTP 200 and nothing else: llama-cpp-python's answer to a streamed request with tools.
+    `then_close`: as llama-cpp-python does, the connection is closed after it, though kept alive
+    by the headers; a next request sent on it is read and gets no answer."""
 
     chunked: bool = False
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "text/event-stream"})
+    then_close: bool = False
 
 
 @dataclass(frozen=True)
@@ -393,6 +396,7 @@ class Received:
     headers: dict[str, str]  # lower-cased names
     body: Any
     raw: bytes
+    time: float = field(default_factory=time.monotonic)  # when it arrived
 
     @property
     def stream(self) -> bool:
@@ -443,6 +447,7 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.server.owner._track(self.connection)
+        self._drop_next = False  # EmptyBody(then_close=True) was the last answer on it
 
     def finish(self) -> None:
         try:
@@ -528,6 +533,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         path = urlsplit(self.path).path
+        if self._drop_next:
+            self._abort()  # read, never answered, not recorded
+            return
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -586,6 +594,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers["Content-Length"] = "0"
             self._start(200, headers, response.chunked)
             self._end(response.chunked)
+            self._drop_next = response.then_close
         elif isinstance(response, Raw):
             pieces = [response.pieces] if isinstance(response.pieces, bytes) else response.pieces
             self._start(response.status, response.headers, response.chunked)

@@ -571,6 +571,18 @@ async def test_consumer_stopping_early_leaves_the_provider_usable(server, provid
     assert text_of(await collect(provider)) == "next"
 
 
+async def test_stopping_early_with_tools_leaves_the_provider_usable(server, provider):
+    server.script(SSE(text_chunks("a b c d e f", split=1), delay=0.2), Reply("next"))
+    with_tools = provider.stream(MESSAGES, TOOLS)
+    assert await anext(with_tools) == TextChunk("a")
+    started = time.monotonic()
+    await with_tools.aclose()
+    assert text_of(await collect(provider, TOOLS)) == "next"
+    assert time.monotonic() - started < 0.5  # not after the rest of the first answer
+    await asyncio.sleep(0.5)  # the server notices the first connection closed at its next write
+    assert len(server._connections) <= 1
+
+
 async def test_a_server_that_refuses_stream_options_is_asked_again_without(server, provider):
     refusal = {"error": {"message": "stream_options: Extra inputs are not permitted"}}
     server.script(Error(400, body=refusal), Reply("fine"), Reply("again"))
@@ -595,6 +607,104 @@ async def test_connection_refused_names_the_url_and_the_way_out():
 
 
 # --------------------------------------------------------------------------- llama.cpp quirk
+
+
+async def test_tools_go_with_tool_choice_auto_and_none_without_tools(server, provider):
+    # llama-cpp-python's chatml-function-calling format drops the tools from the prompt unless
+    # tool_choice is given; "auto" is what OpenAI assumes when it is not.
+    server.script(Reply("with"), Reply("without"))
+    await collect(provider, TOOLS)
+    await collect(provider)
+    with_tools, without = server.requests
+    assert with_tools["tool_choice"] == "auto" and with_tools["tools"] == TOOLS
+    assert "tool_choice" not in without and "tools" not in without
+
+
+async def test_a_server_that_refuses_tool_choice_is_asked_again_without(server, provider):
+    refusal = {"error": {"message": "tool_choice: Extra inputs are not permitted"}}
+    server.script(
+        Error(400, body=refusal),
+        Reply(tool_calls=[call("bash", {"command": "ls"}, id="c1")]),
+        EmptyBody(),
+        Completion("non-streamed, still without it"),
+    )
+    chunks = await collect(provider, TOOLS)
+    assert end_of(chunks).tool_calls == (ToolCall("c1", "bash", '{"command": "ls"}'),)
+    assert text_of(await collect(provider, TOOLS)) == "non-streamed, still without it"
+    assert ["tool_choice" in r for r in server.requests] == [True, False, False, False]
+    assert all(r["tools"] == TOOLS for r in server.requests)
+
+
+async def test_the_non_streamed_request_drops_a_refused_tool_choice_too(server, provider):
+    refusal = {"error": {"message": "tool_choice is not supported"}}
+    server.script(EmptyBody(), Error(400, body=refusal), Completion("answered"))
+    assert text_of(await collect(provider, TOOLS)) == "answered"
+    assert [(r.stream, "tool_choice" in r) for r in server.requests] == [
+        (True, True),
+        (False, True),
+        (False, False),
+    ]
+
+
+async def test_an_empty_answer_with_tools_is_asked_again_with_tool_choice_none(server, provider):
+    # llama-cpp-python's text answers under tool_choice "auto" come out empty (its grammar lets
+    # the model write a function name or stop, nothing else); under "none" the model speaks.
+    server.script(Reply("", usage=(40, 2)), Reply("Paris is the capital.", usage=(30, 6)))
+    chunks = await collect(provider, TOOLS)
+    assert text_of(chunks) == "Paris is the capital."
+    assert len([c for c in chunks if isinstance(c, TextChunk)]) > 1  # still streamed
+    assert end_of(chunks) == StreamEnd("stop", (), Usage(70, 8))
+    first, again = server.requests
+    assert (first["tool_choice"], again["tool_choice"]) == ("auto", "none")
+    assert again.stream and again["tools"] == TOOLS and again["messages"] == first["messages"]
+
+
+async def test_the_second_ask_follows_the_remembered_fallback(server, provider):
+    # After an empty 200, "auto" requests go non-streamed; "none" ones still stream.
+    server.script(
+        EmptyBody(),
+        Completion(None, tool_calls=[call("bash", {"command": "ls"}, id="c1")]),
+        Completion(""),
+        Reply("in words"),
+    )
+    assert end_of(await collect(provider, TOOLS)).tool_calls
+    assert text_of(await collect(provider, TOOLS)) == "in words"
+    assert [(r.stream, r["tool_choice"]) for r in server.requests] == [
+        (True, "auto"),
+        (False, "auto"),
+        (False, "auto"),
+        (True, "none"),
+    ]
+
+
+async def test_an_answer_with_something_in_it_is_never_asked_again(server, provider):
+    server.script(
+        Reply("", reasoning="thinking, then nothing"),
+        Reply("", finish_reason="length"),
+        Reply(""),  # without tools: an empty answer is the answer
+    )
+    assert reasoning_of(await collect(provider, TOOLS)) == "thinking, then nothing"
+    assert end_of(await collect(provider, TOOLS)).finish_reason == "length"
+    assert end_of(await collect(provider)).finish_reason == "stop"
+    assert len(server.requests) == 3
+
+
+async def test_an_assistant_message_without_content_is_sent_with_an_empty_one(server, provider):
+    # llama-cpp-python refuses `content: null` (a 500 naming a validation error).
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "again"},
+    ]
+    server.script(Reply("ok"))
+    async for _ in provider.stream(history, []):
+        pass
+    sent = server.requests[0].messages
+    assert [m.get("content") for m in sent] == ["hi", "", "out", "", "again"]
+    assert sent[1]["tool_calls"] == history[1]["tool_calls"]
+    assert history[1]["content"] is None and history[3]["content"] is None  # not changed
 
 
 async def test_empty_200_falls_back_to_non_streaming_once_and_remembers(server, provider):
@@ -631,6 +741,18 @@ async def test_empty_200_falls_back_to_non_streaming_once_and_remembers(server, 
     # A request without tools still streams.
     assert text_of(await collect(provider)) == "plain stream"
     assert server.requests[3]["stream"] is True
+
+
+async def test_the_connection_closed_after_the_empty_200_costs_no_wait(server):
+    # llama-cpp-python closes the connection of its empty 200 although it said keep-alive; the
+    # non-streamed request sent on it fails at once, and goes again at once on a new one.
+    provider = OpenAIProvider(server.base_url, "m", retries=3, backoff=5.0)
+    server.script(EmptyBody(chunked=True, then_close=True), Completion("fallback"))
+    started = time.monotonic()
+    assert text_of(await collect(provider, TOOLS)) == "fallback"
+    assert time.monotonic() - started < 2.0  # the 5 s backoff was not waited
+    assert [r.stream for r in server.requests] == [True, False]
+    await provider.aclose()
 
 
 async def test_empty_chunked_200_also_falls_back(server, provider):

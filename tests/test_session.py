@@ -350,6 +350,15 @@ def test_list_and_latest_skip_damaged_files_and_temps(tmp_path: Path) -> None:
     (tmp_path / f".{good.id}.99999999.json.tmp").write_text("{}", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
     assert [info.id for info in list_sessions(tmp_path)] == [good.id]
+    # Written after the good one: `--resume` would pass over the session the person meant.
+    with pytest.raises(SessionError) as info:
+        Session.latest(tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"mm: {tmp_path}/2026030")
+    assert message.endswith(" — it is the newest session file; --resume ID opens another")
+    # Damaged files older than the latest readable one are passed over.
+    for path in tmp_path.glob("202603*.json"):
+        os.utime(path, (0, 0))
     latest = Session.latest(tmp_path)
     assert latest is not None and latest.id == good.id
 

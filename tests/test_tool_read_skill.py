@@ -15,6 +15,7 @@ from mm_tui.tools.read_skill import (
     Skill,
     describe,
     discover_skills,
+    find_skills,
 )
 
 DEPLOY = """---
@@ -75,6 +76,30 @@ def test_folder_without_skill_md_and_other_files_are_ignored(skills_dir: Path) -
     (skills_dir / "script.sh").write_text("x")
     (skills_dir / ".hidden.md").write_text("x")
     assert list(discover_skills(skills_dir)) == ["commit", "deploy", "review"]
+
+
+def test_links_inside_are_followed_links_out_and_loops_refused(
+    skills_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.md").write_text("secret")
+    (skills_dir / "alias.md").symlink_to("deploy.md")
+    (skills_dir / "shared").symlink_to("review")
+    (skills_dir / "out.md").symlink_to(tmp_path / "elsewhere" / "secret.md")
+    (skills_dir / "outdir").symlink_to(tmp_path / "elsewhere")
+    (skills_dir / "loop.md").symlink_to("loop.md")
+    (skills_dir / "notes.txt").symlink_to(tmp_path / "elsewhere" / "secret.md")  # no skill
+    (tmp_path / "elsewhere" / "SKILL.md").write_text("secret")
+    skills, refused = find_skills(skills_dir)
+    assert list(skills) == ["alias", "commit", "deploy", "review", "shared"]
+    assert refused == {
+        "loop": "loop.md is a symbolic link loop",
+        "out": "out.md is a symbolic link that leads out of the skills folder",
+        "outdir": "outdir is a symbolic link that leads out of the skills folder",
+    }
+    # The skills folder itself may be a link: the person chose where it lives.
+    (tmp_path / "linked").symlink_to(skills_dir)
+    assert list(discover_skills(tmp_path / "linked")) == list(skills)
 
 
 def test_no_skills(tmp_path: Path) -> None:

@@ -122,6 +122,9 @@ class ToolCallStarted(Event):
 
 @dataclass(frozen=True)
 class ToolCallFinished(Event):
+    """`output` is what the front ends show: the result the model got, or the tool's own
+    display of it when it has one (ask_agent: `<agent> answered (N characters)`)."""
+
     call_id: str
     tool: str
     status: ToolStatus
@@ -141,11 +144,15 @@ class PermissionRequested(Event):
 
 @dataclass(frozen=True)
 class AgentStarted(Event):
+    """An asked agent starts on a task. `prompt` is the task as it was handed over (without
+    the conversation sent along), for line mode's `🗣 ask_agent:` line."""
+
     name: str
     title: str
     model: str
     provider: str
     asked_by: str | None = None
+    prompt: str = ""
 
 
 @dataclass(frozen=True)

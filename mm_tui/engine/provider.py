@@ -258,22 +258,61 @@ def _status_message(base_url: str, model: str, status: int, reason: str, body: b
         msg += " (check apiKey, MM_API_KEY or OPENAI_API_KEY)"
     elif status == 404:
         msg += f" (check baseUrl {base_url}" + (f" and model {model!r})" if model else ")")
+    elif context_overflow(said):
+        msg += f" — {CONTEXT_ADVICE}"
     elif status == 413:
         msg += " (the request is too large for the server: /compact shortens the conversation)"
     return msg
 
 
-def _retry_after(value: str | None) -> float | None:
+def _retry_after(value: str | None, milliseconds: str | None = None) -> float | None:
+    """The server's hint in seconds: `retry-after-ms` (OpenAI's, in milliseconds) when present,
+    else `Retry-After` in seconds or as an HTTP date; None for anything else, and the caller
+    falls back to exponential backoff."""
+    if milliseconds:
+        try:
+            delay = float(milliseconds) / 1000
+            if delay == delay and delay >= 0:  # not NaN
+                return delay
+        except ValueError:
+            pass
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        delay = float(value)
+        return max(0.0, delay) if delay == delay and delay != float("inf") else None
     except ValueError:
         pass
     try:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+
+
+# How servers say that the conversation no longer fits the model's context: OpenAI and vLLM
+# ("maximum context length", code context_length_exceeded), llama.cpp ("exceeds the available
+# context size", exceed_context_size_error), LM Studio and Ollama ("context length", "context
+# window", "too many tokens"). Such an error is not retried: only a shorter history helps.
+CONTEXT_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context size",
+    "context window",
+    "exceed_context",
+    "too many tokens",
+    "prompt is too long",
+)
+CONTEXT_ADVICE = (
+    "the conversation no longer fits the model's context — /compact to shorten it, /new to "
+    "start afresh, or load the model with a larger context (for example Ollama's num_ctx, "
+    "llama.cpp's --ctx-size)"
+)
+
+
+def context_overflow(text: str) -> bool:
+    lowered = text.lower()
+    return any(word in lowered for word in CONTEXT_WORDS)
 
 
 class _Retryable(Exception):
@@ -289,14 +328,50 @@ class _Retryable(Exception):
         self.status = status
         self.retry_after = retry_after
         self.hint = hint
+        self.stale = False  # a kept-alive connection the server had closed: retry at once
 
     @classmethod
     def connection(cls, base_url: str, exc: BaseException) -> _Retryable:
         message, hint = _connection_problem(base_url, exc)
-        return cls(message, hint=hint)
+        retryable = cls(message, hint=hint)
+        # Read or write failed on a connection that was open: most often one the server closed
+        # while it sat in the pool (llama-cpp-python closes the connection of its empty 200,
+        # though it said keep-alive). The first retry goes at once, on a new connection.
+        retryable.stale = isinstance(
+            exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError
+        )
+        return retryable
 
 
 DROPPED = "the model server closed the stream in the middle of the answer"
+
+
+class _Replay:
+    """What a retried answer repeats of what the person has already seen.
+
+    A stream cut while a tool call's arguments arrive is asked for again (half arguments are
+    never run). The new answer starts from the beginning, so its text and reasoning are
+    compared with what was shown: the part already shown is dropped, and only what is new goes
+    on. If the new answer says something else (a model that samples), the rest of it is shown
+    from where it departs, so nothing is ever shown twice."""
+
+    def __init__(self, text: str, thought: str) -> None:
+        self._shown = {TextChunk: text, ReasoningChunk: thought}
+        self._at = {TextChunk: 0, ReasoningChunk: 0}
+
+    def unseen(self, kind: type, piece: str) -> str:
+        shown, at = self._shown[kind], self._at[kind]
+        if at >= len(shown):
+            return piece
+        overlap = shown[at : at + len(piece)]
+        if piece.startswith(overlap):
+            self._at[kind] = at + len(piece)
+            return piece[len(overlap) :]
+        same = 0
+        while piece[same] == overlap[same]:
+            same += 1
+        self._at[kind] = len(shown)  # departed: from here on everything is new
+        return piece[same:]
 
 
 # --------------------------------------------------------------------------- the provider
@@ -342,10 +417,11 @@ class OpenAIProvider:
             trust_env=not _is_loopback(self.base_url),
             follow_redirects=True,
         )
-        # llama-cpp-python answers a streamed request with tools by an empty 200; once seen, this
-        # server gets such requests non-streamed (True: requests with tools, False: without).
-        self._no_stream: set[bool] = set()
+        # The kinds of request (`_kind`) that this server answers with an empty 200 when they
+        # stream: once seen, such requests go non-streamed (see "llama-cpp-python" below).
+        self._no_stream: set[str] = set()
         self._usage_option = True  # False once the server has refused stream_options
+        self._tool_choice = True  # False once the server has refused tool_choice
         self._calls_made = 0
 
     # -- public -----------------------------------------------------------------------------
@@ -359,16 +435,35 @@ class OpenAIProvider:
         return await list_models(self.base_url, auth.removeprefix("Bearer ") or None)
 
     def _body(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stream: bool
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        stream: bool,
+        choice: str | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _sendable(messages),
+            "stream": stream,
+        }
         if stream and self._usage_option:
             body["stream_options"] = {"include_usage": True}
         if tools:
             body["tools"] = tools
+            if choice and self._tool_choice:
+                body["tool_choice"] = choice
         if self.temperature is not None:
             body["temperature"] = self.temperature
         return body
+
+    def _refused_tool_choice(self, exc: ModelError, payload: dict[str, Any]) -> bool:
+        """A server that refuses `tool_choice` (400 naming it): True when the request should be
+        sent again without it; it is never sent to this server again."""
+        if exc.status == 400 and "tool_choice" in exc.message and "tool_choice" in payload:
+            self._tool_choice = False
+            payload.pop("tool_choice")
+            return True
+        return False
 
     def _next_call_id(self) -> str:
         n = self._calls_made
@@ -376,6 +471,8 @@ class OpenAIProvider:
         return f"call_{n}"
 
     async def _pause(self, attempt: int, error: _Retryable) -> None:
+        if attempt == 0 and error.stale:
+            return
         if error.retry_after is not None:
             delay = min(error.retry_after, self.max_retry_after)
         else:
@@ -400,31 +497,77 @@ class OpenAIProvider:
             return
         body = await resp.aread()
         msg = _status_message(self.base_url, self.model, status, resp.reason_phrase, body)
+        if context_overflow(msg):  # some servers say it with a 500: retrying cannot help
+            raise ModelError(msg, status=status)
         if status in (408, 425, 429) or status >= 500:
-            raise _Retryable(msg, status, _retry_after(resp.headers.get("retry-after")))
+            headers = resp.headers
+            delay = _retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
+            raise _Retryable(msg, status, delay)
         raise ModelError(msg, status=status)
 
     def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> AsyncIterator[ModelChunk]:
         """Yield the chunks of one answer, the last a `StreamEnd`. Raises `ModelError`."""
-        if bool(tools) in self._no_stream:
-            return self._complete(messages, tools)
-        return self._stream(messages, tools)
+        if tools and self._tool_choice:
+            return self._with_tools(messages, tools)
+        return self._ask(messages, tools, None)
+
+    def _kind(self, tools: list[dict[str, Any]], choice: str | None) -> str:
+        if not tools:
+            return "plain"
+        return (choice if self._tool_choice else None) or "tools"
+
+    def _ask(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str | None
+    ) -> AsyncIterator[ModelChunk]:
+        if self._kind(tools, choice) in self._no_stream:
+            return self._complete(messages, tools, choice)
+        return self._stream(messages, tools, choice)
+
+    async def _with_tools(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> AsyncIterator[ModelChunk]:
+        """An answer that may call the tools (`tool_choice: "auto"`). When it is empty (no
+        text, no call, a plain stop), the model chose to answer in words and the server lost
+        them: it is asked once more with `tool_choice: "none"`, and that answer is the answer."""
+        said = False
+        # aclosing: a consumer that stops early (a guard, a cancelled turn) closes the request
+        # beneath at once, not when the garbage collector gets to it.
+        async with aclosing(self._ask(messages, tools, "auto")) as answer:
+            async for item in answer:
+                if item.__class__ is StreamEnd:
+                    end: StreamEnd = item  # type: ignore[assignment]
+                    if not said and not end.tool_calls and end.finish_reason == "stop":
+                        break
+                else:
+                    said = True
+                yield item
+            else:
+                return
+        async with aclosing(self._ask(messages, tools, "none")) as again:
+            async for item in again:
+                if item.__class__ is StreamEnd:
+                    last: StreamEnd = item  # type: ignore[assignment]
+                    item = StreamEnd(last.finish_reason, last.tool_calls, end.usage + last.usage)
+                yield item
 
     # -- streaming --------------------------------------------------------------------------
 
     async def _stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str | None
     ) -> AsyncIterator[ModelChunk]:
-        payload = self._body(messages, tools, stream=True)
+        payload = self._body(messages, tools, True, choice)
         loads = json.loads
         new = object.__new__
         setattr_ = object.__setattr__
         attempt = 0
+        shown: list[str] = []  # text yielded, over every attempt
+        thought: list[str] = []  # reasoning yielded, over every attempt
+        replay: _Replay | None = None
         while True:
             # The state of one attempt. Everything is a local variable: this is the hot path.
-            yielded = False  # once True, no retry: the person has seen part of this answer
+            yielded = False  # the person has seen part of this answer: retried only mid-call
             done = False  # [DONE] arrived
             seen_data = False  # any data line at all (an empty 200 has none)
             stray: str | None = None  # the first line that is not SSE, for the error message
@@ -496,24 +639,39 @@ class OpenAIProvider:
                                             # The common case: a delta of text and nothing else.
                                             # Built without the frozen dataclass's __init__,
                                             # which alone costs more than the rest of this path.
+                                            if replay is not None:
+                                                text = replay.unseen(TextChunk, text)
+                                                if not text:
+                                                    continue
                                             item = new(TextChunk)
                                             setattr_(item, "text", text)
                                             yielded = True
+                                            shown.append(text)
                                             yield item
                                         elif delta:
                                             text = delta.get("reasoning_content") or delta.get(
                                                 "reasoning"
                                             )
                                             if text:
+                                                text = _as_text(text)
+                                                if replay is not None:
+                                                    text = replay.unseen(ReasoningChunk, text)
+                                            if text:
                                                 item = new(ReasoningChunk)
-                                                setattr_(item, "text", _as_text(text))
+                                                setattr_(item, "text", text)
                                                 yielded = True
+                                                thought.append(text)
                                                 yield item
                                             text = delta.get("content")
                                             if text:
+                                                text = _as_text(text)
+                                                if replay is not None:
+                                                    text = replay.unseen(TextChunk, text)
+                                            if text:
                                                 item = new(TextChunk)
-                                                setattr_(item, "text", _as_text(text))
+                                                setattr_(item, "text", text)
                                                 yielded = True
+                                                shown.append(text)
                                                 yield item
                                             pieces = delta.get("tool_calls")
                                             if pieces:
@@ -526,9 +684,11 @@ class OpenAIProvider:
                                         if reason:
                                             finish = reason
                                     elif "error" in obj:
+                                        said = _server_error_text(json.dumps(obj).encode())
+                                        if context_overflow(said):
+                                            said += f" — {CONTEXT_ADVICE}"
                                         raise ModelError(
-                                            "the model server reported an error: "
-                                            + _server_error_text(json.dumps(obj).encode()),
+                                            "the model server reported an error: " + said,
                                             after_tokens=yielded,
                                         )
                                     found = obj.get("usage")
@@ -542,10 +702,13 @@ class OpenAIProvider:
                 error = exc
             except httpx.RequestError as exc:
                 if finish is None:  # with a finish_reason the answer is whole: keep it
-                    if yielded:
-                        detail = str(exc) or type(exc).__name__
+                    detail = str(exc) or type(exc).__name__
+                    if calls:  # cut while a tool call was composed: ask again
+                        error = _Retryable(f"{DROPPED}, in a tool call ({detail})")
+                    elif yielded:
                         raise ModelError(f"{DROPPED} ({detail})", after_tokens=True) from None
-                    error = _Retryable.connection(self.base_url, exc)
+                    else:
+                        error = _Retryable.connection(self.base_url, exc)
             except ModelError as exc:
                 # A server that refuses stream_options (it only costs us the usage figures):
                 # ask again without it, once, and never send it to this server again.
@@ -553,32 +716,42 @@ class OpenAIProvider:
                     self._usage_option = False
                     payload.pop("stream_options", None)
                     continue
+                if self._refused_tool_choice(exc, payload):
+                    continue
                 raise
             if error is None:
                 if done or finish is not None:
                     yield self._end(finish, calls, usage)
                     return
-                if yielded:
+                if calls:
+                    error = _Retryable(f"{DROPPED}, in a tool call")
+                elif yielded:
                     raise ModelError(DROPPED, after_tokens=True)
-                if not seen_data:
+                elif not seen_data:
                     if stray is not None and not stray.startswith(("event:", "id:", "retry:")):
                         raise ModelError(
                             f"the model server at {self.base_url} did not answer with "
                             f"server-sent events: {stray[:200]!r}"
                         )
-                    # An empty 200: llama-cpp-python's answer to a streamed request with tools.
-                    # Ask again without streaming, and from now on ask that way directly.
-                    self._no_stream.add(bool(tools))
-                    async for item in self._complete(messages, tools):
+                    # An empty 200: llama-cpp-python's answer to a streamed request whose answer
+                    # is a tool call. Ask again without streaming, and from now on ask requests
+                    # of this kind that way directly.
+                    self._no_stream.add(self._kind(tools, choice))
+                    async for item in self._complete(messages, tools, choice):
                         yield item
                     return
-                error = _Retryable(
-                    f"the model server at {self.base_url} closed the stream before answering"
-                )
+                else:
+                    error = _Retryable(
+                        f"the model server at {self.base_url} closed the stream before answering"
+                    )
             if attempt >= self.retries:
-                raise self._gave_up(error, attempt + 1)
+                gave_up = self._gave_up(error, attempt + 1)
+                gave_up.after_tokens = bool(shown or thought)
+                raise gave_up
             await self._pause(attempt, error)
             attempt += 1
+            if shown or thought:
+                replay = _Replay("".join(shown), "".join(thought))
 
     def _end(self, finish: str | None, calls: dict[int, list[Any]], usage: Any) -> StreamEnd:
         tool_calls = []
@@ -592,9 +765,9 @@ class OpenAIProvider:
     # -- non-streaming ----------------------------------------------------------------------
 
     async def _complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str | None
     ) -> AsyncIterator[ModelChunk]:
-        payload = self._body(messages, tools, stream=False)
+        payload = self._body(messages, tools, False, choice)
         headers = {**self._headers, "Accept": "application/json"}
         attempt = 0
         while True:
@@ -603,6 +776,10 @@ class OpenAIProvider:
                 await self._check_status(resp)
                 items = self._from_completion(resp.content)
                 break
+            except ModelError as exc:
+                if self._refused_tool_choice(exc, payload):
+                    continue
+                raise
             except _Retryable as exc:
                 error = exc
             except httpx.RequestError as exc:
@@ -649,6 +826,50 @@ class OpenAIProvider:
                             out.append(update)
         out.append(self._end(finish, calls, data.get("usage")))
         return out
+
+
+# --------------------------------------------------------------------------- llama-cpp-python
+#
+# What its server (with `--chat_format chatml-function-calling`, the format that knows tools) does
+# that others do not, met by the end-to-end tests (tests/e2e/), each kept by a test against the
+# scripted server in tests/test_provider.py:
+#
+# - Without `tool_choice` it leaves the tools out of the prompt: the model never hears of them.
+#   mm sends `tool_choice: "auto"` with the tools (OpenAI's own default when tools are given);
+#   a server that refuses the field (400 naming it) is asked again without it, from then on.
+# - Asked to stream an answer that turns out to be a tool call, it fails on its side and the
+#   client receives HTTP 200 with an empty body: mm asks again without streaming, and asks that
+#   kind of request non-streamed from then on.
+# - With `tool_choice: "auto"`, the model's choice of a text answer goes through a grammar that
+#   admits only a function name or the end, so the text is always empty: an empty answer (no
+#   text, no call, finish_reason "stop") is asked again with `tool_choice: "none"`, which it
+#   answers in words, streamed.
+# - It refuses (500, a validation error) an assistant message whose `content` is null, which the
+#   OpenAI format allows beside tool calls: such messages are sent with `content: ""`.
+# - It closes the connection of its empty 200 although it said keep-alive: the request that goes
+#   next on it fails at once, and is sent again at once (`_Retryable.stale`), not after a backoff.
+# - Not worked around: its template leaves `tool` messages out of the prompt, so the model never
+#   reads a tool's result; and it sends no usage in a stream, so a turn's recap shows no tokens.
+
+
+def _sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as sent: an assistant message with `content: null` gets `""` instead."""
+    first = next(
+        (
+            i
+            for i, message in enumerate(messages)
+            if message.get("content", "") is None and message.get("role") == "assistant"
+        ),
+        None,
+    )
+    if first is None:
+        return messages  # the common case: nothing to change, nothing copied
+    out = messages[:first]
+    for message in messages[first:]:
+        if message.get("content", "") is None and message.get("role") == "assistant":
+            message = {**message, "content": ""}
+        out.append(message)
+    return out
 
 
 # --------------------------------------------------------------------------- parsing helpers

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import re
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from mm_tui.engine.redact import in_json, redact_data
 
 SESSION_VERSION = 1
 INTERRUPTED = "[error: interrupted — mm stopped before this tool call finished]"
@@ -112,15 +115,20 @@ class Session:
         """Replace the file in one step, so that a reader or a crash sees the old or the new state."""
         self.updated = _iso(datetime.now(UTC))
         data = self.to_dict()
-        try:
-            payload = json.dumps(data, ensure_ascii=False, indent=1).encode()
-        except UnicodeEncodeError:  # a lone surrogate from a model: only \u escapes carry it
-            payload = json.dumps(data, indent=1).encode()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        payload = _payload(data)
+        # The last guard for the api key: whatever way it got into the history, not into a file.
+        if in_json(payload):
+            payload = _payload(redact_data(data))
+        _make_folder(self.folder)
         temp = self.folder / f".{self.id}.{os.getpid()}{_TEMP_SUFFIX}"
+        # A leftover of an earlier process that had this pid, or a link someone put there: the
+        # new file is created afresh and never written through a link.
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
         try:
             # 0o600: tool output in the history may hold whatever the tools read.
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(temp, flags, 0o600)
             with open(fd, "wb") as out:
                 out.write(payload)
                 out.flush()
@@ -190,8 +198,25 @@ class Session:
 
     @classmethod
     def latest(cls, folder: Path) -> Session | None:
-        """The session updated last (`--resume` without an id), or None when there is none."""
+        """The session updated last (`--resume` without an id), or None when there is none.
+
+        A damaged file written after it is not passed over in silence: the person most likely
+        meant that one, so its SessionError is raised, with how to open another."""
+        folder = Path(folder)
         infos = list_sessions(folder)
+        newest = _mtime(folder / f"{infos[0].id}.json") if infos else None
+        readable = {info.id for info in infos}
+        for path in sorted(_session_paths(folder), key=_mtime, reverse=True):
+            if newest is not None and _mtime(path) <= newest:
+                break
+            if path.stem in readable:
+                continue
+            try:
+                _read(path)
+            except SessionError as exc:
+                raise SessionError(
+                    f"{exc} — it is the newest session file; --resume ID opens another"
+                ) from None
         return cls.load(folder, infos[0].id) if infos else None
 
     @staticmethod
@@ -201,13 +226,8 @@ class Session:
 
 def list_sessions(folder: Path) -> list[SessionInfo]:
     """Every readable session, newest first. Damaged files are left out, not fatal here."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
     infos = []
-    for path in folder.glob("*.json"):
-        if not _ID.fullmatch(path.stem):
-            continue
+    for path in _session_paths(Path(folder)):
         try:
             data = _read(path)
         except SessionError:
@@ -256,6 +276,7 @@ def answer_interrupted_tool_calls(messages: list[dict[str, Any]]) -> list[dict[s
 
 def _read(path: Path) -> dict[str, Any]:
     """The checked contents of a session file, or SessionError with one line saying what is wrong."""
+    _check_inside(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -299,6 +320,60 @@ def _read(path: Path) -> dict[str, Any]:
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in data["messages"]):
         raise SessionError(f'{bad}: "messages" holds something that is not a message')
     return data
+
+
+def _payload(data: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(data, ensure_ascii=False, indent=1).encode()
+    except UnicodeEncodeError:  # a lone surrogate from a model: only \u escapes carry it
+        return json.dumps(data, indent=1).encode()
+
+
+def _session_paths(folder: Path) -> list[Path]:
+    """The files of `folder` named like a session (`<id>.json`); none when it is no folder."""
+    try:
+        return [p for p in folder.glob("*.json") if _ID.fullmatch(p.stem)]
+    except OSError:
+        return []
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _check_inside(path: Path) -> None:
+    """A session file is a file of its folder: a symbolic link that leads out of the folder
+    (to a private file, or to another project's session) or round in a loop is refused."""
+    if not path.is_symlink():
+        return
+    try:
+        target = os.path.realpath(path, strict=True)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SessionError(f"mm: {path}: refused: a symbolic link loop") from None
+        raise SessionError(f"mm: {path}: refused: a symbolic link to nothing") from None
+    folder = os.path.realpath(path.parent)
+    if os.path.dirname(target) != folder:
+        raise SessionError(
+            f"mm: {path}: refused: a symbolic link out of the session folder (to {target})"
+        )
+
+
+def _make_folder(folder: Path) -> None:
+    """Create the session folder; when something else stands in its way, say what."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        try:
+            folder.stat()
+        except OSError as exc:  # a link loop, or a link to nothing
+            raise OSError(exc.errno, exc.strerror, str(folder)) from None
+        raise NotADirectoryError(
+            errno.ENOTDIR, "the session folder is a file, not a folder", str(folder)
+        ) from None
 
 
 def _title(messages: list[dict[str, Any]]) -> str:

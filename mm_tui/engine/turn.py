@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from mm_tui.engine.model_stream import (
     ToolCallChunk,
 )
 from mm_tui.engine.permissions import Permissions
+from mm_tui.engine.redact import redact
 from mm_tui.engine.session import Session
 from mm_tui.tools.base import CANCELLED, ToolCancelled, ToolContext
 from mm_tui.tools.registry import ToolRegistry
@@ -74,6 +75,7 @@ class _TurnState:
     usage: Usage = field(default_factory=Usage)
     pending: list[ToolCall] = field(default_factory=list)  # calls of the last message not answered
     started: set[str] = field(default_factory=set)  # calls whose line a front end shows
+    history: list[dict[str, Any]] = field(default_factory=list)  # as the turn started
 
     def count(self, counter: str | None) -> None:
         if counter:
@@ -131,7 +133,23 @@ class Engine:
     async def run_turn(self, text: str, emit: Emit) -> TurnEnded:
         """Run one turn to its end. Cancelling the caller cancels the turn too, after the turn
         has put its history in order."""
-        self._task = asyncio.create_task(self._turn(text, emit))
+        return await self._run(self._turn(text, emit))
+
+    async def run_ask(self, agent: str, prompt: str, emit: Emit) -> TurnEnded:
+        """`/ask AGENT …` (window and line mode) and `mm --ask AGENT "…"`: the request goes to
+        an agent of mmConfigs through ask_agent's machinery, as a turn of its own (Esc cancels
+        it, the recap closes it). The history records it as a /ask exchange, two messages:
+
+            {"role": "user", "content": "/ask AGENT <prompt>"}
+            {"role": "assistant", "content": "<what ask_agent would have returned>"}
+
+        The assistant message is the agent's answer truncated to maxOutput, followed on a line
+        of its own by the `[ask_agent: …]` error when the call failed or stopped (the error
+        alone when nothing was answered) — the text ask_agent returns as a tool result."""
+        return await self._run(self._ask_turn(agent, prompt, emit))
+
+    async def _run(self, turn: Coroutine[Any, Any, TurnEnded]) -> TurnEnded:
+        self._task = asyncio.create_task(turn)
         try:
             return await asyncio.shield(self._task)
         except asyncio.CancelledError:
@@ -206,6 +224,7 @@ class Engine:
         state = _TurnState()
         self._emit(emit, TurnStarted(turn=turn, text=text))
         self.session.messages.append({"role": "user", "content": text})
+        state.history = list(self.session.messages)
         self._save(emit)
         reason: StopReason = "end_turn"
         error: str | None = None
@@ -231,21 +250,36 @@ class Engine:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+        return self._end_turn(
+            emit, turn, started, reason, error, Counters(**state.counters), state.usage
+        )
+
+    def _end_turn(
+        self,
+        emit: Emit,
+        turn: int,
+        started: float,
+        reason: StopReason,
+        error: str | None,
+        counters: Counters,
+        usage: Usage,
+    ) -> TurnEnded:
+        """Record the turn in the session file and tell the front end: the last event."""
         ended = TurnEnded(
             turn=turn,
-            counters=Counters(**state.counters),
+            counters=counters,
             elapsed=self.clock() - started,
-            usage=state.usage,
+            usage=usage,
             stop_reason=reason,
             error=error,
         )
         self._save(
             emit,
             lambda: self.session.add_turn(
-                counters=ended.counters,
+                counters=counters,
                 usage={
-                    "prompt_tokens": state.usage.prompt_tokens,
-                    "completion_tokens": state.usage.completion_tokens,
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
                 },
                 elapsed=round(ended.elapsed, 3),
                 stop_reason=reason,
@@ -253,6 +287,42 @@ class Engine:
         )
         self._emit(emit, ended)
         return ended
+
+    async def _ask_turn(self, agent: str, prompt: str, emit: Emit) -> TurnEnded:
+        from mm_tui.tools.ask_agent import NO_AGENTS, AskAgentTool
+
+        self.turn_number += 1
+        turn = self.turn_number
+        started = self.clock()
+        text = f"/ask {agent} {prompt}".rstrip()
+        self._emit(emit, TurnStarted(turn=turn, text=text))
+        self.session.messages.append({"role": "user", "content": text})
+        self._save(emit)
+        reason: StopReason = "end_turn"
+        error: str | None = None
+        tool = self.registry.get("ask_agent")
+        ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=lambda e: self._emit(emit, e))
+        if not isinstance(tool, AskAgentTool):
+            answer = error = NO_AGENTS
+        else:
+            try:
+                asked = await tool.ask(agent, prompt, ctx)
+            except asyncio.CancelledError:  # before the agent was reached
+                asked = None
+            answer = tool.result_text(asked, self.settings.max_output) if asked else ""
+            if asked is None or asked.cancelled:
+                reason = "cancelled"
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+            elif asked.error is not None:
+                error = asked.error
+        self.session.messages.append({"role": "assistant", "content": answer})
+        self._save(emit)
+        if error is not None:
+            reason = "error"
+            self._record_error(emit, "tool", error)
+        return self._end_turn(emit, turn, started, reason, error, Counters(), Usage())
 
     def _record_error(self, emit: Emit, where: str, message: str) -> None:
         self._save(emit, lambda: self.session.add_error(where, message))
@@ -355,7 +425,12 @@ class Engine:
             self.session.messages.append({"role": "assistant", "content": "".join(text)})
 
     async def _run_calls(self, calls: list[ToolCall], emit: Emit, state: _TurnState) -> None:
-        ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=lambda e: self._emit(emit, e))
+        ctx = ToolContext(
+            cwd=self.cwd,
+            settings=self.settings,
+            emit=lambda e: self._emit(emit, e),
+            history=state.history,
+        )
         for call in calls:
             started = self.clock()
             parsed = self.registry.parse(call.name, call.arguments)
@@ -404,7 +479,16 @@ class Engine:
             try:
                 result = await tool.run(args, ctx)
             except ToolCancelled as cancelled:
-                self._finish(call, "cancelled", cancelled.output, None, started, emit, state)
+                self._finish(
+                    call,
+                    "cancelled",
+                    cancelled.output,
+                    None,
+                    started,
+                    emit,
+                    state,
+                    display=cancelled.display,
+                )
                 raise asyncio.CancelledError from None
             except asyncio.CancelledError:
                 raise
@@ -423,6 +507,7 @@ class Engine:
                 emit,
                 state,
                 tool.counter,
+                display=result.display,
             )
 
     def _conclude(
@@ -436,6 +521,7 @@ class Engine:
         emit: Emit,
         state: _TurnState,
         counter: str | None,
+        display: str | None = None,
     ) -> None:
         """Record a call in the loop detector, then give the model its result."""
         state.count(counter)
@@ -447,7 +533,9 @@ class Engine:
             raise _StopTurn("loop_detected", message, "generation")
         if verdict.warn:
             output = f"{output.rstrip(chr(10))}\n{LOOP_WARNING}" if output else LOOP_WARNING
-        self._finish(call, status, output, diff, started, emit, state)
+            if display is not None:
+                display = f"{display}\n{LOOP_WARNING}"
+        self._finish(call, status, output, diff, started, emit, state, display=display)
 
     async def _ask(
         self, call: ToolCall, tool: Any, args: Any, ctx: ToolContext, emit: Emit
@@ -479,7 +567,11 @@ class Engine:
         started: float,
         emit: Emit,
         state: _TurnState,
+        display: str | None = None,
     ) -> None:
+        """The model gets `output`; the front ends show `display` when the tool gave one."""
+        # A tool may print the api key (`echo $MM_API_KEY`): neither history nor screen get it.
+        output, display, diff = (t and redact(t, self.settings) for t in (output, display, diff))
         self.session.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
         state.pending = [c for c in state.pending if c.id != call.id]
         self._save(emit)
@@ -489,7 +581,7 @@ class Engine:
                 call_id=call.id,
                 tool=call.name,
                 status=status,  # type: ignore[arg-type]
-                output=output,
+                output=output if display is None else display,
                 elapsed=self.clock() - started,
                 diff=diff,
             ),

@@ -8,7 +8,7 @@ was collected) or as a plain `asyncio.CancelledError`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -30,6 +30,9 @@ class ToolContext:
     cwd: Path
     settings: Settings
     emit: Callable[[Event], None] = field(default=lambda event: None)
+    # The conversation as the turn started (its question included, none of its tool calls):
+    # what ask_agent's with_context sends along.
+    history: Sequence[dict[str, Any]] = ()
 
     def resolve(self, path: str) -> Path:
         """A path the model gave, relative to the working folder unless absolute."""
@@ -42,15 +45,20 @@ class ToolResult:
     output: str
     status: Literal["ok", "error"] = "ok"
     diff: str | None = None  # a unified diff, for the tools that change files
+    # What the front ends show instead of `output`, when the person has already seen the
+    # output (ask_agent's answer streamed as it came: the line says `<agent> answered (N …)`).
+    display: str | None = None
 
 
 class ToolCancelled(Exception):  # noqa: N818 - it is a signal, not an error
     """Raised by a tool that was cancelled after it collected some output; `output` already ends
-    with `[error: cancelled]`."""
+    with the tool's cancellation marker (`[error: cancelled]`, or ask_agent's own). `display`
+    as in `ToolResult`."""
 
-    def __init__(self, output: str):
+    def __init__(self, output: str, display: str | None = None):
         super().__init__(output)
         self.output = output
+        self.display = display
 
 
 CANCELLED = "[error: cancelled]"

@@ -9,6 +9,7 @@ least one skill, which is why discovery is a separate function the registry call
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
 from collections.abc import Mapping
@@ -23,6 +24,8 @@ from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 
 DESCRIPTION_LIMIT = 200  # characters of a skill's description in the catalogue
 NO_DESCRIPTION = "(no description)"
+LINK_OUT = "is a symbolic link that leads out of the skills folder"
+LINK_LOOP = "is a symbolic link loop"
 INTRO = (
     "Read a skill: a markdown file of instructions for one kind of task. When a skill below "
     "fits the task, read it before starting. Available skills:"
@@ -82,31 +85,73 @@ def _read_text(path: Path) -> str:
 
 def discover_skills(skills_dir: Path) -> dict[str, Skill]:
     """The skills of `skills_dir` by name, sorted; empty when the folder does not exist."""
+    return find_skills(skills_dir)[0]
+
+
+def find_skills(skills_dir: Path) -> tuple[dict[str, Skill], dict[str, str]]:
+    """The skills of `skills_dir` by name, sorted, and the entries refused, by name, with the
+    reason: a symbolic link that leads out of the folder or round in a loop."""
     found: dict[str, Path] = {}
+    refused: dict[str, str] = {}
     try:
         entries = sorted(os.scandir(skills_dir), key=lambda e: e.name)
+        root = os.path.realpath(skills_dir, strict=True)
     except OSError:
-        return {}
+        return {}, {}
     for entry in entries:
         if entry.name.startswith("."):
             continue
+        path = Path(entry.path)
+        flat = entry.name.endswith(".md") and len(entry.name) > 3
+        problem = _leaves(path, root)
         try:
-            if entry.is_dir():
-                skill_file = Path(entry.path) / "SKILL.md"
-                if skill_file.is_file():
-                    found.setdefault(entry.name, skill_file)
-            elif entry.is_file() and entry.name.endswith(".md") and len(entry.name) > 3:
-                found[entry.name[:-3]] = Path(entry.path)  # the flat file wins
+            if problem == LINK_LOOP:
+                if flat:
+                    refused.setdefault(entry.name[:-3], f"{entry.name} {problem}")
+            elif entry.is_dir():
+                skill_file = path / "SKILL.md"
+                inner = _leaves(skill_file, root) if problem is None else None
+                if inner is not None:
+                    refused.setdefault(entry.name, f"{entry.name}/SKILL.md {inner}")
+                elif skill_file.is_file():
+                    if problem is None:
+                        found.setdefault(entry.name, skill_file)
+                    else:
+                        refused.setdefault(entry.name, f"{entry.name} {problem}")
+            elif entry.is_file() and flat:
+                if problem is None:
+                    found[entry.name[:-3]] = path  # the flat file wins
+                else:
+                    refused[entry.name[:-3]] = f"{entry.name} {problem}"
         except OSError:
             continue
     skills: dict[str, Skill] = {}
     for name in sorted(found):
+        refused.pop(name, None)
         try:
             description = describe(_read_text(found[name]))
         except OSError:
             continue
         skills[name] = Skill(name, found[name], description)
-    return skills
+    return skills, dict(sorted(refused.items()))
+
+
+def _folder_of(skill: Skill) -> Path:
+    """The skills folder a skill was found in: `<folder>/<name>.md` or `<folder>/<name>/SKILL.md`."""
+    return skill.path.parent if skill.path.name == f"{skill.name}.md" else skill.path.parent.parent
+
+
+def _leaves(path: Path, root: str) -> str | None:
+    """Why `path` may not be read as a skill of the folder `root` (resolved), or None."""
+    try:
+        real = os.path.realpath(path, strict=True)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return LINK_LOOP
+        return None  # missing: not a skill, nothing to refuse
+    if os.path.commonpath([root, real]) != root:
+        return LINK_OUT
+    return None
 
 
 class ReadSkillTool(Tool):
@@ -115,15 +160,18 @@ class ReadSkillTool(Tool):
     counter = "skills"
     Args = ReadSkillArgs
 
-    def __init__(self, skills: Mapping[str, Skill]) -> None:
+    def __init__(
+        self, skills: Mapping[str, Skill], refused: Mapping[str, str] | None = None
+    ) -> None:
         self.skills = dict(sorted(skills.items()))
+        self.refused = dict(refused or {})  # name -> why it is not offered
 
     @classmethod
     def discover(cls, cwd: Path, settings: Settings) -> ReadSkillTool | None:
         """The tool for the skills of `settings.skills_dir`, or None when there is none to
         declare."""
-        skills = discover_skills(cwd / Path(settings.skills_dir).expanduser())
-        return cls(skills) if skills else None
+        skills, refused = find_skills(cwd / Path(settings.skills_dir).expanduser())
+        return cls(skills, refused) if skills else None
 
     def description(self) -> str:
         lines = [INTRO]
@@ -151,12 +199,23 @@ class ReadSkillTool(Tool):
     async def run(self, args: ReadSkillArgs, ctx: ToolContext) -> ToolResult:
         name = self._lookup_name(args.name)
         skill = self.skills.get(name)
+        if skill is None and name in self.refused:
+            return ToolResult(
+                f'skill "{name}" cannot be read: {self.refused[name]}', status="error"
+            )
         if skill is None:
             available = ", ".join(self.skills)
             return ToolResult(
                 f'No skill named "{name}". Available skills: {available}', status="error"
             )
         try:
+            # Looked at again: the file may have been swapped for a link since start-up.
+            problem = _leaves(skill.path, os.path.realpath(_folder_of(skill)))
+            if problem is not None:
+                where = os.path.relpath(skill.path, _folder_of(skill))
+                return ToolResult(
+                    f'skill "{name}" cannot be read: {where} {problem}', status="error"
+                )
             text = await asyncio.to_thread(_read_text, skill.path)
         except OSError as exc:
             return ToolResult(

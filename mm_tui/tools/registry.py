@@ -26,16 +26,17 @@ class ToolRegistry:
         from mm_tui.tools.bash import BashTool
         from mm_tui.tools.edit_file import EditFileTool
         from mm_tui.tools.read_file import ReadFileTool
-        from mm_tui.tools.read_skill import ReadSkillTool, discover_skills
+        from mm_tui.tools.read_skill import ReadSkillTool, find_skills
         from mm_tui.tools.write_file import WriteFileTool
 
         tools: list[Tool] = []
         warnings: list[str] = []
         if settings.bash_tool:
             tools.append(BashTool())
-        skills = discover_skills(resolve_dir(settings.skills_dir, cwd))
+        skills, refused = find_skills(resolve_dir(settings.skills_dir, cwd))
+        warnings.extend(f'skill "{name}" is not offered: {why}' for name, why in refused.items())
         if skills:
-            tools.append(ReadSkillTool(skills))
+            tools.append(ReadSkillTool(skills, refused))
         if settings.edit_tools:
             tools.append(ReadFileTool())
             tools.append(WriteFileTool())
@@ -51,6 +52,10 @@ class ToolRegistry:
             from mm_tui.tools.fetch import FetchContentTool
 
             tools.append(FetchContentTool())
+        if settings.mm_configs:
+            from mm_tui.tools.ask_agent import AskAgentTool
+
+            tools.append(AskAgentTool(settings.mm_configs, cwd))
         return cls(tools, warnings)
 
     async def aclose(self) -> None:

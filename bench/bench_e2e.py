@@ -1,0 +1,441 @@
+"""End to end: mm's window on a real model server, against a bare client of the same server in the
+same run. The server is the embedded one of the end-to-end tests: llama-cpp-python's server on
+SmolLM2-135M-Instruct (tests/e2e/llama_server.py). This benchmark starts it itself, on a free port,
+and stops it at the end, so it can stay in `make bench`'s loop; when the e2e virtual environment is
+missing (`make e2e` builds it, about 8 minutes) it says so and skips.
+
+Between the clients and the server runs a TCP relay, in a process of its own, that stamps every
+read from the server's socket with the system's monotonic clock (CLOCK_MONOTONIC, which
+`time.perf_counter` reads in every process alike) before passing the bytes on. A token "leaves the
+server" when the relay's read that completes its SSE event returns: as close to the server's own
+write as another process can see it (loopback adds microseconds). The relay is a separate process
+so that its stamps never wait for the app's GIL.
+
+Every round sends the same request: mm's own, captured at the relay in the warm-up round and
+replayed byte for byte by the bare client. At temperature 0 the server generates the same tokens.
+
+1. Tokens per second. llama.cpp sends one SSE event per token.
+   - floor, the server's own rate: a bare httpx streaming client that splits lines and parses each
+     event; (tokens - 1) / (last token - first token), stamped at the relay.
+   - mm received: the same over the times the app applied each TextDelta to its transcript.
+   - mm shows: the same over the times each token was first on screen (below).
+   Also printed: the rate the server sent at during mm's rounds (relay stamps). The app and the
+   server share two cores, so what mm costs shows there.
+2. Latency, from a token leaving the server to its appearing on screen. "On screen": the end of
+   the first compositor refresh that painted the transcript view, with the end of the answer in
+   its visible rows, after the view had rendered the answer with that token in it (the view's
+   `_render` of the answer records how many characters it drew; a token is on screen once that
+   many characters reach past it). Floor: the bare client's own latency, from
+   the relay's read to the client's parse of the same event: what any client pays for transport
+   and parsing. The view coalesces updates to 20 frames a second, so a token waits for the next
+   frame: about half a frame (25 ms) on average, one frame (50 ms) at most, plus the time to draw.
+
+Goals: mm shows at least 90% of the server's own rate (the server's two threads take both cores
+of a two-core machine, so the CPU mm uses slows the server itself: the server's rate in mm's rounds
+and mm's share of a core are printed too); token to screen, median at most 50 ms and 95th
+percentile at most 100 ms.
+
+Run: .venv/bin/python bench/bench_e2e.py [rounds]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "e2e"))
+
+from window_common import SIZE, machine, median, verdict  # noqa: E402
+
+PROMPT = "Write a numbered list of 40 animals, one per line, with one short fact about each."
+GOAL_RATE_RATIO = 0.9
+GOAL_MEDIAN = 0.050
+GOAL_P95 = 0.100
+ROUNDS = 3
+
+# --------------------------------------------------------------------------- the relay process
+
+
+def relay_main(listen_port: int, upstream_port: int, log_dir: str) -> None:
+    """Accept connections on 127.0.0.1:listen_port and pass them on to upstream_port. For each
+    connection, `<n>.up` holds what the client sent and `<n>.down` every read from the server as
+    (perf_counter: double, length: uint32, bytes)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", listen_port))
+    listener.listen(16)
+    print("ready", flush=True)
+    count = 0
+
+    def pump(src: socket.socket, dst: socket.socket, log_path: str, stamped: bool) -> None:
+        with open(log_path, "wb", buffering=0) as log:
+            try:
+                while True:
+                    data = src.recv(65536)
+                    now = time.perf_counter()
+                    if not data:
+                        break
+                    # Logged before it is passed on, so that the log is whole once the client
+                    # has its answer (a write to a file costs microseconds).
+                    log.write(struct.pack("<dI", now, len(data)) + data if stamped else data)
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+    while True:
+        client, _ = listener.accept()
+        upstream = socket.create_connection(("127.0.0.1", upstream_port))
+        for s in (client, upstream):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        base = os.path.join(log_dir, str(count))
+        count += 1
+        threading.Thread(
+            target=pump, args=(client, upstream, base + ".up", False), daemon=True
+        ).start()
+        threading.Thread(
+            target=pump, args=(upstream, client, base + ".down", True), daemon=True
+        ).start()
+
+
+class Relay:
+    def __init__(self, upstream_port: int) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="mm-bench-relay-"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--relay",
+                str(self.port),
+                str(upstream_port),
+                str(self.dir),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
+        self.seen = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def completions(self) -> list[tuple[bytes, list[tuple[float, str]]]]:
+        """The chat-completion exchanges since the last call: (request body, [(time, token)])."""
+        out = []
+        while (self.dir / f"{self.seen}.up").exists():
+            up = (self.dir / f"{self.seen}.up").read_bytes()
+            down = (self.dir / f"{self.seen}.down").read_bytes()
+            self.seen += 1
+            if b"/chat/completions" not in up.split(b"\r\n", 1)[0]:
+                continue
+            out.append((up.split(b"\r\n\r\n", 1)[1], tokens_of(down)))
+        return out
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+EVENT = re.compile(rb"data: (\{[^\r\n]*\})\r?\n")
+
+
+def tokens_of(down: bytes) -> list[tuple[float, str]]:
+    """(relay time, text) of each SSE event with content, from a stamped log of reads."""
+    stamps: list[tuple[int, float]] = []  # (end offset of the read, its time)
+    data = bytearray()
+    at = 0
+    while at < len(down):
+        when, size = struct.unpack_from("<dI", down, at)
+        at += 12
+        data += down[at : at + size]
+        at += size
+        stamps.append((len(data), when))
+    out = []
+    read = 0
+    for match in EVENT.finditer(bytes(data)):
+        while stamps[read][0] < match.end():
+            read += 1
+        event = json.loads(match.group(1))
+        choices = event.get("choices") or [{}]
+        text = (choices[0].get("delta") or {}).get("content")
+        if text:
+            out.append((stamps[read][1], text))
+    return out
+
+
+# --------------------------------------------------------------------------- the bare client
+
+
+async def bare_round(base_url: str, body: bytes) -> list[float]:
+    """Send `body` as it is; return the time each content event was parsed."""
+    import httpx
+
+    parsed: list[float] = []
+    async with httpx.AsyncClient(timeout=None, trust_env=False) as client:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        async with client.stream(
+            "POST", base_url + "/chat/completions", content=body, headers=headers
+        ) as resp:
+            async for line in resp.aiter_lines():
+                if line.startswith("data: {"):
+                    event = json.loads(line[6:])
+                    choices = event.get("choices") or [{}]
+                    if (choices[0].get("delta") or {}).get("content"):
+                        parsed.append(time.perf_counter())
+    return parsed
+
+
+# --------------------------------------------------------------------------- mm's window
+
+
+async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float], list[Any], float]:
+    """One turn of the real app on the real server. Returns the time the app applied each
+    TextDelta to its transcript, (time, characters of the answer on screen) after each
+    compositor refresh that painted the answer's end, and the share of a core this process
+    used during the turn."""
+    from mm_tui.app import MMApp
+    from mm_tui.config import Settings
+    from mm_tui.engine.events import TextDelta
+    from mm_tui.startup import start
+    from mm_tui.transcript import AnswerItem, RecapItem
+
+    settings = Settings(
+        baseUrl=base_url,
+        model=model,
+        temperature=0,
+        bashTool=False,
+        editTools=False,
+        sessionsDir=str(folder / "sessions"),
+    )
+
+    async def boot() -> Any:
+        return await start(settings, folder)
+
+    app = MMApp(boot)
+    cpu = [0.0, 0.0]  # process time and wall time from the request to the recap
+    received: list[float] = []
+    paints: list[tuple[float, int]] = []
+    drawn = 0  # characters of the answer in the view's last rendering
+    painted = 0  # calls of the view's render_line
+
+    async with app.run_test(size=SIZE) as pilot:
+        while app.engine is None:
+            await pilot.pause(0.05)
+        transcript, view, screen = app.transcript, app.view, app.screen
+        apply, render, render_line = transcript.apply, view._render, view.render_line
+        refresh = screen._compositor_refresh
+
+        def applied(event: Any) -> Any:
+            changed = apply(event)
+            if isinstance(event, TextDelta):
+                received.append(time.perf_counter())
+            return changed
+
+        def rendered(index: int) -> int:
+            nonlocal drawn
+            lines = render(index)
+            item = transcript.items[index]
+            if isinstance(item, AnswerItem):
+                drawn = len(item.text)
+            return lines
+
+        def paint_line(y: int) -> Any:
+            nonlocal painted
+            painted += 1
+            return render_line(y)
+
+        def bottom_in_view() -> bool:
+            """The end of the answer is within the view's visible rows (the view follows the
+            bottom one refresh after the answer grows: until then the new lines are below)."""
+            answers = [i for i, it in enumerate(transcript.items) if isinstance(it, AnswerItem)]
+            if not answers or answers[-1] >= len(view._offsets):
+                return False
+            index = answers[-1]
+            bottom = view._offsets[index] + view._heights[index]
+            return int(view.scroll_y) + view.scrollable_content_region.height >= bottom
+
+        def compositor_refresh() -> None:
+            before = painted
+            refresh()
+            if painted != before and (not paints or drawn > paints[-1][1]) and bottom_in_view():
+                paints.append((time.perf_counter(), drawn))
+
+        transcript.apply = applied  # type: ignore[method-assign]
+        view._render = rendered  # type: ignore[method-assign]
+        view.render_line = paint_line  # type: ignore[method-assign]
+        screen._compositor_refresh = compositor_refresh  # type: ignore[method-assign]
+        cpu[:] = [time.process_time(), time.perf_counter()]
+        app.submit(PROMPT)
+        while not any(isinstance(i, RecapItem) for i in transcript.items):
+            await pilot.pause(0.02)
+        cpu[:] = [time.process_time() - cpu[0], time.perf_counter() - cpu[1]]
+        await pilot.pause(0.3)  # the last frames
+    return received, paints, cpu[0] / cpu[1]
+
+
+def on_screen(tokens: list[tuple[float, str]], paints: list[tuple[float, int]]) -> list[float]:
+    """The time each token was first on screen: the first paint showing as many characters as
+    the answer had once that token was in it."""
+    out = []
+    chars = 0
+    at = 0
+    for _, text in tokens:
+        chars += len(text)
+        while at < len(paints) and paints[at][1] < chars:
+            at += 1
+        if at == len(paints):
+            raise AssertionError(f"a token never reached the screen ({chars} characters)")
+        out.append(paints[at][0])
+    return out
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def rate(times: list[float]) -> float:
+    return (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else float("nan")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else float("nan")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+async def run(rounds: int) -> int:
+    from llama_server import LlamaServer, ServerUnavailable
+
+    # A folder whose name never changes: it is in mm's system prompt, so in what the model
+    # answers (and so in the number of tokens a round streams).
+    folder = Path(tempfile.gettempdir()) / "mm-bench-e2e"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    server = LlamaServer(log=folder / "llama-server.log")
+    try:
+        server.start()
+    except ServerUnavailable as exc:
+        print(f"skipped: {exc}")
+        return 0
+    relay = Relay(server.port)
+    try:
+        print(
+            f"llama.cpp server (SmolLM2-135M-Instruct Q4_1, 2 threads) ready in "
+            f"{server.ready_seconds:.1f}s; {machine()}"
+        )
+        await mm_round(relay.base_url, server.model_id, folder)  # warm-up: mm's request
+        (body, warm), *_ = relay.completions()
+        bare: dict[str, list[Any]] = {"rate": [], "latency": [], "tokens": []}
+        mm: dict[str, list[Any]] = {
+            "server": [],
+            "received": [],
+            "shown": [],
+            "latency": [],
+            "cpu": [],
+        }
+        for _ in range(rounds):
+            parsed = await bare_round(relay.base_url, body)
+            ((_, sent),) = relay.completions()
+            assert len(parsed) == len(sent), (len(parsed), len(sent))
+            bare["rate"].append(rate([t for t, _ in sent]))
+            bare["latency"] += [p - t for p, (t, _) in zip(parsed, sent, strict=True)]
+            bare["tokens"].append(len(sent))
+
+            received, paints, share = await mm_round(relay.base_url, server.model_id, folder)
+            mm["cpu"].append(share)
+            ((_, sent),) = relay.completions()
+            assert len(received) == len(sent), (len(received), len(sent))
+            times = [t for t, _ in sent]
+            shown = on_screen(sent, paints)
+            mm["server"].append(rate(times))
+            mm["received"].append(rate(received))
+            mm["shown"].append(rate(shown))
+            mm["latency"] += [s - t for s, t in zip(shown, times, strict=True)]
+    finally:
+        relay.close()
+        server.stop()
+
+    own = median(bare["rate"])
+    shown = median(mm["shown"])
+    ratio = shown / own
+    tokens = sorted(set(bare["tokens"]))
+    print(
+        f"\n1. tokens per second ({rounds} rounds of {'/'.join(map(str, tokens))} tokens, "
+        f"the same request each time; medians)"
+    )
+    print(f"   floor, the server's own rate (bare httpx client) {own:8.1f} tokens/s")
+    print(
+        f"   the server's rate while mm's window ran          {median(mm['server']):8.1f} tokens/s"
+    )
+    print(
+        f"   mm received (TextDelta applied in the app)       {median(mm['received']):8.1f} tokens/s"
+    )
+    print(f"   mm shows (tokens on screen)                      {shown:8.1f} tokens/s")
+    print(
+        f"   ratio shown / server's own rate: {ratio:.3f} "
+        f"(goal ≥ {GOAL_RATE_RATIO}): {verdict(ratio >= GOAL_RATE_RATIO)}"
+    )
+    rounds_line = ", ".join(
+        f"{b:.0f}/{m:.0f}" for b, m in zip(bare["rate"], mm["server"], strict=True)
+    )
+    print(f"   round by round, the server's rate with the bare client / with mm: {rounds_line}")
+    print(
+        f"   mm's process used {median(mm['cpu']):.0%} of a core during its turns; the server "
+        f"runs 2 threads on {os.cpu_count()} cores, so what mm uses it does not"
+    )
+    same = median([a / b for a, b in zip(mm["shown"], mm["server"], strict=True)])
+    print(
+        f"   ratio shown / the server's rate in the same rounds: {same:.3f} (what mm loses "
+        f"between its socket and the screen; the gap to the server's own rate is the CPU "
+        f"that mm's process takes from the server)"
+    )
+    lat, floor = mm["latency"], bare["latency"]
+    print(f"\n2. token leaving the server → on screen ({len(lat)} tokens)")
+    print(f"   floor, bare client's parse: median {ms(median(floor))}, p95 {ms(p95(floor))}")
+    print(
+        f"   mm's window, on screen:     median {ms(median(lat))}, p95 {ms(p95(lat))}, "
+        f"max {ms(max(lat))}"
+    )
+    print(
+        f"   ratio of medians: {median(lat) / median(floor):.0f}x the transport floor "
+        f"(a 20 fps view waits for its frame: 25 ms on average)"
+    )
+    ok = median(lat) <= GOAL_MEDIAN and p95(lat) <= GOAL_P95
+    print(f"   goal median ≤ {ms(GOAL_MEDIAN)}, p95 ≤ {ms(GOAL_P95)}: {verdict(ok)}")
+    return 0
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--relay"]:
+        relay_main(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+        return 0
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS
+    return asyncio.run(run(rounds))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

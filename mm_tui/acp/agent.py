@@ -1,0 +1,817 @@
+"""`mm -acp`: mm as an ACP agent over stdio, for editors (Zed...) and for a parent mm.
+
+One `Engine` per ACP session, built for the session's `cwd` (its tools work there, its session
+file goes to `sessionsDir` resolved against it); the model client is picked once, at the first
+request that needs it, and shared by every session. A prompt runs one engine turn; the engine's
+events become `session/update` notifications and `session/request_permission` requests:
+
+| engine event | ACP |
+|---|---|
+| `TextDelta`, `ThoughtDelta` | `agent_message_chunk`, `agent_thought_chunk` |
+| `ToolCallStarted` | `tool_call` (pending; kind, title, absolute locations, raw input), then a `tool_call_update` in_progress when the call runs |
+| `PermissionRequested` | `session/request_permission`, four options, ids `a` `s` `r` `n` (the `Decision` values) |
+| `ToolCallFinished` | `tool_call_update` completed (ok) or failed (error, rejected, cancelled): the output as text, a file change as diff content |
+| `EngineError` | an `agent_message_chunk` with the message, so an editor shows it; also logged |
+| `TurnEnded` | the prompt's stop reason (see `STOP_REASONS`) |
+
+What a parent mm needs beyond the protocol travels in `_meta["mm"]` (see `meta.py`).
+
+File changes as ACP diff content: write_file and edit_file give the engine a unified diff
+(3 lines of context), never the whole file. The diff is parsed (the `unidiff` package) and each
+hunk becomes one diff content for the file's absolute path, `oldText` the hunk's context and
+removed lines, `newText` its context and added lines; a created file is one diff content with no
+`oldText` and the whole new text. Reading the file instead would cost two whole-file reads per
+edit (edit_file handles 50 MB files), and would race with the write; the hunks are what was
+changed, computed once, and the same parsing serves the permission request (whose details are
+the diff of the change to come) and the finished call.
+
+`in_progress`: the engine has no event for "the tool starts running"; a call runs right after
+`ToolCallStarted` unless it waits for permission, and the engine's own rule decides that
+(`Permissions`, `Tool.needs_permission`), so the agent asks the same rule at the moment the
+event is emitted, and otherwise sends in_progress when the person allows the call.
+
+Nothing but protocol messages may reach stdout: the protocol writes to a duplicate of the real
+stdout, and file descriptor 1 is then pointed at stderr, so a stray `print` of a library, or a
+process a tool starts that inherits stdout, lands in the log instead of corrupting the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import acp
+import unidiff
+from acp.schema import (
+    AgentCapabilities,
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AllowedOutcome,
+    AudioContentBlock,
+    EmbeddedResourceContentBlock,
+    FileEditToolCallContent,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    TextContentBlock,
+    TextResourceContents,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallUpdate,
+)
+
+from mm_tui import __version__
+from mm_tui.acp import meta
+from mm_tui.config import Settings, resolve_dir
+from mm_tui.engine.events import (
+    Decision,
+    EngineError,
+    Event,
+    PermissionRequested,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from mm_tui.engine.model_stream import ModelClient
+from mm_tui.engine.session import INTERRUPTED, Session, SessionError, list_sessions
+from mm_tui.engine.turn import Engine
+
+log = logging.getLogger("mm.acp")
+
+STOP_REASONS: dict[str, str] = {
+    "end_turn": "end_turn",
+    "max_turns": "max_turn_requests",
+    "cancelled": "cancelled",
+    # ACP has no stop reason for a failed turn: the error has already gone to the client as
+    # agent text (EngineError), and the turn did end.
+    "error": "end_turn",
+    "loop_detected": "end_turn",
+}
+"""The engine's stop reason -> ACP's. A prompt that the client cancelled answers `cancelled`
+whatever the engine's reason, as the protocol requires."""
+
+ACP_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
+
+PERMISSION_OPTIONS = [
+    PermissionOption(option_id=Decision.ALLOW_ONCE.value, name="Allow once", kind="allow_once"),
+    PermissionOption(
+        option_id=Decision.ALLOW_SESSION.value,
+        name="Allow this tool for the session",
+        kind="allow_always",
+    ),
+    PermissionOption(option_id=Decision.REJECT.value, name="Reject this call", kind="reject_once"),
+    PermissionOption(
+        option_id=Decision.NEVER.value,
+        name="Never this tool this session",
+        kind="reject_always",
+    ),
+]
+"""The four decisions of every front end, one option each; the option id is the Decision's
+letter, so an answer maps back without a table."""
+
+_OPTION_KINDS = {
+    "allow_once": Decision.ALLOW_ONCE,
+    "allow_always": Decision.ALLOW_SESSION,
+    "reject_once": Decision.REJECT,
+    "reject_always": Decision.NEVER,
+}
+
+_REJECTED = re.compile(r"\[\S+ rejected by the user\]")
+
+
+@dataclass
+class _AcpSession:
+    """One ACP session: its engine and what the translation of its events needs to remember."""
+
+    id: str
+    engine: Engine
+    prompting: bool = False
+    cancel_requested: bool = False
+    used_ids: set[str] = field(default_factory=set)  # ACP tool call ids given in this session
+    ids: dict[tuple[str | None, str], str] = field(default_factory=dict)  # this turn's calls
+    locations: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by ACP id
+    text_sent: bool = False  # agent text went out in this turn (an error then starts a paragraph)
+
+    def acp_id(self, agent: str | None, call_id: str, *, new: bool = False) -> str:
+        """The ACP id of an engine call: the model's own id, unless a model reused one in this
+        session (small servers count from 0 each answer) or the call is a child agent's."""
+        key = (agent, call_id)
+        if not new and key in self.ids:
+            return self.ids[key]
+        base = f"{agent}:{call_id}" if agent else call_id
+        candidate, n = base, 1
+        while candidate in self.used_ids:
+            n += 1
+            candidate = f"{base}#{n}"
+        self.used_ids.add(candidate)
+        self.ids[key] = candidate
+        return candidate
+
+
+class MMAgent(acp.Agent):
+    """The agent side of ACP over mm's engine. `acp.run_agent` routes requests here."""
+
+    def __init__(self, settings: Settings, cwd: Path, *, demo: bool = False) -> None:
+        self.settings = settings
+        self.cwd = cwd  # the process folder: sessions are listed here when no cwd is given
+        self.demo = demo
+        self._conn: Any = None
+        self._client: ModelClient | None = None
+        self._client_lock = asyncio.Lock()
+        self._sessions: dict[str, _AcpSession] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def _model(self) -> ModelClient:
+        """The shared model client, picked at the first request that needs it (initialize
+        reports the model), so that the process starts at once and probes nothing before."""
+        async with self._client_lock:
+            if self._client is None:
+                from mm_tui.startup import StartupError, pick_model
+
+                try:
+                    client, notes = await pick_model(self.settings, demo=self.demo)
+                except StartupError as exc:
+                    log.error("%s", exc)
+                    raise acp.RequestError.internal_error({"message": str(exc)}) from None
+                for note in notes:
+                    log.info("%s", note)
+                log.info("model %s @ %s (%s)", client.model, client.provider, client.base_url)
+                self._client = client
+            return self._client
+
+    def _meta(self, client: ModelClient) -> dict[str, Any]:
+        return meta.put(title=self.settings.acp.title, model=client.model, provider=client.provider)
+
+    async def aclose(self) -> None:
+        """The client went away: stop every turn, and what the tools keep running."""
+        for state in self._sessions.values():
+            state.engine.cancel()
+        for state in self._sessions.values():
+            with contextlib.suppress(Exception):
+                await state.engine.registry.aclose()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        client = await self._model()
+        return InitializeResponse(
+            protocol_version=min(protocol_version, acp.PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                # Text, and resources embedded in a prompt (turned into text); no images or audio.
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(
+                name="mm", title=self.settings.acp.title, version=__version__
+            ),
+            field_meta=self._meta(client),
+        )
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        folder = _session_cwd(cwd)
+        _note_mcp(mcp_servers)
+        client = await self._model()
+        session = Session.new(
+            resolve_dir(self.settings.sessions_dir, folder),
+            cwd=str(folder),
+            model=client.model,
+            provider=client.provider,
+            base_url=client.base_url,
+        )
+        self._open(session, folder, client)
+        log.info("session %s in %s", session.id, folder)
+        return NewSessionResponse(session_id=session.id, field_meta=self._meta(client))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """Reopen a session of the session folder and replay its history as updates before
+        answering, as the protocol asks: user messages, agent messages, tool calls finished."""
+        folder = _session_cwd(cwd)
+        _note_mcp(mcp_servers)
+        running = self._sessions.get(session_id)
+        if running is not None and running.prompting:
+            raise acp.RequestError.invalid_request(
+                {"message": f"session {session_id} is running a prompt; cancel it first"}
+            )
+        try:
+            session = Session.load(resolve_dir(self.settings.sessions_dir, folder), session_id)
+        except SessionError as exc:
+            raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
+        client = await self._model()
+        state = self._open(session, folder, client)
+        await self._replay(state)
+        log.info("session %s reopened in %s", session_id, folder)
+        return LoadSessionResponse(field_meta=self._meta(client))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        folder = _session_cwd(cwd) if cwd else self.cwd
+        infos = list_sessions(resolve_dir(self.settings.sessions_dir, folder))
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=info.id,
+                    cwd=info.cwd,
+                    title=info.title or None,
+                    updated_at=info.updated,
+                )
+                for info in infos
+            ]
+        )
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        state = self._session(session_id)
+        if state.prompting:
+            raise acp.RequestError.invalid_request(
+                {"message": "a prompt is already running in this session; cancel it first"}
+            )
+        text = prompt_text(prompt)
+        state.prompting, state.cancel_requested, state.text_sent = True, False, False
+        state.ids.clear()
+        queue: asyncio.Queue[tuple[Event, bool] | None] = asyncio.Queue()
+
+        def emit(event: Event) -> None:
+            # Decided here, when the engine emits: the permission state is the engine's now.
+            runs_now = isinstance(event, ToolCallStarted) and _runs_now(state.engine, event)
+            queue.put_nowait((event, runs_now))
+
+        sender = asyncio.create_task(self._send_events(state, queue))
+        try:
+            ended = await state.engine.run_turn(text, emit)
+        except BaseException:
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
+            state.prompting = False
+            raise
+        queue.put_nowait(None)
+        await sender  # every update goes out before the answer
+        state.prompting = False
+        if state.cancel_requested or ended.stop_reason == "cancelled":
+            return PromptResponse(stop_reason="cancelled")
+        return PromptResponse(stop_reason=STOP_REASONS.get(ended.stop_reason, "end_turn"))  # type: ignore[arg-type]
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self._sessions.get(session_id)
+        if state is None or not state.prompting:
+            return
+        state.cancel_requested = True
+        state.engine.cancel()  # the engine stops the running tool and ends the turn
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def _open(self, session: Session, folder: Path, client: ModelClient) -> _AcpSession:
+        engine = Engine(self.settings, client, cwd=folder, session=session)
+        for warning in engine.registry.warnings:
+            log.warning("%s", warning)
+        old = self._sessions.get(session.id)
+        if old is not None:
+            asyncio.get_running_loop().create_task(old.engine.registry.aclose())
+        state = _AcpSession(id=session.id, engine=engine)
+        self._sessions[session.id] = state
+        return state
+
+    def _session(self, session_id: str) -> _AcpSession:
+        state = self._sessions.get(session_id)
+        if state is None:
+            raise acp.RequestError.invalid_params(
+                {"message": f"no session {session_id} here: start one with session/new"}
+            )
+        return state
+
+    async def _update(self, state: _AcpSession, update: Any) -> None:
+        await self._conn.session_update(session_id=state.id, update=update)
+
+    # -- events to updates -------------------------------------------------------------------
+
+    async def _send_events(
+        self, state: _AcpSession, queue: asyncio.Queue[tuple[Event, bool] | None]
+    ) -> None:
+        """Translate the turn's events, in order. A failure to send one is logged and the
+        next goes on: the engine may be waiting on a permission future further down."""
+        while (item := await queue.get()) is not None:
+            event, runs_now = item
+            try:
+                await self._translate(state, event, runs_now)
+            except Exception:
+                log.exception("cannot send %s", type(event).__name__)
+                if isinstance(event, PermissionRequested) and not event.future.done():
+                    event.future.set_result(Decision.REJECT)
+
+    async def _translate(self, state: _AcpSession, event: Event, runs_now: bool) -> None:
+        child = event.agent is not None
+        mine = meta.put(agent=event.agent) if child else None
+        if isinstance(event, TextDelta):
+            if event.text:
+                state.text_sent = True
+                await self._update(state, _message(event.text, mine))
+        elif isinstance(event, ThoughtDelta):
+            if event.text:
+                await self._update(state, _thought(event.text, mine))
+        elif isinstance(event, ToolCallStarted):
+            await self._tool_started(state, event, runs_now or child)
+        elif isinstance(event, PermissionRequested):
+            await self._ask(state, event)
+        elif isinstance(event, ToolCallFinished):
+            await self._tool_finished(state, event)
+        elif isinstance(event, EngineError):
+            log.warning("%s error: %s", event.where, event.message)
+            text = f"\n\n{event.message}\n" if state.text_sent else f"{event.message}\n"
+            state.text_sent = True
+            await self._update(state, _message(text, mine))
+        # TurnStarted, Thinking, ComposingToolCall, AgentStarted/Finished and TurnEnded have
+        # no ACP counterpart: spinners are the client's, and TurnEnded is the prompt's answer.
+
+    async def _tool_started(
+        self, state: _AcpSession, event: ToolCallStarted, runs_now: bool
+    ) -> None:
+        acp_id = state.acp_id(event.agent, event.call_id, new=True)
+        state.locations[acp_id] = event.locations
+        extra: dict[str, Any] = {"tool": event.tool}
+        if event.agent:
+            extra["agent"] = event.agent
+        await self._update(
+            state,
+            ToolCallStart(
+                session_update="tool_call",
+                tool_call_id=acp_id,
+                title=_title(event.agent, event.title),
+                kind=_kind(event.kind),  # type: ignore[arg-type]
+                status="pending",
+                locations=[ToolCallLocation(path=p) for p in event.locations] or None,
+                raw_input=event.arguments,
+                field_meta=meta.put(**extra),
+            ),
+        )
+        if runs_now:
+            await self._update(state, _progress(acp_id, "in_progress"))
+
+    async def _ask(self, state: _AcpSession, event: PermissionRequested) -> None:
+        """Ask the client; the engine waits on the event's future. A cancelled turn cancels
+        the future, and the question is then dropped; an answer that cannot be had rejects."""
+        future = event.future
+        if future.done():
+            return
+        acp_id = state.acp_id(event.agent, event.call_id)
+        path = _one(state.locations.get(acp_id, ()))
+        diffs = diff_contents(event.details, path, state.engine.cwd)
+        content: list[Any] = (diffs or [_text_content(event.details)]) if event.details else []
+        request = asyncio.ensure_future(
+            self._conn.request_permission(
+                session_id=state.id,
+                tool_call=ToolCallUpdate(
+                    tool_call_id=acp_id,
+                    title=_title(event.agent, event.title),
+                    status="pending",
+                    content=content or None,
+                ),
+                options=PERMISSION_OPTIONS,
+            )
+        )
+        await asyncio.wait({request, future}, return_when=asyncio.FIRST_COMPLETED)
+        if future.done():
+            request.cancel()
+            return
+        try:
+            answer = request.result()
+        except Exception as exc:  # noqa: BLE001 - a failed request is a refusal
+            log.warning("permission request failed (%s): the call is rejected", exc)
+            decision = Decision.REJECT
+        else:
+            decision = _decision(answer.outcome)
+        future.set_result(decision)
+        if decision.allows:
+            await self._update(state, _progress(acp_id, "in_progress"))
+
+    async def _tool_finished(self, state: _AcpSession, event: ToolCallFinished) -> None:
+        acp_id = state.acp_id(event.agent, event.call_id)
+        content: list[Any] = []
+        if event.diff:
+            path = _one(state.locations.get(acp_id, ()))
+            content.extend(diff_contents(event.diff, path, state.engine.cwd))
+        if event.output:
+            content.append(_text_content(event.output))
+        await self._update(
+            state,
+            ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=acp_id,
+                status="completed" if event.status == "ok" else "failed",
+                content=content or None,
+                field_meta=meta.put(status=event.status, elapsed=round(event.elapsed, 3)),
+            ),
+        )
+
+    async def _replay(self, state: _AcpSession) -> None:
+        """The history as updates. Tool calls come as finished: `failed` when the result is an
+        error or a refusal (the statuses themselves are not kept in the session file)."""
+        messages = state.engine.session.messages
+        results = {
+            m.get("tool_call_id"): _flat(m.get("content")) for m in messages if m["role"] == "tool"
+        }
+        registry = state.engine.registry
+        for message in messages:
+            role = message["role"]
+            if role == "user":
+                text = _flat(message.get("content"))
+                if text:
+                    await self._update(state, acp.update_user_message_text(text))
+            elif role == "assistant":
+                text = _flat(message.get("content"))
+                if text:
+                    await self._update(state, _message(text, None))
+                for call in message.get("tool_calls") or []:
+                    await self._replay_call(state, registry, call, results)
+
+    async def _replay_call(
+        self, state: _AcpSession, registry: Any, call: dict[str, Any], results: dict[Any, str]
+    ) -> None:
+        function = call.get("function") or {}
+        name = str(function.get("name", ""))
+        raw = str(function.get("arguments") or "")
+        title, kind, locations, arguments = f"{name}  {raw}", "other", (), {}
+        parsed = registry.parse(name, raw)
+        if not isinstance(parsed, str):
+            from mm_tui.tools.base import ToolContext
+
+            tool, args = parsed
+            ctx = ToolContext(cwd=state.engine.cwd, settings=self.settings)
+            title, kind = f"{name}  {tool.title(args)}", tool.kind_for(args)
+            locations, arguments = tool.locations(args, ctx), args.model_dump()
+        output = results.get(call.get("id"), INTERRUPTED)
+        failed = output.startswith("[error") or bool(_REJECTED.fullmatch(output.strip()))
+        acp_id = state.acp_id(None, str(call.get("id")), new=True)
+        await self._update(
+            state,
+            ToolCallStart(
+                session_update="tool_call",
+                tool_call_id=acp_id,
+                title=title,
+                kind=_kind(kind),  # type: ignore[arg-type]
+                status="failed" if failed else "completed",
+                locations=[ToolCallLocation(path=p) for p in locations] or None,
+                raw_input=arguments or None,
+                content=[_text_content(output)] if output else None,
+                field_meta=meta.put(tool=name),
+            ),
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _runs_now(engine: Engine, event: ToolCallStarted) -> bool:
+    """Whether the engine runs this call without asking first, by the engine's own rule. A call
+    whose arguments did not parse is never run (it ends as an error at once)."""
+    if event.agent is not None:
+        return True
+    tool = engine.registry.get(event.tool)
+    if tool is None:
+        return False
+    try:
+        args = tool.Args.model_validate(event.arguments)
+    except Exception:  # noqa: BLE001 - the engine refused these arguments
+        return False
+    if not tool.needs_permission(args) or engine.permissions.yolo:
+        return True
+    decision = engine.permissions.remembered(tool.name)
+    return decision is not None and decision.allows
+
+
+def _decision(outcome: Any) -> Decision:
+    """A selected option, by id (the Decision's letter) or, for a client that echoes another
+    id, by the option's kind; a cancelled request rejects."""
+    if not isinstance(outcome, AllowedOutcome):
+        return Decision.REJECT
+    try:
+        return Decision(outcome.option_id)
+    except ValueError:
+        for option in PERMISSION_OPTIONS:
+            if option.option_id == outcome.option_id:
+                return _OPTION_KINDS[option.kind]
+        log.warning("unknown permission option %r: the call is rejected", outcome.option_id)
+        return Decision.REJECT
+
+
+def _kind(kind: str) -> str:
+    return kind if kind in ACP_KINDS else "other"
+
+
+def _title(agent: str | None, title: str) -> str:
+    return f"{agent} · {title}" if agent else title
+
+
+def _one(paths: tuple[str, ...]) -> str | None:
+    return paths[0] if len(paths) == 1 else None
+
+
+def _message(text: str, extra: dict[str, Any] | None) -> AgentMessageChunk:
+    return AgentMessageChunk(
+        session_update="agent_message_chunk", content=acp.text_block(text), field_meta=extra
+    )
+
+
+def _thought(text: str, extra: dict[str, Any] | None) -> AgentThoughtChunk:
+    return AgentThoughtChunk(
+        session_update="agent_thought_chunk", content=acp.text_block(text), field_meta=extra
+    )
+
+
+def _progress(acp_id: str, status: str) -> ToolCallProgress:
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=acp_id,
+        status=status,  # type: ignore[arg-type]
+    )
+
+
+def _text_content(text: str) -> Any:
+    return acp.tool_content(acp.text_block(text))
+
+
+def _flat(content: Any) -> str:
+    """A history message's content as text: a string, or the text of its content parts."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _session_cwd(cwd: str) -> Path:
+    path = Path(cwd)
+    if not path.is_absolute() or not path.is_dir():
+        raise acp.RequestError.invalid_params(
+            {"message": f"cwd must be the absolute path of a folder, not {cwd!r}"}
+        )
+    return path
+
+
+def _note_mcp(servers: list[Any] | None) -> None:
+    if servers:
+        names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
+        log.info("mcpServers ignored (mm calls no MCP server): %s", names)
+
+
+def diff_contents(unified: str, path: str | None, cwd: Path) -> list[FileEditToolCallContent]:
+    """ACP diff contents for a unified diff: one per hunk (`oldText` its context and removed
+    lines, `newText` its context and added lines), or one with the whole text and no `oldText`
+    for a created file. `path` is the file's absolute path when the call knows it; otherwise the
+    diff's own path, against `cwd`. Text that is not a diff (a refusal, "unchanged") gives none."""
+    if not unified.startswith("--- "):
+        return []
+    try:
+        patch = unidiff.PatchSet(unified)
+    except Exception:  # noqa: BLE001 - not a diff after all
+        return []
+    out: list[FileEditToolCallContent] = []
+    for patched in patch:
+        target = path
+        if target is None:
+            name = patched.target_file.removeprefix("b/")
+            target = os.path.abspath(cwd / name)
+        if patched.is_added_file:
+            new = [_hunk_texts(h)[1] for h in patched]
+            out.append(acp.tool_diff_content(target, "".join(new), None))
+            continue
+        for hunk in patched:
+            old, new_text = _hunk_texts(hunk)
+            out.append(acp.tool_diff_content(target, new_text, old))
+    return out
+
+
+def _hunk_texts(hunk: Any) -> tuple[str, str]:
+    """The old and new text of one hunk; `\\ No newline at end of file` takes the newline off
+    the line before it, on the side that line belongs to."""
+    old: list[str] = []
+    new: list[str] = []
+    last = " "
+    for line in hunk:
+        kind, value = line.line_type, line.value
+        if kind == "\\":
+            for side, applies in ((old, last in " -"), (new, last in " +")):
+                if applies and side and side[-1].endswith("\n"):
+                    side[-1] = side[-1][:-1]
+            continue
+        if kind in " -":
+            old.append(value)
+        if kind in " +":
+            new.append(value)
+        last = kind
+    return "".join(old), "".join(new)
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """A prompt's blocks as the one text the model reads. A mentioned file (a resource link or
+    an embedded resource) stays in the sentence as `@path`; an embedded resource's text follows
+    the request in a `<context>` block. Images and audio are refused: mm's models read text."""
+    parts: list[str] = []
+    contexts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"@{_uri_path(block.uri)}")
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            parts.append(f"@{_uri_path(resource.uri)}")
+            if isinstance(resource, TextResourceContents):
+                contexts.append(f'<context ref="{resource.uri}">\n{resource.text}\n</context>')
+            else:
+                contexts.append(
+                    f'<context ref="{resource.uri}">(binary content left out)</context>'
+                )
+        elif isinstance(block, ImageContentBlock | AudioContentBlock):
+            what = "an image" if isinstance(block, ImageContentBlock) else "audio"
+            raise acp.RequestError.invalid_params(
+                {"message": f"mm reads text only: this prompt holds {what}, which it cannot use"}
+            )
+    text = "".join(parts)
+    if contexts:
+        text = "\n\n".join([text, *contexts])
+    return text
+
+
+def _uri_path(uri: str) -> str:
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+# --------------------------------------------------------------------------- stdio
+
+
+class _WriteProtocol(asyncio.BaseProtocol):
+    """Flow control for the protocol pipe, what `asyncio.StreamWriter.drain` expects."""
+
+    def __init__(self) -> None:
+        self._paused = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.resume_writing()
+
+    async def _drain_helper(self) -> None:
+        if self._paused:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+
+
+class StdioError(Exception):
+    """stdin or stdout cannot carry the protocol; the message is one line for the person."""
+
+
+async def protocol_streams() -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    """The protocol's writer (a duplicate of stdout) and reader (stdin); file descriptor 1 then
+    points at stderr, so that nothing else can write to the protocol's stream."""
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            raise StdioError(f"mm: -acp needs {name}, and it is closed") from None
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            raise StdioError(
+                f"mm: -acp speaks ACP over stdin and stdout, which must be pipes "
+                f"({name} is a regular file)"
+            )
+    loop = asyncio.get_running_loop()
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    protocol = _WriteProtocol()
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, out)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)  # type: ignore[arg-type]
+    return writer, reader
+
+
+def configure_logging() -> None:
+    """The log goes to stderr: an editor keeps an agent's stderr in its log view."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mm -acp: %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+async def serve(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
+    """Serve ACP on stdio until the client closes stdin. Returns the exit status."""
+    try:
+        writer, reader = await protocol_streams()
+    except StdioError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    agent = MMAgent(settings, cwd, demo=demo)
+    log.info("mm %s serving ACP on stdio in %s", __version__, cwd)
+    try:
+        await acp.run_agent(agent, writer, reader)
+    finally:
+        await agent.aclose()
+    return 0
+
+
+def run(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
+    """`mm -acp`."""
+    configure_logging()
+    try:
+        return asyncio.run(serve(settings, cwd, demo=demo))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,245 @@
+"""Helpers of the end-to-end tests: config files, the real `mm` as a subprocess, events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from mm_tui.config import Settings, load_settings
+from mm_tui.engine.events import (
+    Event,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+)
+from mm_tui.engine.provider import OpenAIProvider
+from mm_tui.engine.session import Session
+from mm_tui.engine.turn import Engine
+from mm_tui.startup import start
+
+MM = [sys.executable, "-m", "mm_tui.cli"]
+
+
+def write_config(folder: Path, **keys: object) -> Path:
+    """`.mm/config.yaml` in `folder` with the given keys (temperature 0 unless said)."""
+    keys.setdefault("temperature", 0)
+    path = folder / ".mm" / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(keys), encoding="utf-8")
+    return path
+
+
+def mm_env(home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MM_") and k != "OPENAI_API_KEY" and not k.lower().endswith("_proxy")
+    }
+    env["HOME"] = str(home)
+    return env
+
+
+def run_mm(*args: str, cwd: Path, timeout: float = 90, **kw) -> subprocess.CompletedProcess[str]:  # noqa: ANN003
+    return subprocess.run(
+        [*MM, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=mm_env(cwd),
+        **kw,
+    )
+
+
+# -- in-process: an engine on the real server, every request it sends recorded ---------------------
+
+
+class Recorded:
+    """The JSON bodies mm sent to the server, in order (an httpx request hook sees them)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    async def hook(self, request: httpx.Request) -> None:
+        if request.url.path.endswith("/chat/completions"):
+            self.bodies.append(json.loads(request.content))
+
+    def with_tools(self) -> list[dict[str, Any]]:
+        return [b for b in self.bodies if b.get("tools")]
+
+
+@asynccontextmanager
+async def engine_on(
+    server: Any, folder: Path, **keys: Any
+) -> AsyncIterator[tuple[Engine, Recorded]]:
+    """An Engine on the real server (temperature 0), its session in `folder`/.mm/sessions."""
+    recorded = Recorded()
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(10.0, read=None),
+        trust_env=False,
+        event_hooks={"request": [recorded.hook]},
+    )
+    provider = OpenAIProvider(
+        server.base_url, server.model_id, provider="llama.cpp", temperature=0, client=client
+    )
+    keys.setdefault("sessionsDir", str(folder / ".mm" / "sessions"))
+    settings = Settings(**keys)
+    session = Session.new(
+        folder / ".mm" / "sessions",
+        cwd=str(folder),
+        model=provider.model,
+        provider=provider.provider,
+        base_url=provider.base_url,
+    )
+    engine = Engine(settings, provider, cwd=folder, session=session)
+    try:
+        yield engine, recorded
+    finally:
+        engine.cancel()
+        await engine.aclose()
+        await client.aclose()
+
+
+async def turn(engine: Engine, text: str, timeout: float = 120) -> tuple[list[Event], TurnEnded]:
+    events: list[Event] = []
+    ended = await asyncio.wait_for(engine.run_turn(text, events.append), timeout)
+    return events, ended
+
+
+def texts(events: list[Event]) -> list[str]:
+    return [e.text for e in events if isinstance(e, TextDelta)]
+
+
+def saved_session(folder: Path) -> dict[str, Any]:
+    """The one session file in `folder`, as written on disk."""
+    (path,) = sorted((folder / ".mm" / "sessions").glob("*.json"))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def assert_well_formed(messages: list[dict[str, Any]]) -> None:
+    """Every tool call of an assistant message has exactly one result right after it, and no
+    result answers a call that was not made."""
+    waiting: list[str] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            assert message["tool_call_id"] in waiting, message
+            waiting.remove(message["tool_call_id"])
+            continue
+        assert not waiting, f"calls without a result: {waiting}"
+        if role == "assistant":
+            waiting = [c["id"] for c in message.get("tool_calls") or []]
+    assert not waiting, f"calls without a result: {waiting}"
+
+
+def assert_calls_concluded(events: list[Event]) -> None:
+    started = [e.call_id for e in events if isinstance(e, ToolCallStarted)]
+    finished = [e.call_id for e in events if isinstance(e, ToolCallFinished)]
+    assert sorted(started) == sorted(finished), (started, finished)
+    assert len(set(finished)) == len(finished)
+
+
+# -- window mode ---------------------------------------------------------------------------------
+
+
+def settings_for(folder: Path, **overrides: Any) -> Settings:
+    """The settings mm would load in `folder` (its .mm/config.yaml; no home config, no MM_*)."""
+    return load_settings(cwd=folder, home=folder, environ={}, overrides=overrides)
+
+
+def window(folder: Path, presets: Any = None, **overrides: Any) -> Any:
+    """MMApp starting as `mm` does in `folder`, with `overrides` as flags would give them."""
+    from mm_tui.app import MMApp
+
+    async def boot() -> Any:
+        return await start(settings_for(folder, **overrides), folder, presets=presets)
+
+    return MMApp(boot)
+
+
+async def send(pilot: Any, text: str) -> None:
+    await pilot.press(*text)
+    await pilot.press("enter")
+
+
+async def wait_for(pilot: Any, predicate: Any, timeout: float = 60.0, what: str = "") -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise TimeoutError(f"waited {timeout:g}s for {what or predicate}")
+        await pilot.pause(0.05)
+
+
+def items_of(app: Any, kind: type) -> list[Any]:
+    return [i for i in app.transcript.items if isinstance(i, kind)]
+
+
+# -- the next prompt after an interruption ---------------------------------------------------------
+#
+# After an interrupted story the history ends in half a story, and where it was cut depends on
+# timing; what the model makes of the next prompt then varies, sometimes the rest of the story, to
+# the end of the context. The session is usable when the next prompt is taken and answered: its
+# answer streams, and its turn ends, by itself or (past `patience`) when cancelled.
+
+
+async def next_turn_answers(
+    engine: Engine, text: str, patience: float = 30.0
+) -> tuple[list[Event], TurnEnded]:
+    events: list[Event] = []
+    spoke = asyncio.Event()
+
+    def emit(event: Event) -> None:
+        events.append(event)
+        if isinstance(event, TextDelta):
+            spoke.set()
+
+    task = asyncio.create_task(engine.run_turn(text, emit))
+    speaking = asyncio.ensure_future(spoke.wait())
+    await asyncio.wait({task, speaking}, timeout=90, return_when=asyncio.FIRST_COMPLETED)
+    speaking.cancel()
+    assert spoke.is_set(), f"no answer to the next prompt: {events}"
+    done, _ = await asyncio.wait({task}, timeout=patience)
+    if not done:
+        engine.cancel()
+    ended = await asyncio.wait_for(task, 10)
+    assert ended.stop_reason in ("end_turn", "cancelled"), ended
+    return events, ended
+
+
+async def window_answers_next(pilot: Any, app: Any, text: str, patience: float = 30.0) -> Any:
+    """The same in the window: `text` sent, its answer on screen, its recap. Returns the recap."""
+    from mm_tui.transcript import AnswerItem, RecapItem
+
+    answers = len(items_of(app, AnswerItem))
+    recaps = len(items_of(app, RecapItem))
+    await send(pilot, text)
+    await wait_for(
+        pilot,
+        lambda: (
+            any(a.text.strip() for a in items_of(app, AnswerItem)[answers:])
+            or len(items_of(app, RecapItem)) > recaps
+        ),
+        timeout=90,
+        what="the answer to the next prompt",
+    )
+    assert any(a.text.strip() for a in items_of(app, AnswerItem)[answers:]), "no answer"
+    try:
+        await wait_for(pilot, lambda: len(items_of(app, RecapItem)) > recaps, timeout=patience)
+    except TimeoutError:
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(items_of(app, RecapItem)) > recaps, timeout=10)
+    recap = items_of(app, RecapItem)[-1]
+    assert recap.stop_reason in ("end_turn", "cancelled"), recap
+    return recap

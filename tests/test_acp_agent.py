@@ -1,0 +1,629 @@
+"""`mm -acp` driven by the package's own ACP client, as an editor or a parent mm drives it.
+
+Real parts only: the real `mm -acp` in a subprocess (`acp.spawn_agent_process`, pipes on stdin
+and stdout), talking to the scripted OpenAI-compatible server on 127.0.0.1. What the model
+receives is read from the server's recorded requests; what the editor sees, from the updates
+and permission requests the client records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import acp
+import pytest
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AllowedOutcome,
+    DeniedOutcome,
+    FileEditToolCallContent,
+    McpServerStdio,
+    RequestPermissionResponse,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+from fetch_server import WebServer
+from scripted_server import Reply, ScriptedServer, call
+
+from mm_tui import __version__
+
+MM = [sys.executable, "-m", "mm_tui.cli"]
+MODEL = "m1"
+
+
+class Recorder(acp.Client):
+    """An editor: keeps every update and permission request, answers permission requests from
+    `answers` in order (an option id, or "cancelled"); with `hold` set, it never answers."""
+
+    def __init__(self, answers: list[str] | None = None, *, hold: bool = False) -> None:
+        self.updates: list[Any] = []
+        self.permissions: list[tuple[Any, list[Any]]] = []
+        self.answers = list(answers or [])
+        self.hold = hold
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.permissions.append((tool_call, options))
+        if self.hold:
+            await asyncio.Event().wait()
+        answer = self.answers.pop(0)
+        if answer == "cancelled":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=answer)
+        )
+
+    # -- reading what arrived ---------------------------------------------------------------
+
+    def text(self) -> str:
+        return "".join(u.content.text for u in self.updates if isinstance(u, AgentMessageChunk))
+
+    def thoughts(self) -> str:
+        return "".join(u.content.text for u in self.updates if isinstance(u, AgentThoughtChunk))
+
+    def starts(self) -> list[ToolCallStart]:
+        return [u for u in self.updates if isinstance(u, ToolCallStart)]
+
+    def start(self, tool: str, nth: int = 0) -> ToolCallStart:
+        return [u for u in self.starts() if u.field_meta == {"mm": {"tool": tool}}][nth]
+
+    def statuses(self, call_id: str) -> list[str]:
+        return [
+            u.status
+            for u in self.updates
+            if isinstance(u, ToolCallStart | ToolCallProgress)
+            and u.tool_call_id == call_id
+            and u.status
+        ]
+
+    def last(self, call_id: str) -> ToolCallProgress:
+        return [
+            u
+            for u in self.updates
+            if isinstance(u, ToolCallProgress) and u.tool_call_id == call_id and u.status
+        ][-1]
+
+
+def output_of(update: ToolCallProgress) -> str:
+    return "".join(c.content.text for c in update.content or [] if c.type == "content")
+
+
+def diffs_of(update: Any) -> list[FileEditToolCallContent]:
+    return [c for c in update.content or [] if c.type == "diff"]
+
+
+def mm_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MM_") and k != "OPENAI_API_KEY"}
+    env["HOME"] = str(home)  # no personal ~/.config/mm/config.yaml
+    return env
+
+
+@asynccontextmanager
+async def mm_acp(
+    tmp_path: Path,
+    server: ScriptedServer,
+    client: Recorder,
+    *args: str,
+    cwd: Path | None = None,
+) -> AsyncIterator[tuple[Any, Path]]:
+    """The real `mm -acp` on the scripted server; yields the connection and its stderr log."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    log = tmp_path / f"stderr-{time.monotonic_ns()}.log"
+    with log.open("wb") as stderr:
+        async with acp.spawn_agent_process(
+            client,
+            *MM,
+            "-acp",
+            "--base-url",
+            server.base_url,
+            "--model",
+            MODEL,
+            *args,
+            env=mm_env(home),
+            cwd=cwd or tmp_path,
+            transport_kwargs={"stderr": stderr},
+        ) as (conn, _process):
+            yield conn, log
+
+
+async def start(conn: Any, cwd: Path) -> str:
+    await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+    return (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+
+
+async def ask(conn: Any, session_id: str, text: str) -> str:
+    response = await conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+    await asyncio.sleep(0.05)  # let the last notifications' handlers run
+    return response.stop_reason
+
+
+def tool_messages(request: Any) -> list[str]:
+    return [m["content"] for m in request.messages if m["role"] == "tool"]
+
+
+# --------------------------------------------------------------------------- initialize
+
+
+async def test_initialize_names_the_agent_and_its_model(tmp_path: Path) -> None:
+    (tmp_path / "reviewer.yaml").write_text("acp: {title: Reviewer}\n")
+    client = Recorder()
+    with ScriptedServer() as server:
+        async with mm_acp(tmp_path, server, client, "--config", "reviewer.yaml") as (conn, _):
+            init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            newer = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION + 5)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+    assert init.protocol_version == acp.PROTOCOL_VERSION
+    assert newer.protocol_version == acp.PROTOCOL_VERSION  # the latest it speaks
+    assert init.agent_info is not None
+    assert (init.agent_info.name, init.agent_info.title) == ("mm", "Reviewer")
+    assert init.agent_info.version == __version__
+    caps = init.agent_capabilities
+    assert caps is not None and caps.load_session is True
+    assert caps.prompt_capabilities is not None
+    assert caps.prompt_capabilities.image is False and caps.prompt_capabilities.audio is False
+    provider = init.field_meta["mm"]["provider"]
+    assert isinstance(provider, str) and provider
+    assert init.field_meta == {"mm": {"title": "Reviewer", "model": MODEL, "provider": provider}}
+    assert session.field_meta == init.field_meta
+    assert session.session_id
+
+
+async def test_stdout_carries_protocol_messages_only(tmp_path: Path) -> None:
+    """Raw bytes: nothing before initialize, then one JSON-RPC object per line, through a turn
+    whose tool writes to its stdout and stderr, and to mm's own stdout (file descriptor 1 of
+    its parent), which must end in the log, not in the protocol."""
+    home = tmp_path / "home"
+    home.mkdir()
+    command = "echo to-stdout; echo to-stderr >&2; echo stray-line > /proc/$PPID/fd/1"
+    with ScriptedServer(
+        Reply(tool_calls=[call("bash", {"command": command}, id="c1")]), Reply("done")
+    ) as server:
+        proc = await asyncio.create_subprocess_exec(
+            *MM,
+            "-acp",
+            "--base-url",
+            server.base_url,
+            "--model",
+            MODEL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env=mm_env(home),
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(proc.stdout.read(1), timeout=1.5)
+
+            async def send(id_: int, method: str, params: dict[str, Any]) -> list[dict]:
+                assert proc.stdin is not None and proc.stdout is not None
+                message = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+                proc.stdin.write(json.dumps(message).encode() + b"\n")
+                await proc.stdin.drain()
+                seen = []
+                while True:
+                    line = await asyncio.wait_for(proc.stdout.readline(), timeout=30)
+                    assert line.endswith(b"\n")
+                    obj = json.loads(line)  # fails on anything that is not JSON
+                    assert obj["jsonrpc"] == "2.0"
+                    seen.append(obj)
+                    if obj.get("id") == id_ and "method" not in obj:
+                        return seen
+
+            seen = await send(0, "initialize", {"protocolVersion": 1})
+            assert seen[-1]["result"]["agentInfo"]["name"] == "mm"
+            seen = await send(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
+            session_id = seen[-1]["result"]["sessionId"]
+            prompt = [{"type": "text", "text": "run it"}]
+            seen = await send(2, "session/prompt", {"sessionId": session_id, "prompt": prompt})
+            assert seen[-1]["result"] == {"stopReason": "end_turn"}
+            assert all(m["method"] == "session/update" for m in seen[:-1])
+            finished = [
+                m["params"]["update"]
+                for m in seen[:-1]
+                if m["params"]["update"].get("status") == "completed"
+            ]
+            assert "to-stdout" in json.dumps(finished)
+        finally:
+            proc.stdin.close()
+            await asyncio.wait_for(proc.wait(), timeout=10)
+        rest = await proc.stdout.read()
+        assert rest == b""
+        log = (await proc.stderr.read()).decode()
+        assert "mm -acp:" in log  # the log went to stderr
+        assert "stray-line" in log
+
+
+def test_stdout_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    out = tmp_path / "out.txt"
+    with out.open("wb") as stdout:
+        result = subprocess.run(
+            [*MM, "-acp", "--base-url", "http://127.0.0.1:9/v1", "--model", MODEL],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env=mm_env(home),
+            timeout=30,
+        )
+    assert result.returncode == 2
+    assert "must be pipes" in result.stderr.decode()
+    assert out.read_bytes() == b""
+
+
+# --------------------------------------------------------------------------- sessions and tools
+
+
+async def test_session_cwd_is_the_tools_folder(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("the notes of the project\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    client = Recorder()
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("bash", {"command": "pwd"}, id="c1"),
+                call("read_file", {"path": "notes.txt"}, id="c2"),
+                call("read_file", {"path": "missing.txt"}, id="c3"),
+            ]
+        ),
+        Reply("done"),
+    ) as server:
+        async with mm_acp(tmp_path, server, client, cwd=elsewhere) as (conn, _):
+            session_id = await start(conn, project)
+            assert await ask(conn, session_id, "look around") == "end_turn"
+        second = server.requests[1]
+    pwd, notes, missing = tool_messages(second)
+    assert pwd.strip() == str(project)
+    assert "the notes of the project" in notes
+    # the session file lives in the session's folder, under the session's id
+    assert (project / ".mm" / "sessions" / f"{session_id}.json").is_file()
+    assert not (elsewhere / ".mm").exists()
+
+    bash = client.start("bash")
+    assert (bash.tool_call_id, bash.kind, bash.title) == ("c1", "execute", "bash  pwd")
+    assert bash.raw_input == {"command": "pwd"}
+    read = client.start("read_file")
+    assert read.kind == "read" and read.title == "read_file  notes.txt"
+    assert [loc.path for loc in read.locations or []] == [str(project / "notes.txt")]
+    assert client.statuses("c1") == ["pending", "in_progress", "completed"]
+    assert client.statuses("c2") == ["pending", "in_progress", "completed"]
+    assert client.statuses("c3") == ["pending", "in_progress", "failed"]
+    assert output_of(client.last("c1")).strip() == str(project)
+    done = client.last("c2").field_meta["mm"]
+    assert done["status"] == "ok" and isinstance(done["elapsed"], float)
+    assert client.last("c3").field_meta["mm"]["status"] == "error"
+    assert output_of(client.last("c3")) == missing
+    assert client.text() == "done"
+
+
+async def test_text_and_thoughts_stream_in_order(tmp_path: Path) -> None:
+    client = Recorder()
+    with ScriptedServer(
+        Reply("The answer is forty-two.", reasoning="Let me think about it.", split=4)
+    ) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "what is it?") == "end_turn"
+    thoughts = [u for u in client.updates if isinstance(u, AgentThoughtChunk)]
+    texts = [u for u in client.updates if isinstance(u, AgentMessageChunk)]
+    assert len(thoughts) > 1 and len(texts) > 1  # streamed, not sent at the end
+    assert client.thoughts() == "Let me think about it."
+    assert client.text() == "The answer is forty-two."
+    kinds = [type(u).__name__ for u in client.updates]
+    assert kinds.index("AgentMessageChunk") > max(
+        i for i, k in enumerate(kinds) if k == "AgentThoughtChunk"
+    )
+
+
+async def test_prompt_blocks_become_text_and_images_are_refused(tmp_path: Path) -> None:
+    client = Recorder()
+    notes = tmp_path / "notes.md"
+    with ScriptedServer(Reply("seen")) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _):
+            session_id = await start(conn, tmp_path)
+            response = await conn.prompt(
+                session_id=session_id,
+                prompt=[
+                    acp.text_block("summarise "),
+                    acp.resource_block(
+                        acp.embedded_text_resource(notes.as_uri(), "line one\nline two")
+                    ),
+                    acp.text_block(" please"),
+                ],
+            )
+            assert response.stop_reason == "end_turn"
+            with pytest.raises(acp.RequestError) as refused:
+                await conn.prompt(
+                    session_id=session_id,
+                    prompt=[acp.text_block("what is this?"), acp.image_block("AAAA", "image/png")],
+                )
+        user = server.requests[0].messages[-1]
+    assert user["content"] == (
+        f"summarise @{notes} please\n\n"
+        f'<context ref="{notes.as_uri()}">\nline one\nline two\n</context>'
+    )
+    assert "image" in str(refused.value.data)
+    assert len(server.requests) == 1  # the refused prompt never reached the model
+
+
+async def test_file_changes_travel_as_diffs(tmp_path: Path) -> None:
+    (tmp_path / "greet.py").write_text("def greet():\n    return 'helo'\n\nprint(greet())\n")
+    client = Recorder()
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("write_file", {"path": "pkg/new.txt", "content": "one\ntwo\n"}, id="w1"),
+                call(
+                    "edit_file",
+                    {"path": "greet.py", "edits": [{"old": "'helo'", "new": "'hello'"}]},
+                    id="e1",
+                ),
+            ]
+        ),
+        Reply("fixed"),
+    ) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "fix it") == "end_turn"
+    write = client.start("write_file")
+    assert write.kind == "edit" and write.title == "write_file  pkg/new.txt"
+    assert [loc.path for loc in write.locations or []] == [str(tmp_path / "pkg" / "new.txt")]
+    created = diffs_of(client.last("w1"))
+    assert len(created) == 1
+    assert created[0].path == str(tmp_path / "pkg" / "new.txt")
+    assert created[0].old_text is None  # a new-file diff
+    assert created[0].new_text == "one\ntwo\n"
+    assert output_of(client.last("w1")).startswith("created pkg/new.txt (2 lines)")
+
+    edit = client.start("edit_file")
+    assert edit.kind == "edit"
+    assert [loc.path for loc in edit.locations or []] == [str(tmp_path / "greet.py")]
+    (diff,) = diffs_of(client.last("e1"))
+    assert diff.path == str(tmp_path / "greet.py")
+    assert diff.old_text == "def greet():\n    return 'helo'\n\nprint(greet())\n"
+    assert diff.new_text == "def greet():\n    return 'hello'\n\nprint(greet())\n"
+    assert client.statuses("e1") == ["pending", "in_progress", "completed"]
+
+
+async def test_fetch_content_is_of_kind_fetch(tmp_path: Path) -> None:
+    (tmp_path / "fetch.yaml").write_text("fetchContentTool: true\n")
+    client = Recorder()
+    with WebServer() as web, ScriptedServer() as server:
+        web.page("/", "<html><body><h1>Hi there</h1><p>A page.</p></body></html>")
+        server.script(
+            Reply(tool_calls=[call("fetch_content", {"url": web.url("/")}, id="f1")]),
+            Reply("read it"),
+        )
+        async with mm_acp(tmp_path, server, client, "--config", "fetch.yaml") as (conn, _):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "read the page") == "end_turn"
+    fetch = client.start("fetch_content")
+    assert fetch.kind == "fetch" and fetch.title == f"fetch_content  {web.url('/')}"
+    assert client.statuses("f1") == ["pending", "in_progress", "completed"]
+    assert "Hi there" in output_of(client.last("f1"))
+
+
+async def test_an_engine_error_reaches_the_editor_as_text(tmp_path: Path) -> None:
+    (tmp_path / "short.yaml").write_text("maxTurns: 1\n")
+    client = Recorder()
+    with ScriptedServer(
+        Reply("Looking.", tool_calls=[call("bash", {"command": "true"}, id="c1")])
+    ) as server:
+        async with mm_acp(tmp_path, server, client, "--config", "short.yaml") as (conn, log):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "go") == "max_turn_requests"
+    assert client.text().startswith("Looking.\n\n[error: the turn reached maxTurns (1 model")
+    assert "maxTurns" in log.read_text()
+
+
+# --------------------------------------------------------------------------- permissions
+
+
+def bash_turn(command: str, id_: str) -> list[Reply]:
+    return [Reply(tool_calls=[call("bash", {"command": command}, id=id_)]), Reply("ok")]
+
+
+async def test_permission_allow_once_and_reject(tmp_path: Path) -> None:
+    client = Recorder(["a", "r", "a", "cancelled"])
+    with ScriptedServer(
+        *bash_turn("echo first", "c1"),
+        *bash_turn("echo second", "c2"),
+        *bash_turn("echo third", "c3"),
+        *bash_turn("echo fourth", "c4"),
+    ) as server:
+        async with mm_acp(tmp_path, server, client, "--no-yolo") as (conn, _):
+            session_id = await start(conn, tmp_path)
+            for n in range(4):
+                assert await ask(conn, session_id, f"turn {n}") == "end_turn"
+        requests = server.requests
+    assert len(client.permissions) == 4  # allow once and reject are not remembered
+    tool_call, options = client.permissions[0]
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("a", "allow_once"),
+        ("s", "allow_always"),
+        ("r", "reject_once"),
+        ("n", "reject_always"),
+    ]
+    assert tool_call.tool_call_id == "c1" and tool_call.title == "bash  echo first"
+    # allowed: runs once the answer came
+    assert client.statuses("c1") == ["pending", "in_progress", "completed"]
+    assert "first" in tool_messages(requests[1])[-1]
+    # rejected: the model hears the reference's text, the editor sees a failed call
+    assert tool_messages(requests[3])[-1] == "[command rejected by the user]"
+    assert client.statuses("c2") == ["pending", "failed"]
+    assert client.last("c2").field_meta["mm"]["status"] == "rejected"
+    assert output_of(client.last("c2")) == "[command rejected by the user]"
+    assert client.statuses("c3") == ["pending", "in_progress", "completed"]
+    # a request the client cancelled counts as a refusal
+    assert tool_messages(requests[7])[-1] == "[command rejected by the user]"
+    assert client.statuses("c4") == ["pending", "failed"]
+
+
+async def test_permission_always_and_never_are_remembered(tmp_path: Path) -> None:
+    client = Recorder(["s", "n"])
+    write = {"path": "out.txt", "content": "data\n"}
+    with ScriptedServer(
+        *bash_turn("echo one", "c1"),
+        *bash_turn("echo two", "c2"),
+        Reply(tool_calls=[call("write_file", write, id="w1")]),
+        Reply("ok"),
+        Reply(tool_calls=[call("write_file", write, id="w2")]),
+        Reply("ok"),
+    ) as server:
+        async with mm_acp(tmp_path, server, client, "--no-yolo") as (conn, _):
+            session_id = await start(conn, tmp_path)
+            for n in range(4):
+                assert await ask(conn, session_id, f"turn {n}") == "end_turn"
+        requests = server.requests
+    # one question per tool: bash allowed for the session, write_file never
+    assert [tc.tool_call_id for tc, _ in client.permissions] == ["c1", "w1"]
+    assert client.statuses("c2") == ["pending", "in_progress", "completed"]
+    assert "two" in tool_messages(requests[3])[-1]
+    assert tool_messages(requests[5])[-1] == "[write_file rejected by the user]"
+    assert tool_messages(requests[7])[-1] == "[write_file rejected by the user]"
+    assert client.statuses("w2") == ["pending", "failed"]
+    assert not (tmp_path / "out.txt").exists()
+    # the question about a write shows the change as a new-file diff
+    write_call, _ = client.permissions[1]
+    (diff,) = diffs_of(write_call)
+    assert (diff.path, diff.old_text, diff.new_text) == (str(tmp_path / "out.txt"), None, "data\n")
+
+
+# --------------------------------------------------------------------------- cancel
+
+
+def running(marker: str) -> bool:
+    """Whether a process whose command line holds `marker` is alive (Linux /proc)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+async def wait_for(predicate: Any, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the condition never came true")
+        await asyncio.sleep(0.05)
+
+
+async def test_cancel_stops_a_long_command(tmp_path: Path) -> None:
+    client = Recorder()
+    with ScriptedServer(
+        Reply(tool_calls=[call("bash", {"command": "sleep 31.4159"}, id="c1")]), Reply("after")
+    ) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _):
+            session_id = await start(conn, tmp_path)
+            prompt = asyncio.create_task(ask(conn, session_id, "wait"))
+            await wait_for(lambda: "in_progress" in client.statuses("c1"))
+            await wait_for(lambda: running("31.4159"))
+            cancelled_at = time.monotonic()
+            await conn.cancel(session_id=session_id)
+            assert await asyncio.wait_for(prompt, timeout=10) == "cancelled"
+            assert time.monotonic() - cancelled_at < 5
+            assert client.statuses("c1") == ["pending", "in_progress", "failed"]
+            assert client.last("c1").field_meta["mm"]["status"] == "cancelled"
+            await wait_for(lambda: not running("31.4159"), timeout=5)
+            assert await ask(conn, session_id, "and now?") == "end_turn"
+        later = server.requests[-1]
+    assert tool_messages(later)[-1].endswith("[error: cancelled]")
+    assert client.text() == "after"
+
+
+async def test_cancel_while_a_permission_is_pending(tmp_path: Path) -> None:
+    client = Recorder(hold=True)  # an editor that never answers the question
+    with ScriptedServer(*bash_turn("echo never", "c1")) as server:
+        async with mm_acp(tmp_path, server, client, "--no-yolo") as (conn, _):
+            session_id = await start(conn, tmp_path)
+            prompt = asyncio.create_task(ask(conn, session_id, "go"))
+            await wait_for(lambda: client.permissions)
+            await conn.cancel(session_id=session_id)
+            assert await asyncio.wait_for(prompt, timeout=10) == "cancelled"
+            assert client.statuses("c1") == ["pending", "failed"]
+    assert len(server.requests) == 1
+
+
+# --------------------------------------------------------------------------- load, mcp
+
+
+async def test_load_replays_the_session(tmp_path: Path) -> None:
+    first = Recorder()
+    with ScriptedServer(
+        *[Reply(tool_calls=[call("bash", {"command": "echo replayed"}, id="c1")])],
+        Reply("It printed replayed."),
+        Reply("Second answer."),
+    ) as server:
+        async with mm_acp(tmp_path, server, first) as (conn, _):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "print something") == "end_turn"
+        again = Recorder()
+        async with mm_acp(tmp_path, server, again) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            listed = await conn.list_sessions(cwd=str(tmp_path))
+            loaded = await conn.load_session(
+                cwd=str(tmp_path), session_id=session_id, mcp_servers=[]
+            )
+            await asyncio.sleep(0.05)
+            replayed = list(again.updates)
+            assert await ask(conn, session_id, "and again") == "end_turn"
+            with pytest.raises(acp.RequestError):
+                await conn.load_session(cwd=str(tmp_path), session_id="nope-1", mcp_servers=[])
+        last = server.requests[-1]
+    assert [s.session_id for s in listed.sessions] == [session_id]
+    assert loaded.field_meta["mm"]["model"] == MODEL
+    kinds = [type(u).__name__ for u in replayed]
+    assert kinds == ["UserMessageChunk", "ToolCallStart", "AgentMessageChunk"]
+    user, tool, answer = replayed
+    assert isinstance(user, UserMessageChunk) and user.content.text == "print something"
+    assert (tool.tool_call_id, tool.kind, tool.status) == ("c1", "execute", "completed")
+    assert tool.title == "bash  echo replayed"
+    assert "replayed" in output_of(tool)
+    assert answer.content.text == "It printed replayed."
+    # the model gets the whole history back
+    contents = [m.get("content") for m in last.messages]
+    assert "print something" in contents and "It printed replayed." in contents
+    assert contents[-1] == "and again"
+
+
+async def test_mcp_servers_are_accepted_and_ignored(tmp_path: Path) -> None:
+    client = Recorder()
+    with ScriptedServer(Reply("fine")) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(
+                cwd=str(tmp_path),
+                mcp_servers=[McpServerStdio(name="files", command="/bin/false", args=[], env=[])],
+            )
+            assert await ask(conn, session.session_id, "hi") == "end_turn"
+            with pytest.raises(acp.RequestError):
+                await conn.new_session(cwd="relative/folder", mcp_servers=[])
+    assert "mcpServers ignored" in log.read_text() and "files" in log.read_text()
+    assert server.requests[0].tool_names == ["bash", "read_file", "write_file", "edit_file"]
+    assert client.text() == "fine"
