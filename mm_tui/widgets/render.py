@@ -17,14 +17,12 @@ def strips(
     base: Style | None = None,
 ) -> list[Strip]:
     """The lines of a renderable at a width, each a Strip exactly `width` cells wide; `base`
-    goes under every segment (the view's background), applied before the Strip is made so that
-    each line costs one Strip."""
+    goes under every segment (the view's background) and `style` over it, in the one pass Rich
+    makes while rendering (the padding too), so that each line costs one Strip."""
     options = console.options.update(width=max(1, width), height=None, highlight=False)
-    lines = console.render_lines(renderable, options, style=style, pad=True)
-    if base is None:
-        return [Strip(line, width) for line in lines]
-    apply = Segment.apply_style
-    return [Strip(list(apply(line, base)), width) for line in lines]
+    under = base + style if base is not None and style is not None else base or style
+    lines = console.render_lines(renderable, options, style=under, pad=True)
+    return [Strip(line, width) for line in lines]
 
 
 def text_strip(text: Text, width: int, console: Console) -> Strip:

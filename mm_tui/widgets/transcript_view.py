@@ -376,7 +376,9 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def _stick_to_bottom(self) -> None:
         if self._follow:
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            # force: right after the content first outgrows the view, the layout that shows
+            # the scrollbar may not have run yet, and Textual ignores a scroll until it has.
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
 
     def _drop(self, index: int) -> None:
         """Forget an item's lines: it changed."""
