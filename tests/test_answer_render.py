@@ -1,0 +1,86 @@
+"""The answer renderer while an answer streams: finished blocks and a growing list's finished
+items are drawn once, and what is drawn is what drawing the whole text would give."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+from rich.style import Style
+
+import mm_tui.widgets.answer as answer_module
+from mm_tui.transcript import AnswerItem
+from mm_tui.widgets.answer import Answer, item_starts
+
+WIDTH = 50
+
+LISTS = {
+    "numbered": "".join(
+        f"{i}. **Step {i}**: do the thing number {i} with `code` and a few more words\n"
+        for i in range(1, 9)
+    ),
+    "bullets, nested and continued": (
+        "- first, long enough to wrap around at fifty columns wide for sure\n"
+        "- second\n  continued on an indented line\n"
+        "  - nested one\n  - nested two\n"
+        "- third\n* another marker\n+ and another\n"
+    ),
+    "after a paragraph": "Here is the plan.\n\n1) one\n2) two\n3) three\n4) four\n",
+}
+
+
+def rows(answer: Answer, text: str, *, done: bool = False) -> list[str]:
+    item = AnswerItem(id=1)
+    item.pieces.append(text)
+    item.done = done
+    return [strip.text for strip in answer.render(item, WIDTH)]
+
+
+def fresh() -> Answer:
+    console = Console(width=WIDTH, force_terminal=True, color_system="truecolor")
+    return Answer(console, lambda name: Style())
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_a_growing_list_draws_as_the_whole_block_would(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = LISTS[name]
+    streaming = fresh()
+    cuts = range(1, len(text) + 1, 7)
+    got = [rows(streaming, text[:cut]) for cut in cuts]
+    monkeypatch.setattr(answer_module, "item_starts", lambda *args: None)  # the whole block
+    wanted = [rows(fresh(), text[:cut]) for cut in cuts]
+    assert got == wanted
+    assert rows(streaming, text, done=True) == rows(fresh(), text, done=True)
+
+
+def test_finished_items_are_drawn_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn: list[int] = []
+    block = Answer._block
+
+    def counting(self: Answer, source: str, width: int) -> list:
+        drawn.append(len(source))
+        return block(self, source, width)
+
+    monkeypatch.setattr(Answer, "_block", counting)
+    text = "".join(f"- item {i}: some words about it\n" for i in range(60))
+    answer = fresh()
+    frames = 0
+    for cut in range(4, len(text) + 1, 4):
+        rows(answer, text[:cut])
+        frames += 1
+    longest_item = max(len(line) for line in text.splitlines()) + 1
+    # each finished item once, then only the last item at every frame: never the whole list
+    assert sum(drawn) <= len(text) + frames * longest_item
+    assert max(drawn) <= longest_item
+
+
+def test_item_starts() -> None:
+    text = "1. a\n   more\n2. b\n10. c\nlazy\n"
+    assert item_starts(text, 0, len(text)) == [0, 13, 18]
+    assert item_starts("- a\n- b\n", 0, 8) == [0, 4]
+    assert item_starts("- a\n* b\n", 0, 8) is None  # another bullet: another list
+    assert item_starts("1. a\n2) b\n", 0, 9) is None
+    assert item_starts("para\n- x\n", 0, 9) is None  # not a list from its first line
+    fenced = "- a\n  ```\n  code\n  ```\n- b\n"
+    assert item_starts(fenced, 0, len(fenced)) is None  # a fence: kept whole
