@@ -10,23 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mm_tui.engine.events import (
-    AgentFinished,
-    AgentStarted,
-    ComposingToolCall,
-    EngineError,
-    Event,
-    PermissionRequested,
-    TextDelta,
-    Thinking,
-    ThoughtDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnEnded,
-    TurnStarted,
-)
+if TYPE_CHECKING:
+    from mm_tui.engine.events import Event, PermissionRequested
 
 
 @dataclass(eq=False)
@@ -177,6 +164,22 @@ class Transcript:
         return changed
 
     def apply(self, event: Event) -> list[Item]:
+        # The events module loads on the first event, not before the first frame.
+        from mm_tui.engine.events import (
+            AgentFinished,
+            AgentStarted,
+            ComposingToolCall,
+            EngineError,
+            PermissionRequested,
+            TextDelta,
+            Thinking,
+            ThoughtDelta,
+            ToolCallFinished,
+            ToolCallStarted,
+            TurnEnded,
+            TurnStarted,
+        )
+
         agent = event.agent
         if isinstance(event, TextDelta):
             answer = self._answer.get(agent)

@@ -6,6 +6,8 @@ this tool for the session), r (reject this call) or n (never this tool this sess
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,7 +16,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from mm_tui.engine.events import Decision, PermissionRequested
+if TYPE_CHECKING:  # the engine's events load after the first frame
+    from mm_tui.engine.events import Decision, PermissionRequested
+
 
 DIFF_TOOLS = {"write_file", "edit_file", "lsp"}
 
@@ -102,6 +106,8 @@ class PermissionBox(Widget, can_focus=True):
         request = self.request
         if request is None:
             return
+        from mm_tui.engine.events import Decision
+
         decision = Decision(key)
         self.close()
         if not request.future.done():
