@@ -13,6 +13,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
+from mm_tui.agent_title import header_text
 from mm_tui.engine.events import (
     AgentFinished,
     AgentStarted,
@@ -110,7 +111,7 @@ class LinePrinter:
             c.print(Text(prefix + event.message, style="bold red"))
         elif isinstance(event, AgentStarted):
             if event.asked_by is None:
-                c.print(agent_header(event.title, event.model, event.provider))
+                c.print(header_text(event.title, event.model, event.provider))
             else:
                 c.print(Text(asked_line(event), style="bold"))
         elif isinstance(event, AgentFinished):
@@ -136,17 +137,9 @@ def permission_title(request: PermissionRequested) -> str:
     return request.title if request.agent is None else f"{request.agent} · {request.title}"
 
 
-def agent_header(title: str, model: str, provider: str, asked_by: str | None = None) -> Text:
-    """`mm [title] · model @ provider`, and `· asked by <parent>` for an asked agent."""
-    header = Text.assemble((f"mm [{title}]", "bold"), f" · {model} @ {provider}")
-    if asked_by:
-        header.append(f" · asked by {asked_by}")
-    return header
-
-
 def banner(console: Console, engine: Engine, notes: list[str]) -> None:
     client = engine.client
-    header = agent_header(engine.settings.acp.title, client.model, client.provider)
+    header = header_text(engine.settings.acp.title, client.model, client.provider)
     if engine.permissions.yolo:
         header.append(" · ").append(" yolo ", style="reverse")
     console.print(header)

@@ -74,9 +74,9 @@ async def pick_model(
         )
         return client, notes
     found = await detect_local_server(presets=presets)
-    if found is None or not (settings.model or found.models):
+    model = settings.model or (found.model if found is not None else None)
+    if found is None or not model:
         return DemoModel(), [DEMO_NOTE]
-    model = settings.model or found.models[0]
     client = OpenAIProvider(
         found.base_url,
         model,

@@ -73,6 +73,13 @@ def test_runaway_too_large_stops() -> None:
     assert message is not None and "exceed 256 KB" in message
 
 
+def test_runaway_counts_bytes_not_characters() -> None:
+    """90,000 three-byte characters pass 256 KB; 80,000 do not (nor 200,000 ASCII)."""
+    assert RunawayDetector().check("€" * 90_000) is not None
+    assert RunawayDetector().check("€" * 80_000) is None
+    assert RunawayDetector().check("x" * 200_000) is None
+
+
 def test_runaway_ignores_short_and_ordinary_arguments() -> None:
     r = RunawayDetector()
     assert r.check('{"command": "ls"}') is None

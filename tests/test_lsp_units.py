@@ -3,6 +3,7 @@ trees, WorkspaceEdit application, the declaration, the display and the start-up 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -334,6 +335,14 @@ async def test_failures_before_any_server(tmp_path: Path) -> None:
         '[lsp: no language server for "x.md" — configured: gopls (.go)]'
     )
     assert await run(action="hover", path="gone.go", symbol="a") == "[lsp: gone.go does not exist]"
+    os.mkfifo(tmp_path / "pipe.go")  # reading it would block for ever
+    assert await run(action="hover", path="pipe.go", symbol="a") == (
+        "[lsp: pipe.go is not a regular file (a device, socket or pipe)]"
+    )
+    (tmp_path / "dir.go").mkdir()
+    assert await run(action="hover", path="dir.go", symbol="a") == (
+        "[lsp: dir.go is a directory, not a file]"
+    )
     # a position that cannot be right is refused before any server is started
     assert await run(action="hover", path="main.go", symbol="foo") == (
         '[lsp: "foo" not found in main.go]'

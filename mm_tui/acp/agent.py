@@ -113,29 +113,18 @@ whatever the engine's reason, as the protocol requires."""
 
 ACP_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
 
+_OPTION_NAMES = {
+    Decision.ALLOW_ONCE: "Allow once",
+    Decision.ALLOW_SESSION: "Allow this tool for the session",
+    Decision.REJECT: "Reject this call",
+    Decision.NEVER: "Never this tool this session",
+}
 PERMISSION_OPTIONS = [
-    PermissionOption(option_id=Decision.ALLOW_ONCE.value, name="Allow once", kind="allow_once"),
-    PermissionOption(
-        option_id=Decision.ALLOW_SESSION.value,
-        name="Allow this tool for the session",
-        kind="allow_always",
-    ),
-    PermissionOption(option_id=Decision.REJECT.value, name="Reject this call", kind="reject_once"),
-    PermissionOption(
-        option_id=Decision.NEVER.value,
-        name="Never this tool this session",
-        kind="reject_always",
-    ),
+    PermissionOption(option_id=decision.value, name=name, kind=meta.OPTION_KINDS[decision])
+    for decision, name in _OPTION_NAMES.items()
 ]
 """The four decisions of every front end, one option each; the option id is the Decision's
 letter, so an answer maps back without a table."""
-
-_OPTION_KINDS = {
-    "allow_once": Decision.ALLOW_ONCE,
-    "allow_always": Decision.ALLOW_SESSION,
-    "reject_once": Decision.REJECT,
-    "reject_always": Decision.NEVER,
-}
 
 _REJECTED = re.compile(r"\[\S+ rejected by the user\]")
 
@@ -568,16 +557,13 @@ def _runs_now(engine: Engine, event: ToolCallStarted) -> bool:
 
 
 def _decision(outcome: Any) -> Decision:
-    """A selected option, by id (the Decision's letter) or, for a client that echoes another
-    id, by the option's kind; a cancelled request rejects."""
+    """A selected option, by its id (the Decision's letter); a cancelled request, or an id that
+    is none of ours, rejects."""
     if not isinstance(outcome, AllowedOutcome):
         return Decision.REJECT
     try:
         return Decision(outcome.option_id)
     except ValueError:
-        for option in PERMISSION_OPTIONS:
-            if option.option_id == outcome.option_id:
-                return _OPTION_KINDS[option.kind]
         log.warning("unknown permission option %r: the call is rejected", outcome.option_id)
         return Decision.REJECT
 

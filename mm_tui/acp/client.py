@@ -84,14 +84,6 @@ DISPLAY_MARKS = {
     "ask_agent": "🗣 ask_agent:",
 }
 
-# Decision -> the ACP permission option kind that carries it.
-OPTION_KINDS = {
-    Decision.ALLOW_ONCE: "allow_once",
-    Decision.ALLOW_SESSION: "allow_always",
-    Decision.REJECT: "reject_once",
-    Decision.NEVER: "reject_always",
-}
-
 Emit = Callable[[Event], None]
 
 
@@ -364,7 +356,7 @@ class _Call:
 
 
 def _outcome(decision: Decision, options: list[Any]) -> schema.RequestPermissionResponse:
-    wanted = OPTION_KINDS[decision]
+    wanted = meta.OPTION_KINDS[decision]
     chosen = next((o for o in options if o.kind == wanted), None)
     if chosen is None:  # an agent that offers fewer options: the nearest one
         prefix = "allow" if decision.allows else "reject"

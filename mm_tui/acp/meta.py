@@ -20,7 +20,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from mm_tui.engine.events import Decision
+
 KEY = "mm"
+
+# The four decisions as ACP's permission option kinds, one to one; both sides use this table.
+# The agent's option ids are the Decision letters themselves.
+OPTION_KINDS = {
+    Decision.ALLOW_ONCE: "allow_once",
+    Decision.ALLOW_SESSION: "allow_always",
+    Decision.REJECT: "reject_once",
+    Decision.NEVER: "reject_always",
+}
 
 
 def put(**values: Any) -> dict[str, Any]:

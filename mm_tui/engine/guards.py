@@ -79,7 +79,13 @@ class RunawayDetector:
     def check(self, arguments: str) -> str | None:
         """The error to stop the generation with, or None while the call looks sane."""
         n = len(arguments)
-        if n > RUNAWAY_MAX_BYTES or len(arguments.encode("utf-8", "replace")) > RUNAWAY_MAX_BYTES:
+        # Encoded only when it could be too long: at most 4 bytes a character, and ASCII is one.
+        # This runs at every streamed piece of the arguments.
+        if n > RUNAWAY_MAX_BYTES or (
+            n * 4 > RUNAWAY_MAX_BYTES
+            and not arguments.isascii()
+            and len(arguments.encode("utf-8", "replace")) > RUNAWAY_MAX_BYTES
+        ):
             return (
                 "[error: the model's tool call ran away: its arguments exceed 256 KB "
                 f"({n} characters so far: {_excerpt(arguments)}) — generation stopped; "

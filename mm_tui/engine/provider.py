@@ -430,10 +430,6 @@ class OpenAIProvider:
         if self._owns_client:
             await self._client.aclose()
 
-    async def list_models(self) -> list[str]:
-        auth = self._headers.get("Authorization", "")
-        return await list_models(self.base_url, auth.removeprefix("Bearer ") or None)
-
     def _body(
         self,
         messages: list[dict[str, Any]],
@@ -640,39 +636,34 @@ class OpenAIProvider:
                                             # Built without the frozen dataclass's __init__,
                                             # which alone costs more than the rest of this path.
                                             if replay is not None:
+                                                # not `continue`: the chunk's finish_reason and
+                                                # usage below still count
                                                 text = replay.unseen(TextChunk, text)
-                                                if not text:
-                                                    continue
-                                            item = new(TextChunk)
-                                            setattr_(item, "text", text)
-                                            yielded = True
-                                            shown.append(text)
-                                            yield item
-                                        elif delta:
-                                            text = delta.get("reasoning_content") or delta.get(
-                                                "reasoning"
-                                            )
-                                            if text:
-                                                text = _as_text(text)
-                                                if replay is not None:
-                                                    text = replay.unseen(ReasoningChunk, text)
-                                            if text:
-                                                item = new(ReasoningChunk)
-                                                setattr_(item, "text", text)
-                                                yielded = True
-                                                thought.append(text)
-                                                yield item
-                                            text = delta.get("content")
-                                            if text:
-                                                text = _as_text(text)
-                                                if replay is not None:
-                                                    text = replay.unseen(TextChunk, text)
                                             if text:
                                                 item = new(TextChunk)
                                                 setattr_(item, "text", text)
                                                 yielded = True
                                                 shown.append(text)
                                                 yield item
+                                        elif delta:
+                                            reasoning = delta.get("reasoning_content") or delta.get(
+                                                "reasoning"
+                                            )
+                                            for kind, text, sink in (
+                                                (ReasoningChunk, reasoning, thought),
+                                                (TextChunk, delta.get("content"), shown),
+                                            ):
+                                                if not text:
+                                                    continue
+                                                text = _as_text(text)
+                                                if replay is not None:
+                                                    text = replay.unseen(kind, text)
+                                                if text:
+                                                    item = new(kind)
+                                                    setattr_(item, "text", text)
+                                                    yielded = True
+                                                    sink.append(text)
+                                                    yield item
                                             pieces = delta.get("tool_calls")
                                             if pieces:
                                                 for piece in pieces:

@@ -318,7 +318,6 @@ class Engine:
             elif asked.error is not None:
                 error = asked.error
         self.session.messages.append({"role": "assistant", "content": answer})
-        self._save(emit)
         if error is not None:
             reason = "error"
             self._record_error(emit, "tool", error)
@@ -416,7 +415,8 @@ class Engine:
             ]
         self.session.messages.append(message)
         state.pending = list(end.tool_calls)
-        self._save(emit)
+        if end.tool_calls:  # else the turn ends here, and its end saves the session
+            self._save(emit)
         return list(end.tool_calls)
 
     def _keep_partial(self, text: list[str]) -> None:

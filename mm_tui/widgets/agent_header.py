@@ -8,22 +8,15 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.style import Style
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from mm_tui.agent_title import header_text
 from mm_tui.transcript import AgentHeaderItem
 from mm_tui.widgets.render import strips
-
-
-def header_text(title: str, model: str, provider: str, asked_by: str | None = None) -> Text:
-    text = Text.assemble((f"mm [{title}]", "bold"), f" · {model} @ {provider}")
-    if asked_by:
-        text.append(f" · asked by {asked_by}")
-    return text
 
 
 class AgentHeader(Widget):

@@ -63,10 +63,6 @@ def block_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
     return spans
 
 
-def split_blocks(text: str) -> list[str]:
-    return [text[a:b] for a, b in block_spans(text)]
-
-
 def item_starts(text: str, start: int, end: int) -> list[int] | None:
     """Where the top-level items of the list `text[start:end]` begin; None when the block is not
     one list (it does not begin with an item, or another marker starts a second list) or holds

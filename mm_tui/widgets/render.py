@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Console, RenderableType
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
@@ -30,10 +29,6 @@ def text_strip(text: Text, width: int, console: Console) -> Strip:
     text = text.copy()
     text.truncate(width, overflow="ellipsis", pad=True)
     return Strip(list(text.render(console)), width)
-
-
-def blank(width: int, style: Style | None = None) -> Strip:
-    return Strip([Segment(" " * width, style)], width)
 
 
 def right_aligned(left: Text, right: Text, width: int, console: Console) -> Strip:

@@ -393,7 +393,7 @@ class TranscriptView(ScrollView, can_focus=True):
         line, close for the rest."""
         item = self.transcript.items[index]
         width = max(1, self._width)
-        margin = 1 if isinstance(item, MARGIN_BEFORE) and index > 0 else 0
+        margin = self._header_row(index)  # the blank line above it
         if isinstance(item, ToolItem):
             if item.folded:
                 return 1
@@ -438,7 +438,7 @@ class TranscriptView(ScrollView, can_focus=True):
         base = self.base_style
         if not isinstance(item, AnswerItem):  # an answer's blocks carry the base already
             lines = [line.apply_style(base) for line in lines]
-        if isinstance(item, MARGIN_BEFORE) and index > 0:
+        if self._header_row(index):
             lines = [Strip.blank(width, base), *lines]
         self._lines[index] = lines
         self._versions[index] = item.version

@@ -110,6 +110,27 @@ async def test_a_cut_in_a_tool_calls_arguments_is_asked_again_and_nothing_shows_
         await still_usable(engine, server)
 
 
+async def test_a_repeated_chunk_still_brings_its_finish_reason(tmp_path: Path) -> None:
+    """The retry's last chunk repeats text already shown and carries the finish reason (no
+    [DONE] follows): the answer still ends there, with its tool call."""
+    arguments = {"command": "echo once"}
+    retry = SSE(
+        [
+            role_chunk(),
+            *tool_call_chunks("c1", "bash", arguments, split=3),
+            chunk({"content": "Let me look. "}, "tool_calls"),
+        ],
+        done=False,
+    )
+    with ScriptedServer(cut_call("Let me look. ", arguments, 6), retry, Reply("done")) as server:
+        engine = engine_on(server, tmp_path)
+        events = await turn(engine, "look")
+        assert shown(events) == "Let me look. done"
+        assert [e.output for e in of(events, ToolCallFinished)] == ["once\n"]
+        assert len(server.requests) == 3
+        await still_usable(engine, server)
+
+
 async def test_a_retry_that_says_something_else_shows_only_what_is_new(tmp_path: Path) -> None:
     arguments = {"command": "true"}
     retry = Reply("Let me check. ", tool_calls=[call("bash", arguments, id="c1")])

@@ -47,7 +47,7 @@ from mm_tui.tools.lsp.symbols import (
     symbol_from_words,
     symbol_tree,
 )
-from mm_tui.tools.write_file import write_atomically
+from mm_tui.tools.write_file import Refused, read_regular, write_atomically
 
 ACTIONS = ("definition", "references", "hover", "symbols", "diagnostics", "rename")
 _ALIASES = {
@@ -829,18 +829,16 @@ def _read_text(path: Path) -> str:
 
 
 def _read_file(path: Path, shown: str) -> str:
+    """The file's text; a folder, a pipe or a device is refused (reading a pipe would block)."""
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise _Fail(f"[lsp: {shown} does not exist]") from None
+        found = read_regular(shown, path)
+    except Refused as exc:
+        raise _Fail(f"[lsp: {exc}]") from None
     except OSError as exc:
         raise _Fail(f"[lsp: cannot read {shown}: {exc.strerror or exc}]") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise _Fail(f"[lsp: {shown} is a directory, not a file]")
-    try:
-        return _read_text(path)
-    except OSError as exc:
-        raise _Fail(f"[lsp: cannot read {shown}: {exc.strerror or exc}]") from None
+    if found is None:
+        raise _Fail(f"[lsp: {shown} does not exist]")
+    return found[0].decode("utf-8", errors="replace")
 
 
 def _still_current(changes: list[edit_ops.FileChange]) -> bool:
