@@ -38,7 +38,10 @@ $(LSP_STAMP): | $(STAMP)
 
 lsp-servers: $(LSP_STAMP)
 
+# The bytecode is written here, as pip does for an installed package: an editable install writes
+# none, and where PYTHONDONTWRITEBYTECODE is set every start would compile mm from source.
 run: $(STAMP)
+	@$(BIN)/python -m compileall -q mm_tui
 	$(BIN)/mm $(ARGS)
 
 test: $(STAMP) lsp-servers

@@ -189,12 +189,19 @@ def run_child(kind: str, tmp: str) -> dict:
 
 
 def main(rounds: int) -> None:
+    import compileall
     import shutil
     import statistics
     import tempfile
 
+    import mm_tui
+
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from window_common import machine, verdict
+
+    # mm's bytecode, as an installed package has it (pip compiles Textual's when installing it;
+    # an editable install compiles nothing, and PYTHONDONTWRITEBYTECODE keeps imports from it).
+    compileall.compile_dir(os.path.dirname(mm_tui.__file__), quiet=1)
 
     kinds = ["bare", "mm", "cli"]
     tmp = tempfile.mkdtemp(prefix="mm-bench-startup-")

@@ -82,7 +82,7 @@ class MMApp(App[int]):
 
         for loaded in load_themes():
             self.register_theme(loaded)
-        self.theme = theme if theme in self.available_themes else "mm-dark"
+        self._first_theme(theme if theme in self.available_themes else "mm-dark")
         self.boot = boot
         self.clock = clock
         self.transcript = Transcript(clock)
@@ -93,6 +93,19 @@ class MMApp(App[int]):
         self._widgets: dict[type, Any] = {}
 
     # -- start-up -------------------------------------------------------------------------
+
+    def _first_theme(self, name: str) -> None:
+        """Start in `name` without Textual's theme watcher: it re-parses every stylesheet one
+        message after start (~15 ms before the first frame). Nothing is parsed yet, so giving
+        the stylesheet the theme's variables now does the same for nothing; the rest is what the
+        watcher does (the theme classes, the ANSI colour filter)."""
+        self.set_reactive(App.theme, name)
+        dark = self.current_theme.dark
+        classes = {c: False for c in self.classes if c.startswith("-theme-")}
+        classes.update({f"-theme-{name}": True, "-dark-mode": dark, "-light-mode": not dark})
+        self.update_classes(classes, update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())
 
     def get_default_screen(self) -> Any:
         from mm_tui.screens.main import MainScreen

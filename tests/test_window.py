@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.command import CommandPalette
 from scripted_model import ScriptedModel, call, say
 from window_helpers import all_text, make_app, playground, screen_text, settle
 
@@ -20,6 +21,7 @@ from mm_tui.engine.events import (
 from mm_tui.screens.help import HelpScreen
 from mm_tui.transcript import RecapItem, ToolItem
 from mm_tui.widgets.agent_header import AgentHeader
+from mm_tui.widgets.key_bar import KeyBar
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import Prompt
 from mm_tui.widgets.transcript_view import TranscriptView
@@ -395,6 +397,71 @@ async def test_the_theme_key_is_applied(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         assert app.theme == "mm-light"
+
+
+async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path) -> None:
+    model = ScriptedModel(call("bash", {"command": "echo one"}), say("done"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "go")
+        await settle(pilot, app)
+        bar = app.screen.query_one(KeyBar)
+        shown = bar.render().plain
+        assert shown.startswith(" ⏎ Send  esc Cancel  ^o Outputs ")
+        assert shown.endswith("▏^p palette ") and len(shown) == 100
+        # Focus moves to the transcript: the prompt's Send key goes from the bar.
+        await pilot.press("tab")
+        await settle(pilot, app)
+        assert painted(app).splitlines()[-1].startswith(" esc Cancel  ^o Outputs")
+        (item,) = tools(app)
+        assert item.folded
+        await pilot.click(KeyBar, offset=(bar.render().plain.index("^o") + 1, 0))
+        await settle(pilot, app)
+        assert not item.folded
+        await pilot.click(KeyBar, offset=(bar.render().plain.index("^p") + 1, 0))
+        await settle(pilot, app)
+        assert isinstance(app.screen, CommandPalette)
+
+
+def painted_color(app, text: str) -> str | None:
+    """The colour the screen paints the first segment holding `text` in."""
+    for strip in app.screen._compositor.render_strips():
+        for segment in strip:
+            if text in segment.text and segment.style and segment.style.color:
+                return segment.style.color.triplet.hex
+    return None
+
+
+async def test_a_theme_change_repaints_the_transcript_in_the_new_colours(folder: Path) -> None:
+    """A theme that differs from mm-dark only in its accent leaves the view's own style alone:
+    the tool line's bullet must still take the new accent."""
+    from textual.theme import Theme
+
+    model = ScriptedModel(call("bash", {"command": "echo hi"}), say("done"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "go")
+        await settle(pilot, app)
+        dark = app.get_theme("mm-dark")
+        assert dark is not None
+        fields = ("primary", "secondary", "warning", "error", "success", "foreground")
+        app.register_theme(
+            Theme(
+                name="mm-magenta",
+                accent="#ff00ff",
+                background=dark.background,
+                surface=dark.surface,
+                panel=dark.panel,
+                dark=True,
+                **{f: getattr(dark, f) for f in fields},
+            )
+        )
+        assert painted_color(app, "‣") == "#5fd7af"
+        await type_and_send(pilot, "/theme mm-magenta")
+        await settle(pilot, app)
+        assert painted_color(app, "‣") == "#ff00ff"
 
 
 def painted(app) -> str:

@@ -1,5 +1,5 @@
 """MainScreen: header, transcript, the permission box when one is pending, status, prompt,
-footer."""
+the key bar."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from mm_tui.transcript import Transcript
 from mm_tui.widgets.agent_header import AgentHeader
+from mm_tui.widgets.key_bar import KeyBar
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import Prompt
 from mm_tui.widgets.status_line import StatusLine
@@ -34,4 +34,4 @@ class MainScreen(Screen[None]):
         yield PermissionBox(id="permission")
         yield StatusLine(self.clock, id="status")
         yield Prompt(id="prompt")
-        yield Footer()
+        yield KeyBar(id="keys")

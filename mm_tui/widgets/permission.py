@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -75,21 +74,30 @@ class PermissionBox(Widget, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's spelling
         super().__init__(id=id)
         self.request: PermissionRequested | None = None
+        self._shown: tuple[Static, Static, Static] | None = None
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="title", markup=False)
-        with VerticalScroll(id="details"):
-            yield Static(id="details-text", markup=False)
-        yield Static(id="keys")
+    def _parts(self) -> tuple[Static, Static, Static]:
+        """The title, details and keys, mounted at the first request: a box most sessions
+        never open costs nothing before the first frame."""
+        if self._shown is None:
+            self._shown = (
+                Static(id="title", markup=False),
+                Static(id="details-text", markup=False),
+                Static(id="keys"),
+            )
+            title, details, keys = self._shown
+            self.mount(title, VerticalScroll(details, id="details"), keys)
+        return self._shown
 
     def ask(self, request: PermissionRequested) -> None:
         self.request = request
         self.border_title = "permission"
         title = request.title if request.agent is None else f"{request.agent} · {request.title}"
-        self.query_one("#title", Static).update(Text(f"🔐 {title}"))
-        self.query_one("#details-text", Static).update(details_text(request.tool, request.details))
+        title_part, details_part, keys_part = self._parts()
+        title_part.update(Text(f"🔐 {title}"))
+        details_part.update(details_text(request.tool, request.details))
         tool = request.tool
-        self.query_one("#keys", Static).update(
+        keys_part.update(
             Text.from_markup(
                 f"[b]a[/b] allow once   [b]s[/b] allow {tool} for the session   "
                 f"[b]r[/b] reject   [b]n[/b] never {tool}"

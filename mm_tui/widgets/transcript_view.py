@@ -37,6 +37,7 @@ from mm_tui.transcript import (
 from mm_tui.widgets.agent_header import ChildHeader
 from mm_tui.widgets.answer import Answer
 from mm_tui.widgets.recap import Recap
+from mm_tui.widgets.theme_style import theme_style
 from mm_tui.widgets.thought import Thought
 from mm_tui.widgets.tool_line import ToolLine
 from mm_tui.widgets.user_message import UserMessage
@@ -47,36 +48,40 @@ HELD_LINES = 4000  # rendered lines kept; beyond, the oldest items give theirs b
 MARGIN_BEFORE = (UserItem, AnswerItem, AgentHeaderItem, NoticeItem, RecapItem)
 
 
+# What each part of an item is drawn in: (theme variable for the colour, text style). Styles come
+# from the theme directly (see widgets/theme_style.py) rather than from component classes.
+STYLES: dict[str, tuple[str | None, str]] = {
+    "tool--bullet": ("accent", ""),
+    "tool--title": ("text", ""),
+    "tool--ok": ("success", ""),
+    "tool--error": ("error", ""),
+    "tool--rejected": ("warning", ""),
+    "tool--cancelled": ("warning", ""),
+    "tool--running": ("accent", ""),
+    "tool--waiting": ("warning", "bold"),
+    "tool--time": ("text-muted", ""),
+    "tool--output": ("text-muted", ""),
+    "tool--output-error": ("error", ""),
+    "tool--selected": (None, "reverse"),
+    "diff--added": ("success", ""),
+    "diff--removed": ("error", ""),
+    "diff--hunk": ("accent", ""),
+    "diff--header": ("text-muted", "bold"),
+    "user--prompt": ("accent", "bold"),
+    "user--text": ("text", "bold"),
+    "answer--text": ("text", ""),
+    "answer--label": ("secondary", "bold"),
+    "thought--text": ("text-muted", "italic"),
+    "recap--rule": ("panel-lighten-2", ""),
+    "recap--text": ("text-muted", ""),
+    "notice--error": ("error", "bold"),
+    "notice--warning": ("warning", ""),
+    "notice--info": ("text-muted", ""),
+    "child--header": ("secondary", "bold"),
+}
+
+
 class TranscriptView(ScrollView, can_focus=True):
-    COMPONENT_CLASSES = {
-        "tool--bullet",
-        "tool--title",
-        "tool--ok",
-        "tool--error",
-        "tool--rejected",
-        "tool--cancelled",
-        "tool--running",
-        "tool--waiting",
-        "tool--time",
-        "tool--output",
-        "tool--output-error",
-        "tool--selected",
-        "diff--added",
-        "diff--removed",
-        "diff--hunk",
-        "diff--header",
-        "user--prompt",
-        "user--text",
-        "answer--text",
-        "answer--label",
-        "thought--text",
-        "recap--rule",
-        "recap--text",
-        "notice--error",
-        "notice--warning",
-        "notice--info",
-        "child--header",
-    }
     DEFAULT_CSS = """
     TranscriptView {
         height: 1fr;
@@ -84,33 +89,6 @@ class TranscriptView(ScrollView, can_focus=True):
         background: $background;
         padding: 0 1;
     }
-    TranscriptView > .tool--bullet { color: $accent; }
-    TranscriptView > .tool--title { color: $text; }
-    TranscriptView > .tool--ok { color: $success; }
-    TranscriptView > .tool--error { color: $error; }
-    TranscriptView > .tool--rejected { color: $warning; }
-    TranscriptView > .tool--cancelled { color: $warning; }
-    TranscriptView > .tool--running { color: $accent; }
-    TranscriptView > .tool--waiting { color: $warning; text-style: bold; }
-    TranscriptView > .tool--time { color: $text-muted; }
-    TranscriptView > .tool--output { color: $text-muted; }
-    TranscriptView > .tool--output-error { color: $error; }
-    TranscriptView > .tool--selected { text-style: reverse; }
-    TranscriptView > .diff--added { color: $success; }
-    TranscriptView > .diff--removed { color: $error; }
-    TranscriptView > .diff--hunk { color: $accent; }
-    TranscriptView > .diff--header { color: $text-muted; text-style: bold; }
-    TranscriptView > .user--prompt { color: $accent; text-style: bold; }
-    TranscriptView > .user--text { color: $text; text-style: bold; }
-    TranscriptView > .answer--text { color: $text; }
-    TranscriptView > .answer--label { color: $secondary; text-style: bold; }
-    TranscriptView > .thought--text { color: $text-muted; text-style: italic; }
-    TranscriptView > .recap--rule { color: $panel-lighten-2; }
-    TranscriptView > .recap--text { color: $text-muted; }
-    TranscriptView > .notice--error { color: $error; text-style: bold; }
-    TranscriptView > .notice--warning { color: $warning; }
-    TranscriptView > .notice--info { color: $text-muted; }
-    TranscriptView > .child--header { color: $secondary; text-style: bold; }
     """
     BINDINGS = [
         Binding("up", "cursor(-1)", "Previous", show=False),
@@ -167,7 +145,7 @@ class TranscriptView(ScrollView, can_focus=True):
             return self.base_style
         style = self._styles.get(name)
         if style is None:
-            style = self._styles[name] = self.get_component_rich_style(name)
+            style = self._styles[name] = theme_style(self, *STYLES[name])
         return style
 
     def _make_renderers(self) -> None:
@@ -181,7 +159,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self._renderers_ready = True
 
     def notify_style_update(self) -> None:
-        super().notify_style_update()
+        super().notify_style_update()  # a theme change comes here too, whatever it changed
         self._styles.clear()
         self._base = None
         self._invalidate_all()

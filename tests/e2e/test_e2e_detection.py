@@ -60,8 +60,8 @@ async def test_detection_names_the_model_in_the_window_header(server, project: P
             server.model_id,
             "llama.cpp",
         )
-        shown = str(header.query_one("#agent").visual)
-        assert shown == f"mm [mm] · {server.model_id} @ llama.cpp"
+        shown = header.render().plain
+        assert shown.startswith(f" mm [mm] · {server.model_id} @ llama.cpp ")
 
 
 async def test_mm_line_finds_the_server_on_the_llama_cpp_port(project: Path, tmp_path: Path):
