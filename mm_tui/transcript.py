@@ -9,21 +9,31 @@ near the screen from this store, so ten thousand tool lines cost what the visibl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mm_tui.engine.events import Event, PermissionRequested
 
 
-@dataclass(eq=False)
 class Item:
     """One entry of the transcript. `version` grows with every change, so a renderer can cache
-    what it drew for a version and a width."""
+    what it drew for a version and a width.
 
-    id: int = 0
-    agent: str | None = None
-    version: int = 0
+    Items are plain classes with slots rather than dataclasses: making the seven dataclasses
+    took 7 ms of every start, before the first frame; slots also keep ten thousand items small.
+    """
+
+    __slots__ = ("id", "agent", "version")
+
+    def __init__(self, *, id: int = 0, agent: str | None = None, version: int = 0) -> None:  # noqa: A002
+        self.id = id
+        self.agent = agent
+        self.version = version
+
+    def __repr__(self) -> str:
+        names = [n for cls in type(self).__mro__ for n in getattr(cls, "__slots__", ())]
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in names if not n.startswith("_"))
+        return f"{type(self).__name__}({shown})"
 
     @property
     def foldable(self) -> bool:
@@ -33,21 +43,34 @@ class Item:
         self.version += 1
 
 
-@dataclass(eq=False)
 class UserItem(Item):
-    text: str = ""
+    __slots__ = ("text",)
+
+    def __init__(self, *, text: str = "", **base: Any) -> None:
+        super().__init__(**base)
+        self.text = text
 
 
-@dataclass(eq=False)
 class AnswerItem(Item):
     """An answer as it streams: pieces are joined only when read, so a fast stream costs an
     append per chunk."""
 
-    pieces: list[str] = field(default_factory=list)
-    done: bool = False
-    label: str | None = None  # `‣ mm [title]` above an asked agent's answer
-    _text: str = ""
-    _joined: int = 0
+    __slots__ = ("pieces", "done", "label", "_text", "_joined")
+
+    def __init__(
+        self,
+        *,
+        pieces: list[str] | None = None,
+        done: bool = False,
+        label: str | None = None,  # `‣ mm [title]` above an asked agent's answer
+        **base: Any,
+    ) -> None:
+        super().__init__(**base)
+        self.pieces = [] if pieces is None else pieces
+        self.done = done
+        self.label = label
+        self._text = ""
+        self._joined = 0
 
     @property
     def text(self) -> str:
@@ -58,11 +81,21 @@ class AnswerItem(Item):
         return self._text
 
 
-@dataclass(eq=False)
 class ThoughtItem(Item):
-    pieces: list[str] = field(default_factory=list)
-    done: bool = False
-    folded: bool = False
+    __slots__ = ("pieces", "done", "folded")
+
+    def __init__(
+        self,
+        *,
+        pieces: list[str] | None = None,
+        done: bool = False,
+        folded: bool = False,
+        **base: Any,
+    ) -> None:
+        super().__init__(**base)
+        self.pieces = [] if pieces is None else pieces
+        self.done = done
+        self.folded = folded
 
     @property
     def text(self) -> str:
@@ -73,20 +106,52 @@ class ThoughtItem(Item):
         return True
 
 
-@dataclass(eq=False)
 class ToolItem(Item):
-    call_id: str = ""
-    tool: str = ""
-    title: str = ""  # `bash  <command>`
-    kind: str = "other"
-    arguments: dict[str, Any] = field(default_factory=dict)
-    status: str = "running"  # running, ok, error, rejected, cancelled
-    output: str = ""
-    diff: str | None = None
-    started: float = 0.0  # by the app's clock
-    elapsed: float | None = None
-    folded: bool = True
-    waiting: bool = False  # a permission request is pending
+    __slots__ = (
+        "call_id",
+        "tool",
+        "title",
+        "kind",
+        "arguments",
+        "status",
+        "output",
+        "diff",
+        "started",
+        "elapsed",
+        "folded",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        *,
+        call_id: str = "",
+        tool: str = "",
+        title: str = "",  # `bash  <command>`
+        kind: str = "other",
+        arguments: dict[str, Any] | None = None,
+        status: str = "running",  # running, ok, error, rejected, cancelled
+        output: str = "",
+        diff: str | None = None,
+        started: float = 0.0,  # by the app's clock
+        elapsed: float | None = None,
+        folded: bool = True,
+        waiting: bool = False,  # a permission request is pending
+        **base: Any,
+    ) -> None:
+        super().__init__(**base)
+        self.call_id = call_id
+        self.tool = tool
+        self.title = title
+        self.kind = kind
+        self.arguments = {} if arguments is None else arguments
+        self.status = status
+        self.output = output
+        self.diff = diff
+        self.started = started
+        self.elapsed = elapsed
+        self.folded = folded
+        self.waiting = waiting
 
     @property
     def foldable(self) -> bool:
@@ -97,24 +162,43 @@ class ToolItem(Item):
         return self.status == "running"
 
 
-@dataclass(eq=False)
 class RecapItem(Item):
-    text: str = ""
-    stop_reason: str = "end_turn"
+    __slots__ = ("text", "stop_reason")
+
+    def __init__(self, *, text: str = "", stop_reason: str = "end_turn", **base: Any) -> None:
+        super().__init__(**base)
+        self.text = text
+        self.stop_reason = stop_reason
 
 
-@dataclass(eq=False)
 class AgentHeaderItem(Item):
-    title: str = ""
-    model: str = ""
-    provider: str = ""
-    asked_by: str | None = None
+    __slots__ = ("title", "model", "provider", "asked_by")
+
+    def __init__(
+        self,
+        *,
+        title: str = "",
+        model: str = "",
+        provider: str = "",
+        asked_by: str | None = None,
+        **base: Any,
+    ) -> None:
+        super().__init__(**base)
+        self.title = title
+        self.model = model
+        self.provider = provider
+        self.asked_by = asked_by
 
 
-@dataclass(eq=False)
 class NoticeItem(Item):
-    text: str = ""
-    level: str = "error"  # error, warning, info
+    __slots__ = ("text", "level")
+
+    def __init__(
+        self, *, text: str = "", level: str = "error", **base: Any
+    ) -> None:  # level: error, warning, info
+        super().__init__(**base)
+        self.text = text
+        self.level = level
 
 
 WAITING = "Waiting for your decision (a/s/r/n)"

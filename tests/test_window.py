@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from textual.command import CommandPalette
 from scripted_model import ScriptedModel, call, say
+from textual.command import CommandPalette
 from window_helpers import all_text, make_app, playground, screen_text, settle
 
 from mm_tui.engine.demo import DemoModel
