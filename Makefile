@@ -45,7 +45,7 @@ run: $(STAMP)
 	$(BIN)/mm $(ARGS)
 
 test: $(STAMP) lsp-servers
-	$(BIN)/ruff check mm_tui tests bench
+	$(BIN)/ruff check mm_tui tests bench tools
 	$(BIN)/lint-imports
 	MM_REQUIRE_LSP=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 

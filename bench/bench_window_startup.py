@@ -16,7 +16,7 @@ compared. The heavy modules present at the first frame are listed: httpx, pydant
 the ACP package and the tools must stay off the path to the first frame.
 Goal: mm's first frame at most 1.3x the bare app's.
 
-Run: .venv/bin/python bench/bench_window_startup.py [rounds]
+Run: .venv/bin/python bench/bench_window_startup.py [rounds, 20 by default: the machine is noisy]
 """
 
 from __future__ import annotations
@@ -261,4 +261,4 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         CHILDREN[sys.argv[2]]()
     else:
-        main(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)

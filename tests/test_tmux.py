@@ -55,3 +55,31 @@ def test_demo_in_a_real_terminal(tmp_path: Path) -> None:
         assert session not in tmux("list-sessions"), "mm did not quit on Ctrl+C twice"
     finally:
         tmux("kill-session", "-t", session)
+
+
+@pytest.mark.parametrize(
+    ("colorterm", "panel", "other"),
+    [
+        ("", "48;5;236", "48;2;"),  # 256 colours: mm-dark's panel #303030 is xterm colour 236
+        ("truecolor", "48;2;48;48;48", "48;5;"),
+    ],
+)
+def test_colours_in_256_colours_and_in_true_colour(
+    tmp_path: Path, colorterm: str, panel: str, other: str
+) -> None:
+    """Over SSH a terminal often says only xterm-256color: the window then draws with the
+    256-colour palette alone, and with 24-bit colours when COLORTERM says so."""
+    session = f"mm-colours-{os.getpid()}-{colorterm or '256'}"
+    mm = Path(sys.executable).parent / "mm"
+    command = (
+        f"cd {tmp_path} && HOME={tmp_path} TERM=xterm-256color COLORTERM={colorterm} "
+        f"{mm} --demo"
+    )
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    try:
+        wait_for(session, "Type a request")
+        screen = tmux("capture-pane", "-t", session, "-p", "-e")
+        assert panel in screen  # the header's background
+        assert other not in screen and ("38;2;" in screen) == bool(colorterm)
+    finally:
+        tmux("kill-session", "-t", session)
