@@ -16,6 +16,10 @@ MarkdownStream in the same run, headless (App.run_test, 100x30).
    time from the first timed chunk until the screen is up to date, the time taken to deliver
    the chunks (15 s when the app keeps up with the schedule) and the lag at the end.
 
+   Beside them, the floor under any app that takes a stream as messages: a bare Textual app
+   (one Static) that receives the same 200 messages a second and does nothing with them. It
+   is what the event loop and Textual's message pump cost by themselves on this machine.
+
 Goals: at least 5,000 chunks/s and 6x MarkdownStream; at most 30% of a core at 200 tokens/s.
 
 Run: .venv/bin/python bench/bench_window_stream.py [chunks] [rounds] [seconds]
@@ -248,6 +252,38 @@ async def realtime(kind: type, text: str, seconds: float) -> dict[str, float]:
         }
 
 
+async def message_floor(seconds: float) -> float:
+    """The CPU share of a bare Textual app receiving RATE no-op messages a second."""
+    from textual.app import App, ComposeResult
+    from textual.message import Message
+    from textual.widgets import Static
+
+    class Chunk(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Bare(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("floor")
+
+        def on_chunk(self, message: Chunk) -> None:
+            pass
+
+    app = Bare()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        for i in range(int(RATE * seconds)):
+            delay = t0 + i / RATE - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            app.post_message(Chunk("abcd"))
+        await pilot.pause()
+        return (time.process_time() - c0) / (time.perf_counter() - t0)
+
+
 async def main(n_chunks: int, rounds: int, seconds: float) -> None:
     text = answer_markdown(n_chunks * 4)
     chunks = pieces(text)[:n_chunks]
@@ -301,8 +337,14 @@ async def main(n_chunks: int, rounds: int, seconds: float) -> None:
             f"{r['delivery']:5.1f} s (schedule {seconds:.0f} s, worst delay "
             f"{r['late'] * 1000:.0f} ms); on screen {r['lag'] * 1000:.0f} ms after the last"
         )
+    floor = await message_floor(seconds)
     print(
-        f"  ratio mm / MarkdownStream: {cpu['mm'] / cpu['MarkdownStream']:.2f}x  "
+        f"  {'floor':16}{floor * 100:6.1f}% of a core: a bare Textual app receiving the same "
+        f"{RATE} messages a second, doing nothing with them"
+    )
+    print(
+        f"  ratio mm / MarkdownStream: {cpu['mm'] / cpu['MarkdownStream']:.2f}x; mm above the "
+        f"floor: {(cpu['mm'] - floor) * 100:.1f}% of a core  "
         f"(goal: mm <= {GOAL_CPU:.0%} of a core) -> {verdict(cpu['mm'] <= GOAL_CPU)}"
     )
 

@@ -9,7 +9,7 @@ from rich.style import Style
 
 import mm_tui.widgets.answer as answer_module
 from mm_tui.transcript import AnswerItem
-from mm_tui.widgets.answer import Answer, item_starts
+from mm_tui.widgets.answer import Answer, code_pieces, item_starts
 
 WIDTH = 50
 
@@ -84,3 +84,68 @@ def test_item_starts() -> None:
     assert item_starts("para\n- x\n", 0, 9) is None  # not a list from its first line
     fenced = "- a\n  ```\n  code\n  ```\n- b\n"
     assert item_starts(fenced, 0, len(fenced)) is None  # a fence: kept whole
+
+
+CODE = {
+    "python, with blank lines and a wrapping line": (
+        "Some code:\n\n```python\n"
+        + "".join(
+            f"value_{i} = compute({i}, 'text')  # note {i}\n" + ("\n" if i % 5 == 4 else "")
+            for i in range(40)
+        )
+        + "result = [value for value in range(100) if value % 3 == 0 and value % 7 != 2]\n"
+        + "```\n"
+    ),
+    "no language": "```\n" + "".join(f"line {i}\n" for i in range(30)) + "```\n",
+}
+
+
+def styled_rows(answer: Answer, text: str, *, done: bool = False) -> list[list[tuple]]:
+    """Each row as (text, style) per cell: what the terminal shows, however Rich cut it."""
+    item = AnswerItem(id=1)
+    item.pieces.append(text)
+    item.done = done
+    return [
+        [(char, segment.style) for segment in strip for char in segment.text]
+        for strip in answer.render(item, WIDTH)
+    ]
+
+
+@pytest.mark.parametrize("name", CODE)
+def test_a_growing_code_block_draws_as_the_whole_block_would(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = CODE[name]
+    streaming = fresh()
+    cuts = range(1, len(text) + 1, 5)
+    got = [styled_rows(streaming, text[:cut]) for cut in cuts]
+    monkeypatch.setattr(answer_module, "code_pieces", lambda *args: None)  # the whole block
+    wanted = [styled_rows(fresh(), text[:cut]) for cut in cuts]
+    assert len(got) == len(wanted) and got == wanted
+    assert styled_rows(streaming, text, done=True) == styled_rows(fresh(), text, done=True)
+
+
+def test_a_growing_code_block_draws_its_finished_pieces_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    drawn: list[int] = []
+    block = Answer._block
+
+    def counting(self: Answer, source: str, width: int) -> list:
+        drawn.append(source.count("\n"))
+        return block(self, source, width)
+
+    monkeypatch.setattr(Answer, "_block", counting)
+    text = "```python\n" + "".join(f"x_{i} = {i}\n" for i in range(200))
+    answer = fresh()
+    for cut in range(4, len(text) + 1, 4):
+        rows(answer, text[:cut])
+    # never the whole block: at most a piece and its fence line, however long the block
+    assert max(drawn) <= answer_module.CODE_PIECE * 2 + 1
+
+
+def test_code_pieces() -> None:
+    text = "```py\n" + "a\n" * 5 + "\n" + "b\n" * 3
+    assert code_pieces(text, 0, len(text), size=3) == [6, 12, 19]
+    assert code_pieces("```py\nx\n```\n", 0, 12) is None  # closed: drawn whole
+    assert code_pieces("plain\ntext\n", 0, 11) is None

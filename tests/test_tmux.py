@@ -72,8 +72,7 @@ def test_colours_in_256_colours_and_in_true_colour(
     session = f"mm-colours-{os.getpid()}-{colorterm or '256'}"
     mm = Path(sys.executable).parent / "mm"
     command = (
-        f"cd {tmp_path} && HOME={tmp_path} TERM=xterm-256color COLORTERM={colorterm} "
-        f"{mm} --demo"
+        f"cd {tmp_path} && HOME={tmp_path} TERM=xterm-256color COLORTERM={colorterm} {mm} --demo"
     )
     tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
     try:

@@ -274,7 +274,7 @@ async def test_resize_to_80_by_24(folder: Path) -> None:
         await settle(pilot, app)
         await pilot.resize_terminal(80, 24)
         await settle(pilot, app)
-        assert app.view._width == app.view.scrollable_content_region.width
+        assert app.view._width == 80 - 2 - 2  # less the padding and the scrollbar
         lines = screen_text(app).splitlines()
         assert all(len(line) <= 80 for line in lines)
         assert any("‣ bash  ls -la" in line and line.rstrip().endswith("0.0s") for line in lines)
@@ -517,3 +517,130 @@ async def test_a_running_tool_line_ticks_when_scrolled_far_down(folder: Path) ->
         first = tool_row()
         await pilot.pause(1.3)
         assert tool_row() != first
+
+
+@pytest.mark.parametrize(
+    ("width", "cwd", "expected"),
+    [
+        (80, "/work/project", " mm [mm] · model @ server" + " " * 34 + " /work/project  yolo "),
+        (40, "/home/someone/projects/deep/folder/mm", " mm [mm] · model @ server    …/mm  yolo "),
+        (30, "/home/someone/projects", " mm [mm] · mode…  …ects  yolo "),
+        (40, "/home/词语/项目/代码", " mm [mm] · model @ server  …/代码  yolo "),
+    ],
+)
+async def test_the_header_cuts_the_agent_and_the_folder_to_fit(
+    width: int, cwd: str, expected: str
+) -> None:
+    """The folder takes at most half the line and keeps its last parts; the agent gives way;
+    the yolo badge stays against the right edge. Cells, not characters, are counted."""
+    from rich.cells import cell_len
+    from textual.app import App, ComposeResult
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield AgentHeader()
+
+    app = One()
+    async with app.run_test(size=(width, 3)) as pilot:
+        header = app.query_one(AgentHeader)
+        header.show(title="mm", model="model", provider="server", cwd=cwd, yolo=True)
+        await pilot.pause()
+        shown = header.render().plain
+        assert cell_len(shown) == width
+        assert shown == expected
+
+
+def bar_cells(app, rows: range, columns: range) -> list[list[tuple]]:
+    """What the terminal shows in the given cells, as the compositor paints them: the
+    character, and its colours once `reverse` is applied (a space shows no foreground)."""
+    screen = app.screen._compositor.render_strips()
+    out = []
+    for y in rows:
+        cells = []
+        for segment in screen[y]:
+            style = segment.style
+            fg, bg = (style.bgcolor, style.color) if style.reverse else (style.color, style.bgcolor)
+            for char in segment.text:
+                cells.append((char, None if char == " " else fg, bg))
+        out.append([cells[x] for x in columns])
+    return out
+
+
+@pytest.mark.parametrize("at", ["top", "middle", "bottom"])
+async def test_the_scrollbar_looks_like_textuals_own(folder: Path, at: str) -> None:
+    """The view draws its scrollbar in its own lines; it must look as Textual's ScrollBar looks
+    on a scroll view of the same height, content and position."""
+    from textual.app import App, ComposeResult
+    from textual.widgets import Log
+
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        await settle(pilot, app)
+        view = app.view
+        total, height = view.virtual_size.height, view.size.height
+        target = {"top": 0, "middle": (total - height) // 3, "bottom": total - height}[at]
+        view.scroll_to(y=target, animate=False, immediate=True)
+        await settle(pilot, app)
+        assert view.scroll_offset.y == target and total > 3 * height
+        ours = bar_cells(app, range(view.region.y, view.region.y + height), range(97, 99))
+
+    class Reference(App[None]):
+        CSS = (
+            f"Log {{ height: {height}; background: $background; padding: 0 1;"
+            " scrollbar-gutter: stable; scrollbar-size-horizontal: 0; }"
+        )
+
+        def compose(self) -> ComposeResult:
+            yield Log()
+
+        def on_mount(self) -> None:
+            from mm_tui.theme_files import load_themes
+
+            for loaded in load_themes():
+                self.register_theme(loaded)
+            self.theme = "mm-dark"
+
+    reference = Reference()
+    async with reference.run_test(size=(100, height)) as pilot:
+        log = reference.query_one(Log)
+        log.write_lines([f"line {i}" for i in range(total)])
+        await pilot.pause()
+        log.scroll_to(y=target, animate=False, immediate=True)
+        await pilot.pause()
+        assert log.scroll_offset.y == target
+        theirs = bar_cells(reference, range(height), range(97, 99))
+    assert ours == theirs
+    assert len({cell[2] for row in ours for cell in row}) == 2  # a thumb on a track
+
+
+async def test_the_scrollbar_drags_and_the_wheel_scrolls(folder: Path) -> None:
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        await settle(pilot, app)
+        view = app.view
+        assert view.scroll_offset.y == view.max_scroll_y > 0  # following the bottom
+        # Press on the bar near its top: the view goes to the top and stops following.
+        await pilot.mouse_down(TranscriptView, offset=(97, 0))
+        await pilot.mouse_up(TranscriptView, offset=(97, 0))
+        await settle(pilot, app)
+        assert view.scroll_offset.y == 0
+        items = len(app.transcript.items)
+        # A click on the bar is not a click on a line: nothing folds or is selected.
+        assert view.cursor is None and len(app.transcript.items) == items
+        # Drag to the middle.
+        await pilot.mouse_down(TranscriptView, offset=(98, 0))
+        await pilot.hover(TranscriptView, offset=(98, view.size.height // 2))
+        await pilot.mouse_up(TranscriptView, offset=(98, view.size.height // 2))
+        await settle(pilot, app)
+        assert 0.3 * view.max_scroll_y < view.scroll_offset.y < 0.7 * view.max_scroll_y
+        # The wheel still scrolls.
+        before = view.scroll_offset.y
+        from textual import events
+
+        await pilot._post_mouse_events([events.MouseScrollDown], TranscriptView, offset=(40, 5))
+        await settle(pilot, app)
+        assert view.scroll_offset.y > before

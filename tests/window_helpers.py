@@ -57,10 +57,10 @@ def make_app(
 
 
 def screen_text(app: MMApp) -> str:
-    """The transcript's lines as plain text (what is on screen of it)."""
+    """The transcript's lines as plain text (what is on screen of it), without the scrollbar."""
     view = app.view
     return "\n".join(
-        "".join(segment.text for segment in view.render_line(y)).rstrip()
+        "".join(segment.text for segment in view._content_line(y)).rstrip()
         for y in range(view.size.height)
     )
 

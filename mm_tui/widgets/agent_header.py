@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
@@ -19,11 +20,22 @@ from mm_tui.widgets.render import strips
 from mm_tui.widgets.theme_style import theme_style
 
 
+def cut_start(path: str, room: int) -> str:
+    """`path` in at most `room` cells, its start given up for `…` (at a `/` when one is left):
+    the last parts of a folder say most about it."""
+    if cell_len(path) <= room:
+        return path
+    while path and cell_len(path) > room - 1:
+        path = path[1:]
+    slash = path.find("/")
+    return "…" + (path[slash:] if slash > 0 else path)
+
+
 class AgentHeader(Widget):
     """One widget drawing one line (three Statics in a row cost ~12 ms of the first frame):
     the agent on the left, cut with an ellipsis when the window is narrow; the working folder,
-    muted, at most half the width and cut from its start so that its last parts show; the
-    `yolo` badge at the right edge."""
+    muted, in what the agent leaves (at most half the line, at least a quarter), cut from its
+    start; the `yolo` badge at the right edge."""
 
     DEFAULT_CSS = """
     AgentHeader {
@@ -42,21 +54,22 @@ class AgentHeader(Widget):
 
     def render(self) -> Text:
         width = self.content_size.width
-        agent = header_text(self.title_text, self.model, self.provider)
+        agent = Text(" ")
+        agent.append_text(header_text(self.title_text, self.model, self.provider))
         right = Text()
         if self.cwd:
-            room = max(1, width // 2 - 2)
-            cwd = self.cwd if len(self.cwd) <= room else "…" + self.cwd[-(room - 1) :]
-            right.append(f" {cwd} ", theme_style(self, "text-muted"))
+            badge = 6 if self.yolo else 0
+            wanted = width - badge - agent.cell_len - 1
+            room = max(min(wanted, width // 2), width // 4) - 2
+            if room > 0:
+                right.append(f" {cut_start(self.cwd, room)} ", theme_style(self, "text-muted"))
         if self.yolo:
             right.append(" yolo ", theme_style(self, "background", background="warning"))
-        line = Text(" ")
-        line.append_text(agent)
         room = max(1, width - right.cell_len)
-        line.truncate(room - 1, overflow="ellipsis")
-        line.pad_right(room - line.cell_len)
-        line.append_text(right)
-        return line
+        agent.truncate(room - 1, overflow="ellipsis")
+        agent.pad_right(room - agent.cell_len)
+        agent.append_text(right)
+        return agent
 
     def show(self, *, title: str, model: str, provider: str, cwd: str, yolo: bool) -> None:
         self.set_reactive(AgentHeader.title_text, title)

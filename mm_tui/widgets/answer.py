@@ -27,6 +27,7 @@ from mm_tui.widgets.render import strips
 
 FENCES = ("```", "~~~")
 LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)", re.MULTILINE)
+CODE_PIECE = 12  # lines of a growing code block drawn together and kept
 
 
 def block_spans(text: str, start: int = 0) -> list[tuple[int, int]]:
@@ -89,6 +90,32 @@ def item_starts(text: str, start: int, end: int) -> list[int] | None:
             starts.append(position)
 
 
+def code_pieces(text: str, start: int, end: int, size: int = CODE_PIECE) -> list[int] | None:
+    """Where the pieces of the open fenced code block `text[start:end]` begin: the first after
+    the fence line, each finished piece at least `size` lines long and ending on a line that is
+    not blank (a code block drops its trailing blank lines, which would lose them between
+    pieces). None when the block is not one open fence."""
+    first_end = text.find("\n", start, end)
+    if first_end < 0 or not text[start:first_end].lstrip().startswith(FENCES):
+        return None
+    fence = text[start:first_end].lstrip()[:3]
+    starts = [first_end + 1]
+    lines = 0
+    position = first_end + 1
+    while True:
+        newline = text.find("\n", position, end)
+        line = text[position : end if newline < 0 else newline]
+        if line.strip().startswith(fence):
+            return None  # closed: the block is drawn whole
+        if newline < 0:
+            return starts
+        lines += 1
+        position = newline + 1
+        if lines >= size and line.strip() and position < end:
+            starts.append(position)
+            lines = 0
+
+
 def _marker(item: str) -> str:
     """What must stay the same for items to be one list: the bullet, or the number's `.`/`)`."""
     item = item.rstrip()
@@ -103,6 +130,10 @@ class _Kept:
     items_of: int = -1  # where the growing list begins, whose finished items are below
     items: list[Strip] = field(default_factory=list)  # its finished items, rendered
     items_end: int = 0  # text covered by them
+    code_of: int = -1  # where the growing code block begins, whose finished pieces are below
+    code: list[Strip] = field(default_factory=list)  # its finished pieces, drawn
+    code_end: int = 0  # text covered by them
+    code_pad: Strip | None = None  # the padding row under a code block
 
 
 class Answer:
@@ -149,9 +180,9 @@ class Answer:
         growing: list[list[Strip]] = []
         moving = 0  # rows of the growing block drawn again at each render
         if not item.done and spans:
-            lines = self._growing(kept, text, *spans[-1], width)
+            lines, unchanged = self._growing(kept, text, *spans[-1], width)
             growing.append(lines)
-            moving = len(lines) - (len(kept.items) if kept.items_of == spans[-1][0] else 0)
+            moving = len(lines) - unchanged
         out: list[Strip] = []
         base = self.style("base")
         if item.label:
@@ -170,18 +201,52 @@ class Answer:
             self._stable[item.id] = max(0, len(out) - moving - 1)
         return out
 
-    def _growing(self, kept: _Kept, text: str, start: int, end: int, width: int) -> list[Strip]:
-        """The lines of the block still growing: a list's finished items from the cache."""
+    def _growing(
+        self, kept: _Kept, text: str, start: int, end: int, width: int
+    ) -> tuple[list[Strip], int]:
+        """The lines of the block still growing, a list's finished items or an open code
+        block's finished pieces from the cache; and how many leading lines are drawn as the
+        last render drew them (the cached ones, when the last render used the same cache)."""
+        pieces = code_pieces(text, start, end)
+        if pieces is not None and len(pieces) >= 2:
+            kept.items_of = -1
+            unchanged = len(kept.code) if kept.code_of == start else 0
+            return self._growing_code(kept, text, start, end, pieces, width), unchanged
+        kept.code_of = -1
         starts = item_starts(text, start, end)
         if starts is None or len(starts) < 2:
-            return self._block(text[start:end], width)
+            kept.items_of = -1
+            return self._block(text[start:end], width), 0
+        unchanged = len(kept.items) if kept.items_of == start else 0
         if kept.items_of != start:
             kept.items_of, kept.items, kept.items_end = start, [], start
         for first, after in zip(starts, starts[1:], strict=False):
             if first >= kept.items_end:
                 kept.items.extend(self._item(text[first:after].rstrip("\n"), width, first == start))
                 kept.items_end = after
-        return [*kept.items, *self._item(text[starts[-1] : end], width, False)]
+        return [*kept.items, *self._item(text[starts[-1] : end], width, False)], unchanged
+
+    def _growing_code(
+        self, kept: _Kept, text: str, start: int, end: int, pieces: list[int], width: int
+    ) -> list[Strip]:
+        """An open code block drawn piece by piece: each finished piece once, the last piece
+        at every frame, so a long block costs what its last lines cost. Each piece is drawn as
+        a code block of its own (under the same fence) and the padding rows between pieces are
+        dropped; the lines are the same as the whole block's, but for a construct that spans
+        two pieces (a long string), which the finished block, drawn whole, shows right."""
+        fence = text[start : pieces[0]]
+        if kept.code_of != start:
+            kept.code_of, kept.code, kept.code_end = start, [], pieces[0]
+        for first, after in zip(pieces, pieces[1:], strict=False):
+            if first >= kept.code_end:
+                lines = self._block(fence + text[first:after], width)
+                kept.code.extend(lines[1:-1] if kept.code else lines[:-1])
+                kept.code_pad = lines[-1]
+                kept.code_end = after
+        tail = text[pieces[-1] : end]
+        if not tail.strip() and kept.code_pad is not None:  # a code block ends on no blank line
+            return [*kept.code, kept.code_pad]
+        return [*kept.code, *self._block(fence + tail, width)[1:]]
 
     def _item(self, source: str, width: int, first: bool) -> list[Strip]:
         """One list item drawn alone; Rich opens a list with a blank line, which only the

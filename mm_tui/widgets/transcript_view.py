@@ -15,12 +15,14 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
+from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 
 from mm_tui.transcript import (
@@ -46,6 +48,7 @@ FRAME = 1 / 20  # updates are coalesced: 20 frames a second read as smooth strea
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
 HELD_LINES = 4000  # rendered lines kept; beyond, the oldest items give theirs back
 MARGIN_BEFORE = (UserItem, AnswerItem, AgentHeaderItem, NoticeItem, RecapItem)
+BAR = 2  # columns of the scrollbar the view draws at the right of its lines
 
 
 # What each part of an item is drawn in: (theme variable for the colour, text style). Styles come
@@ -85,7 +88,8 @@ class TranscriptView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     TranscriptView {
         height: 1fr;
-        scrollbar-gutter: stable;
+        scrollbar-size-vertical: 0;
+        scrollbar-size-horizontal: 0;
         background: $background;
         padding: 0 1;
     }
@@ -136,6 +140,8 @@ class TranscriptView(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         self._base: Style | None = None
         self._renderers_ready = False
+        self._bar: tuple[tuple, list[Segment]] | None = None
+        self._dragging = False
 
     # -- renderers ------------------------------------------------------------------------
 
@@ -209,7 +215,83 @@ class TranscriptView(ScrollView, can_focus=True):
             self.set_timer(FRAME, self.flush)
 
     def _content_width(self) -> int:
-        return max(10, self.scrollable_content_region.width)
+        """The items' width: the content's, less the scrollbar drawn at its right."""
+        return max(10, self.scrollable_content_region.width - BAR)
+
+    # -- the scrollbar ----------------------------------------------------------------------
+
+    def _bar_rows(self) -> list[Segment]:
+        """The scrollbar's cell pair for each row of the view, as Textual's ScrollBar draws it
+        (its renderer, colours and glyphs), blank while everything fits. Drawn by the view in
+        its own lines because Textual's ScrollBar is a widget of its own that renders all its
+        rows again whenever the content grows by a line: about a quarter of the CPU of a
+        streaming answer."""
+        height = self.size.height
+        total = self.virtual_size.height
+        scroll_y = self.scroll_offset.y
+        key = (height, total, scroll_y, self.rich_style)
+        if self._bar is not None and self._bar[0] == key:
+            return self._bar[1]
+        if total <= height:
+            rows = [Segment(" " * BAR, self.base_style)] * height
+        else:
+            styles = self.styles
+            base_background, _ = self.background_colors
+            background = styles.scrollbar_background
+            if background.a < 1:
+                background = base_background + background
+            color = background + styles.scrollbar_color
+            bar = ScrollBarRender.render_bar(
+                size=height,
+                virtual_size=total,
+                window_size=height,
+                position=scroll_y,
+                thickness=BAR,
+                vertical=True,
+                back_color=background.rich_color,  # type: ignore[arg-type] - as Textual passes it
+                bar_color=color.rich_color,  # type: ignore[arg-type]
+            )
+            under = self.base_style + Style(bgcolor=background.rich_color)
+            rows = [
+                Segment(segment.text, under + segment.style.clear_meta_and_links())
+                for segment in bar.segments
+                if segment.text != "\n" and segment.style is not None
+            ]
+        self._bar = (key, rows)
+        return rows
+
+    def _on_bar(self, event: events.MouseEvent) -> bool:
+        offset = event.get_content_offset(self)
+        return offset is not None and offset.x >= self._width
+
+    def _drag_bar(self, event: events.MouseEvent) -> None:
+        """Scroll so that the thumb is under the pointer, as dragging Textual's would."""
+        height = self.size.height
+        total = self.virtual_size.height
+        if total <= height:
+            return
+        thumb = max(1.0, height * height / total)
+        ratio = (event.y - thumb / 2) / max(1.0, height - thumb)
+        self._follow = False
+        self.scroll_to(y=round(min(1.0, max(0.0, ratio)) * self.max_scroll_y), animate=False)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        if self._on_bar(event):
+            self._dragging = True
+            self.capture_mouse()
+            self._drag_bar(event)
+            event.stop()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if self._dragging:
+            self._drag_bar(event)
+            event.stop()
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self._dragging:
+            self._dragging = False
+            self.release_mouse()
+            event.stop()
 
     def _total(self) -> int:
         return (self._offsets[-1] + self._heights[-1]) if self._heights else 0
@@ -319,8 +401,7 @@ class TranscriptView(ScrollView, can_focus=True):
         scroll state and the scrollbar need to know, which is what Textual itself does for a
         size change without layout."""
         old = self.virtual_size
-        bar_needed = size.height > self.scrollable_content_region.height
-        if old.width == size.width and self.show_vertical_scrollbar and bar_needed:
+        if old.width == size.width:
             self.set_reactive(ScrollView.virtual_size, size)
             self._scroll_update(size)
             return True
@@ -451,8 +532,14 @@ class TranscriptView(ScrollView, can_focus=True):
     # -- painting -------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
+        bar = self._bar_rows()
+        bar_cell = bar[y] if y < len(bar) else Segment(" " * BAR, self.base_style)
+        strip = self._content_line(y)
+        return Strip([*strip, bar_cell], strip.cell_length + BAR)
+
+    def _content_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self._width or self.scrollable_content_region.width
+        width = self._width or self._content_width()
         base = self.base_style
         line_y = y + scroll_y
         index = bisect_right(self._offsets, line_y) - 1
@@ -494,6 +581,8 @@ class TranscriptView(ScrollView, can_focus=True):
             self.post_message(self.Toggled(item))
 
     def on_click(self, event: events.Click) -> None:
+        if self._on_bar(event):
+            return
         line = event.y + int(self.scroll_y)
         item = self.item_at(line)
         if item is None or not item.foldable:
