@@ -40,18 +40,24 @@ def fresh() -> Answer:
     return Answer(console, lambda name: Style())
 
 
+def streamed_and_whole(text: str, step: int, cache: str, draw, monkeypatch) -> tuple:  # noqa: ANN001
+    """What one renderer draws at every `step` characters of `text` as it streams, and what a
+    fresh renderer draws of the same prefixes with the cache `cache` turned off (the block
+    drawn whole); then the same for the finished text."""
+    streaming = fresh()
+    cuts = range(1, len(text) + 1, step)
+    got = [draw(streaming, text[:cut]) for cut in cuts] + [draw(streaming, text, done=True)]
+    monkeypatch.setattr(answer_module, cache, lambda *args: None)
+    wanted = [draw(fresh(), text[:cut]) for cut in cuts] + [draw(fresh(), text, done=True)]
+    return got, wanted
+
+
 @pytest.mark.parametrize("name", LISTS)
 def test_a_growing_list_draws_as_the_whole_block_would(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = LISTS[name]
-    streaming = fresh()
-    cuts = range(1, len(text) + 1, 7)
-    got = [rows(streaming, text[:cut]) for cut in cuts]
-    monkeypatch.setattr(answer_module, "item_starts", lambda *args: None)  # the whole block
-    wanted = [rows(fresh(), text[:cut]) for cut in cuts]
+    got, wanted = streamed_and_whole(LISTS[name], 7, "item_starts", rows, monkeypatch)
     assert got == wanted
-    assert rows(streaming, text, done=True) == rows(fresh(), text, done=True)
 
 
 def test_finished_items_are_drawn_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,14 +121,8 @@ def styled_rows(answer: Answer, text: str, *, done: bool = False) -> list[list[t
 def test_a_growing_code_block_draws_as_the_whole_block_would(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = CODE[name]
-    streaming = fresh()
-    cuts = range(1, len(text) + 1, 5)
-    got = [styled_rows(streaming, text[:cut]) for cut in cuts]
-    monkeypatch.setattr(answer_module, "code_pieces", lambda *args: None)  # the whole block
-    wanted = [styled_rows(fresh(), text[:cut]) for cut in cuts]
-    assert len(got) == len(wanted) and got == wanted
-    assert styled_rows(streaming, text, done=True) == styled_rows(fresh(), text, done=True)
+    got, wanted = streamed_and_whole(CODE[name], 5, "code_pieces", styled_rows, monkeypatch)
+    assert got == wanted
 
 
 def test_a_growing_code_block_draws_its_finished_pieces_once(

@@ -37,6 +37,13 @@ async def type_and_send(pilot, text: str) -> None:
     await pilot.press("enter")
 
 
+async def sent(pilot, app, text: str = "go") -> None:
+    """The window up, `text` sent, and everything it started finished."""
+    await settle(pilot, app)
+    await type_and_send(pilot, text)
+    await settle(pilot, app)
+
+
 def tools(app) -> list[ToolItem]:
     return [i for i in app.transcript.items if isinstance(i, ToolItem)]
 
@@ -403,9 +410,7 @@ async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path)
     model = ScriptedModel(call("bash", {"command": "echo one"}), say("done"))
     app = make_app(model, folder)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await type_and_send(pilot, "go")
-        await settle(pilot, app)
+        await sent(pilot, app)
         bar = app.screen.query_one(KeyBar)
         shown = bar.render().plain
         assert shown.startswith(" ⏎ Send  esc Cancel  ^o Outputs ")
@@ -441,9 +446,7 @@ async def test_a_theme_change_repaints_the_transcript_in_the_new_colours(folder:
     model = ScriptedModel(call("bash", {"command": "echo hi"}), say("done"))
     app = make_app(model, folder)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await type_and_send(pilot, "go")
-        await settle(pilot, app)
+        await sent(pilot, app)
         dark = app.get_theme("mm-dark")
         assert dark is not None
         fields = ("primary", "secondary", "warning", "error", "success", "foreground")
