@@ -167,6 +167,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()  # a theme change comes here too, whatever it changed
         self._styles.clear()
+        self._bar = None
         self._base = None
         self._invalidate_all()
 
@@ -229,7 +230,7 @@ class TranscriptView(ScrollView, can_focus=True):
         height = self.size.height
         total = self.virtual_size.height
         scroll_y = self.scroll_offset.y
-        key = (height, total, scroll_y, self.rich_style)
+        key = (height, total, scroll_y, self.base_style)
         if self._bar is not None and self._bar[0] == key:
             return self._bar[1]
         if total <= height:
