@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from fault_parts import of
+from fault_parts import turn as run
 from scripted_model import ScriptedModel, call, calls, say
 
 from mm_tui.config import Settings
@@ -37,22 +39,6 @@ def make_engine(tmp_path: Path, model, **settings) -> Engine:
         tmp_path / "sessions", cwd=str(tmp_path), model="m", provider="p", base_url="u"
     )
     return Engine(s, model, cwd=tmp_path, session=session)
-
-
-async def run(engine: Engine, text: str, answer=None) -> list[Event]:
-    events: list[Event] = []
-
-    def emit(event: Event) -> None:
-        events.append(event)
-        if isinstance(event, PermissionRequested) and answer is not None:
-            event.future.set_result(answer(event))
-
-    await engine.run_turn(text, emit)
-    return events
-
-
-def of(events: list[Event], kind: type) -> list:
-    return [e for e in events if isinstance(e, kind)]
 
 
 async def test_plain_answer(tmp_path: Path) -> None:

@@ -434,7 +434,8 @@ def painted_color(app, text: str) -> str | None:
     for strip in app.screen._compositor.render_strips():
         for segment in strip:
             if text in segment.text and segment.style and segment.style.color:
-                return segment.style.color.triplet.hex
+                color = segment.style.color
+                return color.triplet.hex if color.triplet else color.name
     return None
 
 
@@ -647,3 +648,32 @@ async def test_the_scrollbar_drags_and_the_wheel_scrolls(folder: Path) -> None:
         await pilot._post_mouse_events([events.MouseScrollDown], TranscriptView, offset=(40, 5))
         await settle(pilot, app)
         assert view.scroll_offset.y > before
+
+
+@pytest.mark.parametrize("name", ["mm-light", "ansi-dark", "mm-dark"])
+async def test_a_first_theme_is_what_textuals_theme_watcher_would_make(
+    folder: Path, name: str
+) -> None:
+    """MMApp starts in its theme without Textual's watcher (which re-parses every stylesheet
+    once the app runs); the app must end up as the watcher leaves it: classes, CSS variables,
+    the ANSI colour filter and the painted colours."""
+
+    def state(app) -> tuple:
+        (ansi,) = [f for f in app._filters if type(f).__name__ == "ANSIToTruecolor"]
+        classes = sorted(c for c in app.classes if c.startswith("-"))
+        painted = painted_color(app, "›") or ""
+        background = app.screen.styles.background
+        return classes, app.theme_variables, ansi._terminal_theme, painted, background
+
+    first = make_app(ScriptedModel(), folder, app_theme=name, theme=name)
+    async with first.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, first)
+        ours = state(first)
+    watched = make_app(ScriptedModel(), folder, app_theme="textual-dark", theme="textual-dark")
+    async with watched.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, watched)
+        watched.theme = name  # Textual's own watcher
+        await settle(pilot, watched)
+        theirs = state(watched)
+    assert ours == theirs
+    assert f"-theme-{name}" in ours[0]

@@ -263,7 +263,7 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def _on_bar(self, event: events.MouseEvent) -> bool:
         offset = event.get_content_offset(self)
-        return offset is not None and offset.x >= self._width
+        return offset is not None and offset.x >= self._content_width()
 
     def _drag_bar(self, event: events.MouseEvent) -> None:
         """Scroll so that the thumb is under the pointer, as dragging Textual's would."""
@@ -398,9 +398,8 @@ class TranscriptView(ScrollView, can_focus=True):
     def _resize_content(self, size: Size) -> bool:
         """A new virtual size; True when it is in force at once. Setting `virtual_size` lays out
         the whole screen (about a frame of CPU); while an answer grows that would happen at every
-        frame. When the scrollbar stays as it is (shown, with the width unchanged) only the
-        scroll state and the scrollbar need to know, which is what Textual itself does for a
-        size change without layout."""
+        frame. With the width unchanged only the scroll state needs to know (the view draws its
+        own scrollbar), which is what Textual itself does for a size change without layout."""
         old = self.virtual_size
         if old.width == size.width:
             self.set_reactive(ScrollView.virtual_size, size)
@@ -436,8 +435,8 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def _stick_to_bottom(self) -> None:
         if self._follow:
-            # force: right after the content first outgrows the view, the layout that shows
-            # the scrollbar may not have run yet, and Textual ignores a scroll until it has.
+            # force: Textual ignores a scroll while it holds the view as not scrollable, which it
+            # may still do right after the content first outgrows the view.
             self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
 
     def _drop(self, index: int) -> None:
