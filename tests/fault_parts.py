@@ -11,7 +11,6 @@ socket, the real `mm` program in a subprocess, and looks at /proc for what is le
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -22,9 +21,11 @@ from typing import Any
 
 import pytest
 from scripted_server import ScriptedServer
+from session_helpers import journal_files
 
 from mm_tui.config import Settings
 from mm_tui.engine.events import Event, PermissionRequested, TurnEnded
+from mm_tui.engine.journal import flush_all
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
@@ -94,9 +95,9 @@ def session_loads(engine_or_folder: Engine | Path, session_id: str | None = None
     else:
         folder = engine_or_folder
     assert session_id is not None
+    flush_all()
     loaded = Session.load(folder, session_id)
-    raw = json.loads((folder / f"{session_id}.json").read_text(encoding="utf-8"))
-    assert raw["messages"] == loaded.messages, "the saved history was not well formed"
+    assert not loaded.repaired, "the saved history was not well formed"
     return loaded
 
 
@@ -132,7 +133,7 @@ def mm(
 
 
 def session_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+    return journal_files(folder)
 
 
 # --- processes ---------------------------------------------------------------------------------

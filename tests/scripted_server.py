@@ -32,6 +32,45 @@ A response is one of:
 
 When the script is empty the server answers with `on_empty(request)`, by default the text "ok".
 
+A context window, enforced and served, for the code that learns the window from the server:
+
+- `context_window=N` refuses a chat request that does not fit in N tokens with the HTTP 400 the
+  server named by `context_style` really sends (same body shape, same wording), instead of the
+  scripted answer; the refused request is recorded in `requests` but does not use up the script.
+  Styles, and their rule:
+  "llama-cpp-python" (`{"error": {"message": "This model's maximum context length is N tokens.
+  However, you requested ...", "type": "invalid_request_error", "param": "messages", "code":
+  "context_length_exceeded"}}`; the prompt alone counts: refused when prompt >= N),
+  "llama.cpp" (`{"error": {"code": 400, "message": "request (P tokens) exceeds the available
+  context size (N tokens), try increasing it", "type": "exceed_context_size_error",
+  "n_prompt_tokens": P, "n_ctx": N}}`; prompt >= N),
+  "vllm" (`{"error": {"message": "This model's maximum context length is N tokens. However, you
+  requested O output tokens and your prompt contains at least ...", "type": "BadRequestError",
+  "param": "input_tokens", "code": 400}}`; prompt + requested output > N),
+  "openai" (`... "However, your messages resulted in P tokens ..." / "you requested T tokens (P in
+  the messages, O in the completion)"`, code "context_length_exceeded"; prompt + output > N),
+  "lmstudio" (`{"error": "Trying to keep the first P tokens when context the overflows. However,
+  the model is loaded with context length of only N tokens, ..."}`; prompt >= N).
+  Tokens are counted by `scripted_prompt_tokens(body)` (the compact JSON of `messages`, and of
+  `tools` when there are some, in characters, divided by 4 and rounded up) and `scripted_tokens`
+  (that plus `max_completion_tokens` or `max_tokens` when the request sets one). The default
+  `context_style` is the server named by `serves` (Ollama refuses nothing: it cuts the prompt),
+  else "llama-cpp-python".
+- `report_usage=True` makes a `Reply` report `prompt_tokens = scripted_prompt_tokens(body)` (its
+  completion figure stays): in the usage chunk of a stream that asked `stream_options.include_usage`
+  (appended to a chunk list that has none) and in a non-streamed completion.
+- `serves` answers the native endpoint that tells the window, at the server root (the base URL
+  without `prefix`): "llama.cpp" (GET /props, per-slot `default_generation_settings.n_ctx`, and the
+  whole context, `llama_slots` times bigger, as the older top-level `n_ctx`), "ollama" (POST
+  /api/show with `model_info["llama.context_length"]` = `model_max` and, when `ollama_num_ctx` is
+  set, `num_ctx` in `parameters`; GET /api/ps lists the model with `context_length` =
+  `context_window` when `loaded`), "vllm" (the /models entries gain `max_model_len`), "lmstudio"
+  (GET /api/v0/models with `max_context_length` = `model_max` and, when `loaded`,
+  `loaded_context_length` = `context_window`). `model_max` defaults to `context_window`.
+- `routes={("GET", "/props"): answer}` overrides any route but chat completions: a dict or list is
+  sent as JSON, str or bytes as they are (status 200), an `Error` as its error, `Delayed(seconds,
+  answer)` after a wait. Requests other than chat completions are recorded in `lookups`.
+
 Run it by hand: `python tests/scripted_server.py "Hello there"` prints its base URL and answers
 every request with that text.
 """
@@ -39,13 +78,14 @@ every request with that text.
 from __future__ import annotations
 
 import json
+import math
 import socket
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,6 +93,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "Call",
     "Completion",
+    "Delayed",
     "EmptyBody",
     "Error",
     "Raw",
@@ -63,12 +104,15 @@ __all__ = [
     "call",
     "chunk",
     "closed_port_url",
+    "context_error",
     "drop_after",
     "encode_sse",
     "finish_chunk",
     "interleave",
     "reasoning_chunks",
     "role_chunk",
+    "scripted_prompt_tokens",
+    "scripted_tokens",
     "silence_after",
     "split_bytes",
     "split_text",
@@ -421,6 +465,277 @@ class Received:
         return isinstance(self.body, dict) and key in self.body
 
 
+# --------------------------------------------------------------------------- context window
+
+CONTEXT_STYLES = ("llama-cpp-python", "llama.cpp", "vllm", "openai", "lmstudio")
+SERVES = ("llama.cpp", "ollama", "vllm", "lmstudio")
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def scripted_prompt_tokens(body: Any) -> int:
+    """The prompt's size in this server's tokens: the compact JSON of `messages` (and of `tools`
+    when the request has some), in characters, divided by 4, rounded up. Deterministic, so a test
+    can build a request of a known size."""
+    if not isinstance(body, dict):
+        return 0
+    text = _compact(body.get("messages") or [])
+    if body.get("tools"):
+        text += _compact(body["tools"])
+    return math.ceil(len(text) / 4)
+
+
+def _requested_output(body: Any) -> int | None:
+    if not isinstance(body, dict):
+        return None
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def scripted_tokens(body: Any) -> int:
+    """The whole request: `scripted_prompt_tokens(body)` plus the output it asks room for
+    (`max_completion_tokens` or `max_tokens`, when set)."""
+    return scripted_prompt_tokens(body) + (_requested_output(body) or 0)
+
+
+def context_error(style: str, window: int, body: Any) -> tuple[int, Any] | None:
+    """The status and body a server of `style` answers a request that does not fit in `window`
+    tokens, or None when it fits."""
+    prompt = scripted_prompt_tokens(body)
+    output = _requested_output(body)
+    if style == "llama-cpp-python":
+        # llama_cpp/llama.py raises "Requested tokens (P) exceed context window of N" when
+        # P >= N; llama_cpp/server/errors.py turns it into this (max_tokens as the request had it).
+        if prompt < window:
+            return None
+        message = (
+            f"This model's maximum context length is {window} tokens. "
+            f"However, you requested {prompt + (output or 0)} tokens "
+            f"({prompt} in the messages, {output} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+        return 400, {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        }
+    if style == "llama.cpp":
+        # tools/server/server-context.cpp (send_error, ERROR_TYPE_EXCEED_CONTEXT_SIZE) and
+        # server_task_result_error::to_json, which adds n_prompt_tokens and n_ctx.
+        if prompt < window:
+            return None
+        message = (
+            f"request ({prompt} tokens) exceeds the available context size "
+            f"({window} tokens), try increasing it"
+        )
+        return 400, {
+            "error": {
+                "code": 400,
+                "message": message,
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt,
+                "n_ctx": window,
+            }
+        }
+    if style == "vllm":
+        # vllm/renderers/params.py: the prompt is tokenized with truncation one token past the
+        # room left, hence "at least"; the error is a VLLMValidationError (its str() appends the
+        # parameter) sent as ErrorResponse(error=ErrorInfo(...)).
+        out = output or 0
+        if prompt + out <= window:
+            return None
+        seen = max(window - out + 1, 1)
+        message = (
+            f"This model's maximum context length is {window} tokens. However, you requested "
+            f"{out} output tokens and your prompt contains at least {seen} input tokens, for a "
+            f"total of at least {seen + out} tokens. Please reduce the length of the input "
+            f"prompt or the number of requested output tokens. "
+            f"(parameter=input_tokens, value={seen})"
+        )
+        return 400, {
+            "error": {
+                "message": message,
+                "type": "BadRequestError",
+                "param": "input_tokens",
+                "code": 400,
+            }
+        }
+    if style == "openai":
+        if prompt + (output or 0) <= window:
+            return None
+        if output:
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {prompt + output} tokens ({prompt} in the messages, {output} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+        else:
+            message = (
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {prompt} tokens. Please reduce the length of the messages."
+            )
+        return 400, {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        }
+    if style == "lmstudio":
+        if prompt < window:
+            return None
+        message = (
+            f"Trying to keep the first {prompt} tokens when context the overflows. However, the "
+            f"model is loaded with context length of only {window} tokens, which is not enough. "
+            "Try to load the model with a larger context length, or provide a shorter input"
+        )
+        return 400, {"error": message}
+    raise ValueError(f"unknown context_style {style!r}")
+
+
+@dataclass
+class Delayed:
+    """An answer for `routes` sent after `seconds` (cut short when the server closes)."""
+
+    seconds: float
+    answer: Any
+
+
+def _ollama_name(name: str) -> str:
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+def _llama_props(model: str, n_ctx: int, slots: int) -> dict[str, Any]:
+    """llama.cpp's GET /props (tools/server/server-context.cpp, get_props): the slot's n_ctx in
+    default_generation_settings; older builds also gave the whole context at the top level."""
+    return {
+        "default_generation_settings": {
+            "params": {
+                "n_predict": -1,
+                "seed": 4294967295,
+                "temperature": 0.800000011920929,
+                "top_k": 40,
+                "top_p": 0.949999988079071,
+                "min_p": 0.05000000074505806,
+                "n_keep": 0,
+                "stream": True,
+                "samplers": ["penalties", "dry", "top_k", "typ_p", "top_p", "min_p", "temperature"],
+            },
+            "n_ctx": n_ctx,
+        },
+        "total_slots": slots,
+        "model_alias": model,
+        "model_path": f"/models/{model}.gguf",
+        "modalities": {"vision": False, "audio": False},
+        "endpoint_slots": True,
+        "endpoint_props": False,
+        "endpoint_metrics": False,
+        "webui": True,
+        "chat_template": "{% for message in messages %}{{ message.content }}{% endfor %}",
+        "bos_token": "<|im_start|>",
+        "eos_token": "<|im_end|>",
+        "build_info": "b6123-scripted",
+        "n_ctx": n_ctx * slots,
+    }
+
+
+_OLLAMA_DETAILS = {
+    "parent_model": "",
+    "format": "gguf",
+    "family": "llama",
+    "families": ["llama"],
+    "parameter_size": "3.2B",
+    "quantization_level": "Q4_K_M",
+}
+_OLLAMA_DIGEST = "a80c4f17acd55265feec403c7aef86be0c25983ab279d83f3bcd3abbcb5b8b72"
+
+
+def _ollama_show(context_length: int, num_ctx: int | None) -> dict[str, Any]:
+    """Ollama's POST /api/show: `parameters` as server/routes.go writes it (name padded to 30)."""
+    params = [("stop", '"<|start_header_id|>"'), ("stop", '"<|end_header_id|>"')]
+    params.append(("stop", '"<|eot_id|>"'))
+    if num_ctx is not None:
+        params.append(("num_ctx", str(num_ctx)))
+    parameters = "\n".join(f"{k:<30} {v}" for k, v in params)
+    modelfile = (
+        '# Modelfile generated by "ollama show"\n'
+        "# To build a new Modelfile based on this, replace FROM with:\n"
+        "# FROM scripted-model:latest\n\n"
+        f"FROM /root/.ollama/models/blobs/sha256-{_OLLAMA_DIGEST}\n"
+        + "".join(f"PARAMETER {k} {v}\n" for k, v in params)
+    )
+    return {
+        "license": "LLAMA 3.2 COMMUNITY LICENSE AGREEMENT",
+        "modelfile": modelfile,
+        "parameters": parameters,
+        "template": "{{ .System }}{{ .Prompt }}",
+        "details": _OLLAMA_DETAILS,
+        "model_info": {
+            "general.architecture": "llama",
+            "general.basename": "Llama-3.2",
+            "general.file_type": 15,
+            "general.parameter_count": 3212749888,
+            "general.quantization_version": 2,
+            "llama.attention.head_count": 24,
+            "llama.attention.head_count_kv": 8,
+            "llama.attention.layer_norm_rms_epsilon": 0.00001,
+            "llama.block_count": 28,
+            "llama.context_length": context_length,
+            "llama.embedding_length": 3072,
+            "llama.feed_forward_length": 8192,
+            "llama.rope.freq_base": 500000,
+            "llama.vocab_size": 128256,
+            "tokenizer.ggml.model": "gpt2",
+        },
+        "capabilities": ["completion", "tools"],
+        "modified_at": "2025-01-01T00:00:00Z",
+    }
+
+
+def _ollama_ps_entry(model: str, context_length: int) -> dict[str, Any]:
+    """One model of Ollama's GET /api/ps (api/types.go, ProcessModelResponse)."""
+    name = _ollama_name(model)
+    return {
+        "name": name,
+        "model": name,
+        "size": 3338801804,
+        "digest": _OLLAMA_DIGEST,
+        "details": _OLLAMA_DETAILS,
+        "expires_at": "2030-01-01T00:00:00Z",
+        "size_vram": 3338801804,
+        "context_length": context_length,
+    }
+
+
+def _lmstudio_entry(
+    model: str, max_context: int, loaded_context: int | None, loaded: bool
+) -> dict[str, Any]:
+    """One model of LM Studio's GET /api/v0/models."""
+    entry: dict[str, Any] = {
+        "id": model,
+        "object": "model",
+        "type": "llm",
+        "publisher": "lmstudio-community",
+        "arch": "llama",
+        "compatibility_type": "gguf",
+        "quantization": "Q4_K_M",
+        "state": "loaded" if loaded else "not-loaded",
+        "max_context_length": max_context,
+    }
+    if loaded and loaded_context is not None:
+        entry["loaded_context_length"] = loaded_context
+    return entry
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -512,6 +827,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         owner = self.server.owner
         path = urlsplit(self.path).path
+        owner._record_lookup(
+            Received("GET", path, {k.lower(): v for k, v in self.headers.items()}, None, b"")
+        )
+        if self._answer_route("GET", path, None):
+            return
         if path.rstrip("/").endswith("/models") and owner.models is not None:
             owner._count_models()
             if owner.models_delay:
@@ -520,9 +840,7 @@ class _Handler(BaseHTTPRequestHandler):
                 200,
                 {
                     "object": "list",
-                    "data": [
-                        {"id": m, "object": "model", "owned_by": "scripted"} for m in owner.models
-                    ],
+                    "data": [owner._model_card(m) for m in owner.models],
                 },
             )
         else:
@@ -541,6 +859,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         if not path.endswith("/chat/completions"):
+            owner._record_lookup(
+                Received("POST", path, {k.lower(): v for k, v in self.headers.items()}, body, raw)
+            )
+            if self._answer_route("POST", path, body):
+                return
             self._send_json(404, {"error": {"message": f"no route for POST {path}"}})
             return
         req = Received("POST", path, {k.lower(): v for k, v in self.headers.items()}, body, raw)
@@ -555,16 +878,63 @@ class _Handler(BaseHTTPRequestHandler):
             owner._record(req)
             self._send_json(400, {"error": {"message": "the body is not JSON"}})
             return
+        if owner.context_window is not None and owner.context_style is not None:
+            refused = context_error(owner.context_style, owner.context_window, body)
+            if refused is not None:
+                owner._record(req)  # seen, but the script is kept for the next request
+                self._send_json(*refused)
+                return
         seq, response = owner._record_and_pick(req)
         try:
             self._serve(response, req, seq)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client went away; nothing to tell it
 
+    def _answer_route(self, method: str, path: str, body: Any) -> bool:
+        """Answer a `routes` override or a native endpoint of `serves`; False when neither."""
+        owner = self.server.owner
+        key = (method, path.rstrip("/") or "/")
+        if key in owner.routes:
+            answer = owner.routes[key]
+        else:
+            answer = owner._native(method, key[1], body)
+            if answer is None:
+                return False
+        try:
+            self._send_answer(answer)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            self.close_connection = True
+        return True
+
+    def _send_answer(self, answer: Any) -> None:
+        owner = self.server.owner
+        if isinstance(answer, Delayed):
+            if owner._stopping.wait(answer.seconds):
+                self._abort()
+                return
+            answer = answer.answer
+        if isinstance(answer, Error):
+            body = answer.body
+            if body is None:
+                body = {
+                    "error": {"message": answer.message, "type": "scripted", "code": answer.status}
+                }
+            if isinstance(body, str):
+                body = body.encode()
+            self._send_json(answer.status, body, answer.headers)
+        elif isinstance(answer, tuple):  # (status, JSON) from a native endpoint
+            self._send_json(*answer)
+        elif isinstance(answer, str | bytes):
+            self._send_json(200, answer.encode() if isinstance(answer, str) else answer)
+        else:
+            self._send_json(200, answer)
+
     def _serve(self, response: Response, req: Received, seq: int) -> None:
         owner = self.server.owner
         if isinstance(response, str):
             response = Reply(response)
+        if owner.report_usage:
+            response = owner._with_usage(response, req)
         if isinstance(response, list):
             response = SSE(response)
         if isinstance(response, Reply):
@@ -643,6 +1013,8 @@ class ScriptedServer:
     `base_url` ends in `prefix` ("/v1"); GET {prefix}/models lists `models` (None: 404, as a
     server that is not OpenAI-compatible would). `api_key` makes it demand that bearer token.
     `on_empty(request)` answers when the script is used up (default: the text "ok").
+    `context_window`, `context_style`, `report_usage`, `serves`, `model_max`, `ollama_num_ctx`,
+    `llama_slots`, `loaded` and `routes`: the context window, as the module docstring says.
     """
 
     def __init__(
@@ -653,6 +1025,15 @@ class ScriptedServer:
         api_key: str | None = None,
         models_delay: float = 0.0,
         on_empty: Callable[[Received], Response] | None = None,
+        context_window: int | None = None,
+        context_style: str | None = None,
+        report_usage: bool = False,
+        serves: str | None = None,
+        model_max: int | None = None,
+        ollama_num_ctx: int | None = None,
+        llama_slots: int = 1,
+        loaded: bool = True,
+        routes: dict[tuple[str, str], Any] | None = None,
     ) -> None:
         self.models = list(models) if models is not None else None
         self.model_name = self.models[0] if self.models else DEFAULT_MODEL
@@ -660,6 +1041,27 @@ class ScriptedServer:
         self.api_key = api_key
         self.models_delay = models_delay
         self.on_empty = on_empty or (lambda req: Reply("ok"))
+        if serves is not None and serves not in SERVES:
+            raise ValueError(f"serves must be one of {SERVES}, not {serves!r}")
+        if serves is not None and context_window is None:
+            raise ValueError("serves needs a context_window to serve")
+        if context_style is not None and context_style not in CONTEXT_STYLES:
+            raise ValueError(f"context_style must be one of {CONTEXT_STYLES}")
+        self.context_window = context_window
+        self.serves = serves
+        if context_style is None and serves != "ollama":  # Ollama cuts the prompt, refuses nothing
+            context_style = serves if serves in CONTEXT_STYLES else "llama-cpp-python"
+        self.context_style = context_style
+        self.report_usage = report_usage
+        self.model_max = model_max if model_max is not None else context_window
+        self.ollama_num_ctx = ollama_num_ctx
+        self.llama_slots = max(1, llama_slots)
+        self.loaded = loaded
+        self.routes = {
+            (method.upper(), path.rstrip("/") or "/"): answer
+            for (method, path), answer in (routes or {}).items()
+        }
+        self.lookups: list[Received] = []  # requests other than chat completions
         self.requests: list[Received] = []
         self.models_requests = 0
         self._queue: deque[Response] = deque(script)
@@ -776,6 +1178,81 @@ class ScriptedServer:
         if response is None:
             response = self.on_empty(req)
         return seq, response
+
+    def _record_lookup(self, req: Received) -> None:
+        with self._lock:
+            self.lookups.append(req)
+
+    def _model_card(self, model: str) -> dict[str, Any]:
+        """One entry of GET /models: vLLM's carries max_model_len."""
+        if self.serves != "vllm":
+            return {"id": model, "object": "model", "owned_by": "scripted"}
+        return {
+            "id": model,
+            "object": "model",
+            "created": 0,
+            "owned_by": "vllm",
+            "root": model,
+            "parent": None,
+            "max_model_len": self.context_window,
+            "permission": [
+                {
+                    "id": "modelperm-scripted",
+                    "object": "model_permission",
+                    "created": 0,
+                    "allow_create_engine": False,
+                    "allow_sampling": True,
+                    "allow_logprobs": True,
+                    "allow_search_indices": False,
+                    "allow_view": True,
+                    "allow_fine_tuning": False,
+                    "organization": "*",
+                    "group": None,
+                    "is_blocking": False,
+                }
+            ],
+        }
+
+    def _native(self, method: str, path: str, body: Any) -> Any:
+        """What the server named by `serves` answers at its root, or None (no such route)."""
+        names = self.models or [self.model_name]
+        if self.serves == "llama.cpp" and (method, path) == ("GET", "/props"):
+            return _llama_props(self.model_name, self.context_window or 0, self.llama_slots)
+        if self.serves == "ollama" and (method, path) == ("POST", "/api/show"):
+            name = body.get("model") or body.get("name") if isinstance(body, dict) else None
+            if not isinstance(name, str) or not name:
+                return 400, {"error": "model is required"}
+            if _ollama_name(name) not in {_ollama_name(m) for m in names}:
+                return 404, {"error": f"model '{name}' not found"}
+            return _ollama_show(self.model_max or 0, self.ollama_num_ctx)
+        if self.serves == "ollama" and (method, path) == ("GET", "/api/ps"):
+            loaded = names if self.loaded else []
+            return {"models": [_ollama_ps_entry(m, self.context_window or 0) for m in loaded]}
+        if self.serves == "lmstudio" and (method, path) == ("GET", "/api/v0/models"):
+            return {
+                "object": "list",
+                "data": [
+                    _lmstudio_entry(m, self.model_max or 0, self.context_window, self.loaded)
+                    for m in names
+                ],
+            }
+        return None
+
+    def _with_usage(self, response: Response, req: Received) -> Response:
+        """`report_usage`: the prompt figure this server counts for the request."""
+        prompt = scripted_prompt_tokens(req.body)
+        wants = req.stream and bool(
+            isinstance(req.body, dict)
+            and isinstance(req.body.get("stream_options"), dict)
+            and req.body["stream_options"].get("include_usage")
+        )
+        if isinstance(response, Reply) and (wants or not req.stream):
+            completion = response.usage[1] if response.usage else 0
+            return replace(response, usage=(prompt, completion))
+        if isinstance(response, list) and wants:
+            if not any(isinstance(c, dict) and "usage" in c for c in response):
+                return [*response, usage_chunk(prompt, 0)]
+        return response
 
     def _count_models(self) -> None:
         with self._lock:

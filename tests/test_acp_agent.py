@@ -297,7 +297,7 @@ async def test_session_cwd_is_the_tools_folder(tmp_path: Path) -> None:
     assert pwd.strip() == str(project)
     assert "the notes of the project" in notes
     # the session file lives in the session's folder, under the session's id
-    assert (project / ".mm" / "sessions" / f"{session_id}.json").is_file()
+    assert (project / ".mm" / "sessions" / f"{session_id}.jsonl").is_file()
     assert not (elsewhere / ".mm").exists()
 
     bash = client.start("bash")

@@ -6,7 +6,6 @@ Every quoted string of the reference's ask_agent section is asserted here to the
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -26,6 +25,8 @@ from ask_helpers import (
     write_agent,
 )
 from scripted_server import Reply, ScriptedServer, call, silence_after, text_chunks
+from session_helpers import journal_files
+from session_helpers import saved as saved_session
 
 from mm_tui.config import AgentRef, Settings
 from mm_tui.engine.events import (
@@ -225,7 +226,7 @@ async def test_child_reused_with_a_fresh_session_per_call(
     assert [m["role"] for m in second.messages] == ["system", "user"]  # nothing of call one
     assert second.messages[-1]["content"] == "question two"
     assert "question one" not in messages_text(second.messages)
-    sessions = list((work / ".mm" / "sessions").glob("*.json"))
+    sessions = journal_files(work / ".mm" / "sessions")
     assert len(sessions) == 2
 
 
@@ -569,7 +570,8 @@ async def test_cancelling_the_turn_cancels_the_childs_prompt(
         )
         # the child was told through the protocol: its own turn ended as cancelled, and it
         # stays up for the next call
-        saved = json.loads(next(child_sessions.glob("*.json")).read_text())
+        (child_journal,) = journal_files(child_sessions)
+        saved = saved_session(child_sessions, child_journal.name.removesuffix(".jsonl"))
         assert saved["turns"][-1]["stop_reason"] == "cancelled"
         assert tool.pid("helper") == pid and alive(pid)
         ctx = ctx_for(work)

@@ -18,6 +18,8 @@ from rich.console import Console
 from scripted_model import ScriptedModel, say
 from scripted_model import call as scripted_call
 from scripted_server import Reply, ScriptedServer, call, silence_after, text_chunks
+from session_helpers import journal_files
+from session_helpers import saved as saved_session
 from window_helpers import make_app, screen_text, settle
 
 from mm_tui.engine.events import (
@@ -74,8 +76,8 @@ def mm(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedP
 def exchanges(work: Path) -> list[list[dict]]:
     """The histories of this agent's session files (its system message left out)."""
     return [
-        json.loads(p.read_text())["messages"][1:]
-        for p in sorted((work / ".mm" / "sessions").glob("*.json"))
+        saved_session(p.parent, p.name.removesuffix(".jsonl"))["messages"][1:]
+        for p in journal_files(work / ".mm" / "sessions")
     ]
 
 

@@ -3,7 +3,6 @@ code path as a real local server, a `kill -9` in the middle of a turn, `--resume
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,8 @@ from scripted_server import (
     silence_after,
     text_chunks,
 )
+from session_helpers import journal_files
+from session_helpers import saved as saved_session
 
 from mm_tui.config import Settings
 from mm_tui.engine.provider import Preset
@@ -42,7 +43,7 @@ def mm(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProces
 
 def sessions(cwd: Path) -> list[dict]:
     folder = cwd / ".mm" / "sessions"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    return [saved_session(folder, p.name.removesuffix(".jsonl")) for p in journal_files(folder)]
 
 
 def test_print_against_a_server_runs_a_tool_and_answers(tmp_path: Path) -> None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from session_helpers import saved as saved_session
 
 from mm_tui.config import Settings, load_settings
 from mm_tui.engine import redact as redact_module
+from mm_tui.engine.journal import flush_all
 from mm_tui.engine.redact import MARK, MIN_LENGTH, redact, redact_data, remember, secrets
 from mm_tui.engine.session import Session
 
@@ -82,7 +83,7 @@ def test_a_session_file_never_holds_a_key(tmp_path: Path, monkeypatch: pytest.Mo
     session = Session.new(tmp_path, cwd=str(tmp_path), model="m", provider="p", base_url="u")
     session.set_messages([{"role": "user", "content": "my key is sk-pasted-0123456789"}])
     assert session.messages[0]["content"] == "my key is sk-pasted-0123456789"
-    saved = json.loads(session.path.read_text())
+    saved = saved_session(session)
     assert saved["messages"][0]["content"] == f"my key is {MARK}"
     assert b"sk-pasted" not in session.path.read_bytes()
 
@@ -97,7 +98,8 @@ def test_a_key_that_json_escapes_is_found_too(
     # A lone surrogate makes the file use \u escapes for every character beyond ASCII.
     extra = "\ud800" if lone_surrogate else ""
     session.set_messages([{"role": "user", "content": f"key: {key}{extra}"}])
+    flush_all()
     raw = session.path.read_bytes()
     assert (b"\\ud800" in raw) is lone_surrogate  # the file took the escaping way
     assert "ключ".encode() not in raw and b"\\u043a" not in raw
-    assert json.loads(raw)["messages"][0]["content"] == f"key: {MARK}{extra}"
+    assert saved_session(session)["messages"][0]["content"] == f"key: {MARK}{extra}"

@@ -1,4 +1,5 @@
-"""Session files: round trip, atomic saves under SIGKILL, listing, damaged files, repairs."""
+"""Session journals: the format, round trips, appends that cost what they add, torn last lines,
+SIGKILL at random moments, format-1 files converted, listing, damaged files, repairs."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mm_tui.engine import session as session_module
+from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import (
     INTERRUPTED,
     SESSION_VERSION,
@@ -40,6 +41,16 @@ def temps(folder: Path) -> list[Path]:
     return sorted(folder.glob(".*.tmp"))
 
 
+def lines(session: Session) -> list[dict]:
+    flush_all()
+    return [json.loads(line) for line in session.path.read_text(encoding="utf-8").splitlines()]
+
+
+def reload(session: Session) -> Session:
+    flush_all()
+    return Session.load(session.folder, session.id)
+
+
 def tool_call(call_id: str, name: str = "bash") -> dict:
     return {
         "id": call_id,
@@ -56,8 +67,11 @@ def test_new_writes_nothing_until_the_first_save(tmp_path: Path) -> None:
     session = new(folder)
     assert not folder.exists()
     session.save()
-    assert session.path == folder / f"{session.id}.json"
+    flush_all()
+    assert session.path == folder / f"{session.id}.jsonl"
     assert session.path.is_file()
+    assert session.meta_path == folder / f"{session.id}.meta.json"
+    assert session.meta_path.is_file()
     assert temps(folder) == []
 
 
@@ -68,34 +82,34 @@ def test_the_id_sorts_by_time() -> None:
     assert started.isoformat() == session.created[:19]
 
 
-def test_the_file_format(tmp_path: Path) -> None:
+def test_the_journal_format(tmp_path: Path) -> None:
     session = new(tmp_path)
-    session.set_messages([{"role": "user", "content": "hi"}])
-    data = json.loads(session.path.read_text(encoding="utf-8"))
-    assert set(data) == {
-        "id",
-        "version",
-        "created",
-        "updated",
-        "cwd",
-        "model",
-        "provider",
-        "base_url",
-        "messages",
-        "turns",
-        "errors",
-    }
-    assert data["version"] == SESSION_VERSION == 1
-    assert data["id"] == session.id
-    assert (data["cwd"], data["model"], data["provider"], data["base_url"]) == (
-        "/work/p",
-        "qwen",
-        "Ollama",
-        "http://h/v1",
+    session.add_message({"role": "user", "content": "hi"})
+    session.add_message(
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+        tool={"status": "error", "elapsed": 1.5, "title": "bash  ls", "display": None},
     )
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", data["created"])
-    assert data["updated"] >= data["created"]
-    assert "api" not in json.dumps(data).lower()
+    session.add_turn(counters={"commands": 1}, usage={}, elapsed=2.0, stop_reason="end_turn")
+    header, user, result, turn = lines(session)
+    assert header == {
+        "type": "session",
+        "version": SESSION_VERSION,
+        "id": session.id,
+        "created": session.created,
+        "cwd": "/work/p",
+        "model": "qwen",
+        "provider": "Ollama",
+        "base_url": "http://h/v1",
+    }
+    assert SESSION_VERSION == 2
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", header["created"])
+    assert user == {"type": "message", "message": {"role": "user", "content": "hi"}}
+    assert result["tool"] == {"status": "error", "elapsed": 1.5, "title": "bash  ls"}
+    assert turn["type"] == "turn" and turn["stop_reason"] == "end_turn"
+    meta = json.loads(session.meta_path.read_text(encoding="utf-8"))
+    assert meta["title"] == "hi" and meta["message_count"] == 2
+    assert meta["updated"] >= meta["created"] == session.created
+    assert "api" not in session.path.read_text().lower()
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -107,7 +121,13 @@ def test_round_trip(tmp_path: Path) -> None:
         {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
         {"role": "assistant", "content": "two files", "reasoning_content": "easy"},
     ]
-    session.set_messages(messages)
+    for message in messages:
+        tool = (
+            {"status": "ok", "elapsed": 0.25, "title": "bash  ls"}
+            if "tool_call_id" in message
+            else None
+        )
+        session.add_message(message, tool=tool)
     session.add_turn(
         counters={"commands": 1, "file_ops": 0, "skills": 0, "lsp_calls": 0},
         usage={"prompt_tokens": 10, "completion_tokens": 5},
@@ -115,15 +135,18 @@ def test_round_trip(tmp_path: Path) -> None:
         stop_reason="answer",
     )
     session.add_error("provider", "HTTP 500 after the first token")
-    loaded = Session.load(tmp_path, session.id)
-    assert loaded == session
+    loaded = reload(session)
+    assert loaded.to_dict() == session.to_dict()
     assert loaded.messages == messages
+    assert loaded.tool_results == {"c1": {"status": "ok", "elapsed": 0.25, "title": "bash  ls"}}
     assert loaded.turns[0]["counters"]["commands"] == 1
     assert loaded.turns[0]["usage"] == {"prompt_tokens": 10, "completion_tokens": 5}
     assert (loaded.turns[0]["elapsed"], loaded.turns[0]["stop_reason"]) == (1.25, "answer")
     assert loaded.errors[0]["where"] == "provider"
     assert loaded.errors[0]["message"] == "HTTP 500 after the first token"
     assert set(loaded.errors[0]) == {"time", "where", "message"}
+    assert [r["type"] for r in loaded.records] == ["session"] + ["message"] * 5 + ["turn", "error"]
+    assert loaded.warnings == [] and not loaded.repaired
 
 
 def test_add_turn_takes_the_counters_dataclass(tmp_path: Path) -> None:
@@ -134,25 +157,16 @@ def test_add_turn_takes_the_counters_dataclass(tmp_path: Path) -> None:
 
     session = new(tmp_path)
     session.add_turn(counters=Counters(), usage=None, elapsed=0.5, stop_reason="answer")
-    turn = Session.load(tmp_path, session.id).turns[0]
-    assert turn["counters"] == {"commands": 2, "file_ops": 1}
-    assert turn["usage"] == {}
+    assert reload(session).turns[0]["counters"] == {"commands": 2, "file_ops": 1}
 
 
-def test_add_error_saves(tmp_path: Path) -> None:
+def test_messages_appended_directly_are_recorded_in_order(tmp_path: Path) -> None:
     session = new(tmp_path)
-    session.add_error("bash", "boom")
-    assert Session.load(tmp_path, session.id).errors[0]["message"] == "boom"
-
-
-def test_save_updates_the_time(tmp_path: Path) -> None:
-    session = new(tmp_path)
+    session.messages.append({"role": "system", "content": "s"})
+    session.add_message({"role": "user", "content": "u"})
+    session.messages.append({"role": "assistant", "content": "a"})
     session.save()
-    first = session.updated
-    time.sleep(0.002)
-    session.save()
-    assert session.updated > first
-    assert Session.load(tmp_path, session.id).created == session.created
+    assert [r["message"]["content"] for r in lines(session)[1:]] == ["s", "u", "a"]
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -160,69 +174,99 @@ def test_save_updates_the_time(tmp_path: Path) -> None:
 def test_any_text_survives_a_round_trip(tmp_path: Path, text: str) -> None:
     session = new(tmp_path)
     session.set_messages([{"role": "user", "content": text}])
-    assert Session.load(tmp_path, session.id).messages[0]["content"] == text
+    assert reload(session).messages[0]["content"] == text
 
 
-def test_the_file_is_private(tmp_path: Path) -> None:
+def test_the_files_are_private(tmp_path: Path) -> None:
     session = new(tmp_path)
+    session.add_message({"role": "user", "content": "x"})
     session.save()
+    flush_all()
     assert session.path.stat().st_mode & 0o077 == 0
+    assert session.meta_path.stat().st_mode & 0o077 == 0
 
 
-# --- atomic saves --------------------------------------------------------------------------------
-
-
-def test_a_failed_rename_leaves_the_old_file_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_value_json_cannot_hold_is_written_as_text(tmp_path: Path) -> None:
     session = new(tmp_path)
-    session.set_messages([{"role": "user", "content": "one"}])
+    session.messages.append({"role": "user", "content": Path("/odd")})
+    session.save()
+    assert reload(session).messages == [{"role": "user", "content": "/odd"}]
+
+
+# --- appends --------------------------------------------------------------------------------------
+
+
+def test_a_save_appends_only_what_is_new(tmp_path: Path) -> None:
+    session = new(tmp_path)
+    session.add_message({"role": "user", "content": "first"})
+    session.save()
+    flush_all()
     before = session.path.read_bytes()
+    inode = session.path.stat().st_ino
+    session.add_message({"role": "assistant", "content": "second"})
+    session.save()
+    session.save()  # nothing new: nothing written
+    flush_all()
+    after = session.path.read_bytes()
+    assert after.startswith(before)
+    assert after[len(before) :].count(b"\n") == 1
+    assert session.path.stat().st_ino == inode  # appended in place, not rewritten
 
-    def broken_replace(*args, **kwargs):
-        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(session_module.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="No space"):
-        session.set_messages([{"role": "user", "content": "two"}])
-    assert session.path.read_bytes() == before
-    assert temps(tmp_path) == []
-
-
-def test_a_failed_fsync_leaves_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reloaded_session_appends_to_its_journal(tmp_path: Path) -> None:
     session = new(tmp_path)
-
-    def broken_fsync(fd: int) -> None:
-        raise OSError(5, "Input/output error")
-
-    monkeypatch.setattr(session_module.os, "fsync", broken_fsync)
-    with pytest.raises(OSError):
-        session.save()
-    assert not session.path.exists()
-    assert temps(tmp_path) == []
+    session.add_message({"role": "user", "content": "one"})
+    session.save()
+    loaded = reload(session)
+    loaded.add_message({"role": "assistant", "content": "two"})
+    loaded.save()
+    assert [r["type"] for r in lines(session)] == ["session", "message", "message"]
+    assert reload(session).messages[-1]["content"] == "two"
 
 
-def test_an_interrupted_save_leaves_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_sync_and_close_return_futures_that_finish(tmp_path: Path) -> None:
     session = new(tmp_path)
+    assert session.sync() is None  # nothing written yet
+    session.add_message({"role": "user", "content": "x"})
+    session.save()
+    future = session.sync()
+    assert future is not None
+    future.result(5)
+    closing = session.close()
+    assert closing is not None
+    closing.result(5)
+    assert Session.load(tmp_path, session.id).messages == [{"role": "user", "content": "x"}]
 
-    def interrupted(fd: int) -> None:
-        raise KeyboardInterrupt
 
-    monkeypatch.setattr(session_module.os, "fsync", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        session.save()
-    assert temps(tmp_path) == []
+# --- torn last lines --------------------------------------------------------------------------------
 
 
-def test_a_history_that_is_not_json_fails_before_touching_the_disk(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cut", ["half a line", "no newline"])
+def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path: Path, cut: str) -> None:
     session = new(tmp_path)
-    session.messages.append({"role": "user", "content": object()})
-    with pytest.raises(TypeError):
-        session.save()
-    assert not session.path.exists()
-    assert temps(tmp_path) == []
+    for i in range(3):
+        session.add_message({"role": "user", "content": f"m{i}"})
+    session.save()
+    flush_all()
+    raw = session.path.read_bytes()
+    last = raw[:-1].rfind(b"\n") + 1
+    torn = raw[: last + (len(raw) - last) // 2] if cut == "half a line" else raw[:-1]
+    session.path.write_bytes(torn)
+    loaded = Session.load(tmp_path, session.id)
+    expected = ["m0", "m1"] if cut == "half a line" else ["m0", "m1"]
+    assert [m["content"] for m in loaded.messages] == expected
+    (warning,) = loaded.warnings
+    assert warning == (
+        f"the last line of {session.path} was cut short ({len(torn) - last} bytes: mm was "
+        "stopped while writing it) and is skipped; everything before it is here"
+    )
+    assert session.path.read_bytes() == torn  # loading never writes
+    # The next save cuts the torn tail off and appends after the last whole line.
+    loaded.add_message({"role": "user", "content": "after"})
+    loaded.save()
+    again = reload(loaded)
+    assert [m["content"] for m in again.messages] == ["m0", "m1", "after"]
+    assert again.warnings == []
 
 
 WRITER = textwrap.dedent(
@@ -236,20 +280,23 @@ WRITER = textwrap.dedent(
     print(session.id, flush=True)
     i = 0
     while True:
-        session.messages.append({"role": "user", "content": f"{i}:" + "x" * 4000})
+        session.add_message({"role": "user", "content": f"{i}:" + "x" * 4000})
         session.add_turn(counters={"commands": i}, usage={}, elapsed=0.0, stop_reason="answer")
-        print(i, flush=True)  # after save() returned: this state must survive any kill
+        if i % 7 == 0:
+            session.sync().result()
+            print(i, flush=True)  # synced: this state must survive any kill
         i += 1
     """
 )
 
 
-def test_sigkill_at_random_moments_leaves_a_complete_state(tmp_path: Path) -> None:
+def test_sigkill_at_random_moments_leaves_a_loadable_journal(tmp_path: Path) -> None:
     folder = tmp_path / "sessions"
     script = tmp_path / "writer.py"
     script.write_text(WRITER, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rng = random.Random(1234)
+    torn = 0
     for _ in range(12):
         proc = subprocess.Popen(
             [sys.executable, str(script), str(folder)],
@@ -264,37 +311,129 @@ def test_sigkill_at_random_moments_leaves_a_complete_state(tmp_path: Path) -> No
         proc.wait()
         acknowledged = [int(line) for line in proc.stdout.read().split()]
         proc.stdout.close()
-
+        if not (folder / f"{session_id}.jsonl").exists():
+            assert not acknowledged  # killed before the first batch was renamed into place
+            continue
         session = Session.load(folder, session_id)
+        torn += bool(session.warnings)
         count = len(session.messages)
-        assert len(session.turns) == count  # one save holds both: a state, never half of one
+        assert len(session.turns) in (count, count - 1)  # a record is whole or absent
         assert count >= (acknowledged[-1] + 1 if acknowledged else 0)
         for i, message in enumerate(session.messages):
             assert message == {"role": "user", "content": f"{i}:" + "x" * 4000}
-            assert session.turns[i]["counters"] == {"commands": i}
-
-        # a temporary file of the killed moment is ignored, and cleared by the next save
-        leftovers = temps(folder)
-        assert all(t.name == f".{session_id}.{proc.pid}.json.tmp" for t in leftovers)
+        for i, turn in enumerate(session.turns):
+            assert turn["counters"] == {"commands": i}
         assert session_id in [info.id for info in list_sessions(folder)]
+        session.add_message({"role": "user", "content": "resumed"})
         session.save()
-        assert temps(folder) == []
-        assert Session.load(folder, session_id).messages == session.messages
+        again = reload(session)
+        assert again.messages == session.messages and again.warnings == []
+        leftovers = temps(folder)
+        assert all(t.name.startswith(f".{session_id}.") for t in leftovers)
 
 
 def test_a_temp_file_of_a_live_process_is_left_alone(tmp_path: Path) -> None:
     """Another mm saving into the same folder right now must not lose its temporary file."""
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        theirs = tmp_path / f".20260101-000000-abcdef.{live.pid}.json.tmp"
+        theirs = tmp_path / f".20260101-000000-abcdef.jsonl.{live.pid}.tmp"
         theirs.write_text("{", encoding="utf-8")
         new(tmp_path).save()
+        flush_all()
         assert theirs.exists()
     finally:
         live.kill()
         live.wait()
     new(tmp_path).save()
+    flush_all()
     assert not theirs.exists()
+
+
+# --- compaction and shortening -------------------------------------------------------------------
+
+
+def test_a_compaction_replaces_the_history_and_keeps_the_journal(tmp_path: Path) -> None:
+    session = new(tmp_path)
+    for role, text in [("system", "s"), ("user", "long work"), ("assistant", "done it")]:
+        session.add_message({"role": role, "content": text})
+    summary = [{"role": "system", "content": "s\n\nSummary: did the long work"}]
+    record = session.compact("did the long work", summary, auto=True)
+    assert record["replaced"] == 3 and record["auto"] is True
+    session.add_message({"role": "user", "content": "next"})
+    session.save()
+    loaded = reload(session)
+    assert loaded.messages == [*summary, {"role": "user", "content": "next"}]
+    kept = [r["message"]["content"] for r in loaded.records if r["type"] == "message"]
+    assert kept == ["s", "long work", "done it", "next"]  # nothing summarised is gone
+    (compaction,) = [r for r in loaded.records if r["type"] == "compaction"]
+    assert compaction["summary"] == "did the long work"
+
+
+def test_a_shortened_message_is_sent_short_and_kept_whole(tmp_path: Path) -> None:
+    session = new(tmp_path)
+    session.add_message({"role": "tool", "tool_call_id": "a", "content": "x" * 1000})
+    session.shorten(0, {"role": "tool", "tool_call_id": "a", "content": "x…"}, cut=998)
+    session.save()
+    loaded = reload(session)
+    assert loaded.messages == [{"role": "tool", "tool_call_id": "a", "content": "x…"}]
+    assert loaded.records[1]["message"]["content"] == "x" * 1000
+
+
+# --- format 1 ----------------------------------------------------------------------------------------
+
+
+def old_file(folder: Path, session_id: str = "20250101-100000-abcdef") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session_id}.json"
+    data = {
+        "id": session_id,
+        "version": 1,
+        "created": "2025-01-01T10:00:00.000Z",
+        "updated": "2025-01-01T10:05:00.000Z",
+        "cwd": "/old",
+        "model": "m",
+        "provider": "p",
+        "base_url": None,
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "first question"},
+            {"role": "assistant", "content": None, "tool_calls": [tool_call("a"), tool_call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "fine"},
+            {"role": "tool", "tool_call_id": "b", "content": "[error: no such file]"},
+            {"role": "assistant", "content": "one answer"},
+            {"role": "user", "content": "second"},
+            {"role": "assistant", "content": "two"},
+        ],
+        "turns": [
+            {"time": "2025-01-01T10:01:00.000Z", "counters": {}, "usage": {}, "elapsed": 1.0,
+             "stop_reason": "end_turn"},
+            {"time": "2025-01-01T10:05:00.000Z", "counters": {}, "usage": {}, "elapsed": 2.0,
+             "stop_reason": "end_turn"},
+        ],
+        "errors": [{"time": "2025-01-01T10:00:30.000Z", "where": "tool", "message": "boom"}],
+    }  # fmt: skip
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return path
+
+
+def test_a_format_1_file_is_listed_and_converted_when_opened(tmp_path: Path) -> None:
+    path = old_file(tmp_path)
+    raw = path.read_bytes()
+    (info,) = list_sessions(tmp_path)
+    assert (info.id, info.title, info.message_count) == (path.stem, "first question", 8)
+    assert path.read_bytes() == raw  # listing converts nothing
+    session = Session.load(tmp_path, path.stem)
+    assert not path.exists()
+    assert (tmp_path / f"{path.stem}.v1.json").read_bytes() == raw  # kept, out of the list
+    assert [m["content"] for m in session.messages][-2:] == ["second", "two"]
+    assert session.tool_results["a"]["status"] == "ok"
+    assert session.tool_results["b"]["status"] == "error"
+    kinds = [r["type"] for r in session.records]
+    # The first turn's error and end go before the second question.
+    assert kinds == ["session", *["message"] * 6, "error", "turn", "message", "message", "turn"]
+    again = Session.load(tmp_path, path.stem)
+    assert again.to_dict() == session.to_dict()
+    assert [i.id for i in list_sessions(tmp_path)] == [path.stem]
 
 
 # --- latest and list -----------------------------------------------------------------------------
@@ -303,10 +442,13 @@ def test_a_temp_file_of_a_live_process_is_left_alone(tmp_path: Path) -> None:
 def make(folder: Path, title: str, updated: str) -> Session:
     session = new(folder)
     session.set_messages([{"role": "system", "content": "sys"}, {"role": "user", "content": title}])
-    # rewrite the time in the file, as if saved at `updated`
-    data = json.loads(session.path.read_text(encoding="utf-8"))
+    flush_all()
+    # rewrite the time in the metadata file, as if saved at `updated`
+    data = json.loads(session.meta_path.read_text(encoding="utf-8"))
     data["updated"] = session.updated = updated
-    session.path.write_text(json.dumps(data), encoding="utf-8")
+    session.meta_path.write_text(json.dumps(data), encoding="utf-8")
+    stamp = datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp()
+    os.utime(session.path, (stamp, stamp))
     return session
 
 
@@ -329,6 +471,7 @@ def test_title_of_content_parts_and_of_no_user_message(tmp_path: Path) -> None:
     s.set_messages([{"role": "user", "content": [{"type": "text", "text": "parts here"}]}])
     t = new(tmp_path)
     t.set_messages([{"role": "system", "content": "sys"}])
+    flush_all()
     titles = {info.id: info.title for info in list_sessions(tmp_path)}
     assert titles == {s.id: "parts here", t.id: ""}
 
@@ -372,51 +515,59 @@ def test_list_of_a_missing_folder_is_empty(tmp_path: Path) -> None:
 
 def saved(folder: Path) -> Session:
     session = new(folder)
-    session.set_messages([{"role": "user", "content": "hello"}])
+    for text in ("hello", "again"):
+        session.add_message({"role": "user", "content": text})
+    session.save()
+    flush_all()
     return session
 
 
-def damage_cases(text: str) -> dict[str, tuple[bytes, str]]:
-    data = json.loads(text)
-    future = {**data, "version": SESSION_VERSION + 1}
-    no_messages = {k: v for k, v in data.items() if k != "messages"}
-    wrong = {**data, "turns": {}}
-    bad_message = {**data, "messages": ["hello"]}
+def damage_cases(raw: bytes) -> dict[str, tuple[bytes, str]]:
+    header, first, second = raw.splitlines(keepends=True)
+    data = json.loads(header)
+
+    def with_header(**changes: object) -> bytes:
+        return json.dumps({**data, **changes}).encode() + b"\n" + first + second
+
     return {
-        "truncated": (text[: len(text) // 2].encode(), "cut short or not JSON"),
-        "empty": (b"", "cut short or not JSON"),
-        "not json": (b"hello there", "cut short or not JSON"),
-        "not utf-8": (b'{"a": "\xff"}', "not UTF-8"),
-        "not an object": (b"[1, 2]", "not a JSON object"),
-        "no version": (json.dumps({**data, "version": None}).encode(), "no version number"),
+        "a line cut": (header + first[:10] + b"\n" + second, "line 2: not JSON ("),
+        "empty": (b"", "no session header on its first line"),
+        "not json": (b"hello there\nand more\n", "line 1: not JSON ("),
+        "not utf-8": (header + b'{"a": "\xff"}\n' + second, "line 2: not UTF-8 text"),
+        "not a record": (header + b"[1, 2]\n" + second, "line 2: not a journal record"),
+        "no header": (first + second, "no session header on its first line"),
+        "no version": (with_header(version=None), "no version number"),
         "future": (
-            json.dumps(future).encode(),
+            with_header(version=SESSION_VERSION + 1),
             f"written by a newer mm (session format {SESSION_VERSION + 1}",
         ),
-        "missing field": (json.dumps(no_messages).encode(), '"messages" is missing'),
-        "wrong type": (json.dumps(wrong).encode(), '"turns" has the wrong type'),
-        "bad message": (json.dumps(bad_message).encode(), '"messages" holds something'),
+        "wrong type": (with_header(cwd=3), '"cwd" is missing or has the wrong type'),
+        "bad message": (
+            header + b'{"type": "message", "message": "hello"}\n' + second,
+            "record 2 holds something that is not a message",
+        ),
     }
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "truncated",
-        "empty",
-        "not json",
-        "not utf-8",
-        "not an object",
-        "no version",
-        "future",
-        "missing field",
-        "wrong type",
-        "bad message",
-    ],
-)
+CASES = [
+    "a line cut",
+    "empty",
+    "not json",
+    "not utf-8",
+    "not a record",
+    "no header",
+    "no version",
+    "future",
+    "wrong type",
+    "bad message",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_a_damaged_file_is_a_clear_error_and_is_left_alone(tmp_path: Path, case: str) -> None:
     session = saved(tmp_path)
-    raw, reason = damage_cases(session.path.read_text(encoding="utf-8"))[case]
+    session.meta_path.unlink()  # the list reads the journal itself
+    raw, reason = damage_cases(session.path.read_bytes())[case]
     session.path.write_bytes(raw)
     with pytest.raises(SessionError) as info:
         Session.load(tmp_path, session.id)
@@ -429,7 +580,7 @@ def test_a_damaged_file_is_a_clear_error_and_is_left_alone(tmp_path: Path, case:
 
 
 def test_a_missing_session(tmp_path: Path) -> None:
-    with pytest.raises(SessionError, match=r"20260101-000000-abcdef\.json: no such session$"):
+    with pytest.raises(SessionError, match=r"20260101-000000-abcdef\.jsonl: no such session$"):
         Session.load(tmp_path, "20260101-000000-abcdef")
 
 
@@ -445,7 +596,7 @@ def test_an_id_cannot_leave_the_folder(tmp_path: Path, bad_id: str) -> None:
 def load_history(folder: Path, messages: list[dict]) -> list[dict]:
     session = new(folder)
     session.set_messages(messages)
-    return Session.load(folder, session.id).messages
+    return reload(session).messages
 
 
 def test_missing_tool_results_are_added(tmp_path: Path) -> None:
@@ -492,9 +643,12 @@ def test_a_well_formed_history_is_unchanged(tmp_path: Path) -> None:
 def test_the_repair_is_written_only_by_the_next_save(tmp_path: Path) -> None:
     session = new(tmp_path)
     session.set_messages([{"role": "assistant", "content": None, "tool_calls": [tool_call("a")]}])
+    flush_all()
     before = session.path.read_bytes()
     loaded = Session.load(tmp_path, session.id)
     assert session.path.read_bytes() == before
+    assert loaded.repaired
     loaded.save()
-    assert Session.load(tmp_path, session.id).messages == loaded.messages
+    again = reload(loaded)
+    assert again.messages == loaded.messages and not again.repaired
     assert len(loaded.messages) == 2

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
 from fault_parts import of
 from fault_parts import turn as run
 from scripted_model import ScriptedModel, call, calls, say
+from session_helpers import saved as saved_session
 
 from mm_tui.config import Settings
 from mm_tui.engine.demo import DemoModel
@@ -50,7 +50,7 @@ async def test_plain_answer(tmp_path: Path) -> None:
     end = events[-1]
     assert isinstance(end, TurnEnded) and end.stop_reason == "end_turn"
     assert end.usage.total_tokens == 15
-    saved = json.loads((tmp_path / "sessions" / f"{engine.session.id}.json").read_text())
+    saved = saved_session(engine.session)
     assert [m["role"] for m in saved["messages"]] == ["system", "user", "assistant"]
     assert saved["messages"][-1]["content"] == "Hello there"
 
@@ -135,7 +135,7 @@ async def test_loop_detector_warns_then_stops(tmp_path: Path) -> None:
     assert outputs[5] == stop
     end = events[-1]
     assert end.stop_reason == "loop_detected" and end.error == stop
-    saved = json.loads(engine.session.path.read_text())
+    saved = saved_session(engine.session)
     assert saved["errors"][-1]["where"] == "generation"
     assert saved["errors"][-1]["message"] == stop
     # The history keeps everything that ran.
@@ -228,7 +228,7 @@ async def test_cancel_stops_the_running_tool(tmp_path: Path) -> None:
     assert finished[0].status == "cancelled"
     assert finished[0].output.startswith("started")
     assert finished[0].output.endswith("[error: cancelled]")
-    saved = json.loads(engine.session.path.read_text())
+    saved = saved_session(engine.session)
     tools = [m for m in saved["messages"] if m["role"] == "tool"]
     assert [t["tool_call_id"] for t in tools] == ["a", "b"]  # every call answered
     assert tools[1]["content"] == "[error: cancelled]"
@@ -287,7 +287,7 @@ async def test_model_error_is_recorded(tmp_path: Path) -> None:
     engine = make_engine(tmp_path, model)
     events = await run(engine, "go")
     assert events[-1].stop_reason == "error"
-    saved = json.loads(engine.session.path.read_text())
+    saved = saved_session(engine.session)
     assert saved["errors"][0]["where"] == "provider"
     assert "closed the stream" in saved["errors"][0]["message"]
 

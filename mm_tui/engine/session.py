@@ -1,17 +1,34 @@
-"""Session files: one JSON file per session, rewritten atomically whenever the history changes.
+"""Sessions: one journal per session, `<id>.jsonl`, and a small `<id>.meta.json` beside it.
 
-A crash or a kill at any moment must leave the last complete state on disk, so a save writes a
-temporary file beside the real one, syncs it, renames it over the real one and syncs the folder.
-The temporary file is named after the session and the process (`.<id>.<pid>.json.tmp`): two mm
-processes saving at once never write into the same file, and a later save can tell a leftover of
-a killed process (its pid is gone) from a save still in progress elsewhere.
+The journal is the truth. Its first line is the session's header; every later line is a record
+of what happened, in order, never rewritten:
+
+    {"type": "session", "version": 2, "id", "created", "cwd", "model", "provider", "base_url"}
+    {"type": "message", "message": {...}}          one message of the history, as sent
+    {"type": "message", "message": {role: tool}, "tool": {"status", "elapsed", "title",
+        "display"?, "diff"?}}                       a tool's result, and what the window showed
+    {"type": "turn", "time", "counters", "usage", "elapsed", "stop_reason"}
+    {"type": "error", "time", "where", "message"}
+    {"type": "compaction", "time", "summary", "replaced", "auto", "messages": [...]}
+    {"type": "shortened", "time", "index", "message", "cut"}   a history message shortened to fit
+    {"type": "history", "time", "messages": [...]}             the history replaced as a whole
+
+Replaying the records gives the history mm sends (`messages`) and the whole of what happened
+(`records`), which the window redraws. A compaction or a shortening changes the history mm sends,
+never the records before it: what was summarised or cut stays in the journal and on screen.
+
+The metadata file (times, title, counts) is what the sessions list reads, so listing does not read
+whole journals; it is replaced atomically, and a missing or damaged one is rebuilt from the journal.
+
+Saving costs what the new records cost: `save` hands them to the journal's writer thread
+(`journal.py`) and returns. A session file of format 1 (one JSON document, rewritten at every
+save) is converted to a journal the first time it is opened, and kept beside it as `<id>.v1.json`.
 
 The api key has no field here: a session file holds nothing that cannot be shown.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import json
@@ -19,25 +36,33 @@ import os
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mm_tui.engine.redact import in_json, redact_data
+from mm_tui.engine.journal import (
+    Journal,
+    JournalDamaged,
+    read_records,
+    replace_file,
+)
 
-SESSION_VERSION = 1
+SESSION_VERSION = 2  # the journal; format 1 was one JSON file, converted when opened
 INTERRUPTED = "[error: interrupted — mm stopped before this tool call finished]"
 
 _ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
-_TEMP_SUFFIX = ".json.tmp"
+JOURNAL_SUFFIX = ".jsonl"
+META_SUFFIX = ".meta.json"
+OLD_SUFFIX = ".json"
+CONVERTED_SUFFIX = ".v1.json"
 
 
 class SessionError(Exception):
     """A session that cannot be opened; str() is one line naming the file and the reason."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class SessionInfo:
     """What the sessions list shows, without keeping every history in memory."""
 
@@ -50,22 +75,43 @@ class SessionInfo:
     model: str | None
 
 
-@dataclass
 class Session:
-    """One conversation. `messages` is the history exactly as sent to the model."""
+    """One conversation. `messages` is the history exactly as mm sends it to the model;
+    `records` is the journal in memory: everything that happened, in order."""
 
-    folder: Path
-    id: str
-    cwd: str
-    model: str | None
-    provider: str | None
-    base_url: str | None
-    created: str
-    updated: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    version: int = SESSION_VERSION
+    def __init__(
+        self,
+        folder: Path,
+        id: str,  # noqa: A002
+        *,
+        cwd: str,
+        model: str | None,
+        provider: str | None,
+        base_url: str | None,
+        created: str,
+        updated: str | None = None,
+    ) -> None:
+        self.folder = Path(folder)
+        self.id = id
+        self.cwd = cwd
+        self.model = model
+        self.provider = provider
+        self.base_url = base_url
+        self.created = created
+        self.updated = updated or created
+        self.version = SESSION_VERSION
+        self.messages: list[dict[str, Any]] = []
+        self.turns: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.tool_results: dict[str, dict[str, Any]] = {}  # call id -> what the window showed
+        self.records: list[dict[str, Any]] = [self._header()]
+        self.warnings: list[str] = []  # what loading noticed (a torn last line), for the person
+        self.repaired = False  # loading gave interrupted tool calls their results
+        self._seen = 0  # messages of `messages` that have a record
+        self._written = 0  # records handed to the journal
+        self._journal: Journal | None = None
+        self._reopen_at: int | None = None  # a loaded journal: append after this many bytes
+        self._titled = False
 
     @classmethod
     def new(
@@ -80,71 +126,94 @@ class Session:
         """A session in memory only: a person who starts mm and quits leaves no empty file."""
         now = datetime.now(UTC)
         session_id = f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"  # sorts by time
-        stamp = _iso(now)
         return cls(
-            folder=Path(folder),
-            id=session_id,
+            folder,
+            session_id,
             cwd=str(cwd),
             model=model,
             provider=provider,
             base_url=base_url,
-            created=stamp,
-            updated=stamp,
+            created=_iso(now),
         )
 
-    @property
-    def path(self) -> Path:
-        return self.folder / f"{self.id}.json"
-
-    def to_dict(self) -> dict[str, Any]:
+    def _header(self) -> dict[str, Any]:
         return {
+            "type": "session",
+            "version": SESSION_VERSION,
             "id": self.id,
-            "version": self.version,
             "created": self.created,
-            "updated": self.updated,
             "cwd": self.cwd,
             "model": self.model,
             "provider": self.provider,
             "base_url": self.base_url,
-            "messages": self.messages,
-            "turns": self.turns,
-            "errors": self.errors,
         }
 
-    def save(self) -> None:
-        """Replace the file in one step, so that a reader or a crash sees the old or the new state."""
-        self.updated = _iso(datetime.now(UTC))
-        data = self.to_dict()
-        payload = _payload(data)
-        # The last guard for the api key: whatever way it got into the history, not into a file.
-        if in_json(payload):
-            payload = _payload(redact_data(data))
-        _make_folder(self.folder)
-        temp = self.folder / f".{self.id}.{os.getpid()}{_TEMP_SUFFIX}"
-        # A leftover of an earlier process that had this pid, or a link someone put there: the
-        # new file is created afresh and never written through a link.
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-        try:
-            # 0o600: tool output in the history may hold whatever the tools read.
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-            fd = os.open(temp, flags, 0o600)
-            with open(fd, "wb") as out:
-                out.write(payload)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temp.unlink()
-            raise
-        _fsync_folder(self.folder)
-        _remove_stale_temps(self.folder)
+    @property
+    def path(self) -> Path:
+        return self.folder / f"{self.id}{JOURNAL_SUFFIX}"
+
+    @property
+    def meta_path(self) -> Path:
+        return self.folder / f"{self.id}{META_SUFFIX}"
+
+    # -- recording -------------------------------------------------------------------------------
+
+    def _catch_up(self) -> None:
+        """Messages the engine appended to `messages` directly get their records."""
+        while self._seen < len(self.messages):
+            self.records.append({"type": "message", "message": self.messages[self._seen]})
+            self._seen += 1
+
+    def add_message(
+        self, message: dict[str, Any], *, tool: Mapping[str, Any] | None = None
+    ) -> None:
+        """Append a message to the history; `tool`: a result's status, time and title, so that a
+        resumed window shows the call as it ended (the message alone cannot say)."""
+        self._catch_up()
+        self.messages.append(message)
+        self._seen += 1
+        record: dict[str, Any] = {"type": "message", "message": message}
+        if tool is not None:
+            record["tool"] = {k: v for k, v in tool.items() if v is not None}
+            self.tool_results[str(message.get("tool_call_id"))] = record["tool"]
+        self.records.append(record)
 
     def set_messages(self, messages: list[dict[str, Any]]) -> None:
-        """Replace the history (a new message, /compact) and save it."""
+        """Replace the history as a whole and save."""
+        self._catch_up()
         self.messages = list(messages)
+        self._seen = len(self.messages)
+        self.records.append({"type": "history", "time": _now(), "messages": self.messages})
         self.save()
+
+    def compact(
+        self, summary: str, messages: list[dict[str, Any]], *, auto: bool = False
+    ) -> dict[str, Any]:
+        """The history becomes `messages` (a summary of it); the messages it replaces stay in
+        the journal. Returns the record, which the window shows."""
+        self._catch_up()
+        record = {
+            "type": "compaction",
+            "time": _now(),
+            "summary": summary,
+            "replaced": len(self.messages),
+            "auto": auto,
+            "messages": list(messages),
+        }
+        self.messages = list(messages)
+        self._seen = len(self.messages)
+        self.records.append(record)
+        self.save()
+        return record
+
+    def shorten(self, index: int, message: dict[str, Any], cut: int) -> None:
+        """The history's message at `index` is sent shortened from now on (`cut` characters
+        fewer); the journal keeps the whole one."""
+        self._catch_up()
+        self.messages[index] = message
+        self.records.append(
+            {"type": "shortened", "time": _now(), "index": index, "message": message, "cut": cut}
+        )
 
     def add_turn(
         self,
@@ -153,71 +222,159 @@ class Session:
         usage: Mapping[str, Any] | None,
         elapsed: float,
         stop_reason: str,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         """Record a finished turn and save. `counters` may be the events' Counters dataclass."""
         if dataclasses.is_dataclass(counters) and not isinstance(counters, type):
             counters = dataclasses.asdict(counters)
-        self.turns.append(
-            {
-                "time": _iso(datetime.now(UTC)),
-                "counters": dict(counters),
-                "usage": dict(usage or {}),
-                "elapsed": elapsed,
-                "stop_reason": stop_reason,
-            }
-        )
+        turn = {
+            "time": _now(),
+            "counters": dict(counters),
+            "usage": dict(usage or {}),
+            "elapsed": elapsed,
+            "stop_reason": stop_reason,
+            **(extra or {}),
+        }
+        self._catch_up()
+        self.turns.append(turn)
+        self.records.append({"type": "turn", **turn})
         self.save()
 
     def add_error(self, where: str, message: str) -> None:
         """Record an error and save: errors are what a person reads after something went wrong."""
-        self.errors.append({"time": _iso(datetime.now(UTC)), "where": where, "message": message})
+        error = {"time": _now(), "where": where, "message": message}
+        self._catch_up()
+        self.errors.append(error)
+        self.records.append({"type": "error", **error})
         self.save()
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def save(self, *, touch: bool = True) -> None:
+        """Hand the new records to the journal's writer and return. Raises OSError when the
+        session folder cannot be written, or when an earlier write failed (then the next save
+        starts the journal afresh with the whole session, so nothing is lost once it can).
+        `touch=False`: the session's time stays (a conversion is no change)."""
+        self._catch_up()
+        journal = self._journal
+        if journal is not None:
+            failure = journal.take_failure()
+            if failure is not None:
+                self._journal, self._written, self._reopen_at = None, 0, None
+                raise failure
+        if self._written == len(self.records):
+            return
+        if touch:
+            self.updated = _now()
+        if self._journal is None:
+            if self._reopen_at is not None:
+                self._journal = Journal.reopen(self.path, self.meta_path, self._reopen_at)
+            else:
+                self._journal = Journal.create(self.path, self.meta_path)
+                self._written = 0
+        new = self.records[self._written :]
+        self._written = len(self.records)
+        meta = None
+        if self._reopen_at is None or any(_changes_meta(r) for r in new):
+            meta = self.meta()
+        self._reopen_at = None
+        self._journal.append(new, meta)
+
+    def sync(self) -> Future[None] | None:
+        """Everything saved so far reaches the disk (fsync) when the future is done; None when
+        nothing was ever written."""
+        return self._journal.sync() if self._journal is not None else None
+
+    def close(self) -> Future[None] | None:
+        """Save, sync and close the journal (the session is left, or mm exits)."""
+        try:
+            self.save()
+        except OSError:
+            pass
+        journal, self._journal = self._journal, None
+        if journal is None:
+            return None
+        if self._written:
+            self._reopen_at = None  # a later save (unusual) starts afresh with everything
+            self._written = 0
+        return journal.close()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The session as one document (what format 1 held): for tests and for export."""
+        return {
+            **{k: v for k, v in self._header().items() if k != "type"},
+            "updated": self.updated,
+            "messages": self.messages,
+            "turns": self.turns,
+            "errors": self.errors,
+        }
+
+    def meta(self) -> dict[str, Any]:
+        title = _title(self.records)
+        return {
+            "id": self.id,
+            "version": SESSION_VERSION,
+            "created": self.created,
+            "updated": self.updated,
+            "cwd": self.cwd,
+            "model": self.model,
+            "provider": self.provider,
+            "base_url": self.base_url,
+            "title": title,
+            "message_count": sum(
+                len(_messages_of(r)) for r in self.records if r["type"] != "compaction"
+            ),
+        }
+
+    # -- reading ---------------------------------------------------------------------------------
 
     @classmethod
     def load(cls, folder: Path, session_id: str) -> Session:
-        """Reopen a session. A damaged file raises SessionError and is left as it is."""
+        """Reopen a session. A damaged journal raises SessionError and is left as it is; a torn
+        last line is skipped, with a warning in `warnings`."""
         folder = Path(folder)
         if not _ID.fullmatch(session_id):
             raise SessionError(f"mm: {session_id!r} is not a session id")
-        data = _read(folder / f"{session_id}.json")
-        session = cls(
-            folder=folder,
-            id=session_id,
-            cwd=data["cwd"],
-            model=data["model"],
-            provider=data["provider"],
-            base_url=data["base_url"],
-            created=data["created"],
-            updated=data["updated"],
-            messages=data["messages"],
-            turns=data["turns"],
-            errors=data["errors"],
-        )
-        session.messages = answer_interrupted_tool_calls(session.messages)
+        path = folder / f"{session_id}{JOURNAL_SUFFIX}"
+        old = folder / f"{session_id}{OLD_SUFFIX}"
+        if not _exists(path) and _exists(old):
+            return _convert(folder, session_id, old)
+        records, whole, torn = _read_journal(path)
+        session = _replay(folder, session_id, records)
+        session._reopen_at = whole
+        session._written = len(session.records)
+        if torn:
+            session.warnings.append(
+                f"the last line of {path} was cut short ({torn} bytes: mm was stopped while "
+                "writing it) and is skipped; everything before it is here"
+            )
+        repaired = answer_interrupted_tool_calls(session.messages)
+        if repaired != session.messages:
+            session.repaired = True
+            if repaired[: len(session.messages)] == session.messages:
+                session.messages = repaired  # the answers are new records of the next save
+            else:
+                session.messages = repaired
+                session._seen = len(repaired)
+                session.records.append({"type": "history", "time": _now(), "messages": repaired})
         return session
 
     @classmethod
     def latest(cls, folder: Path) -> Session | None:
-        """The session updated last (`--resume` without an id), or None when there is none.
+        """The session written last (`--resume` without an id), or None when there is none.
 
-        A damaged file written after it is not passed over in silence: the person most likely
-        meant that one, so its SessionError is raised, with how to open another."""
+        A damaged newest file is not passed over in silence: the person most likely meant that
+        one, so its SessionError is raised, with how to open another."""
         folder = Path(folder)
-        infos = list_sessions(folder)
-        newest = _mtime(folder / f"{infos[0].id}.json") if infos else None
-        readable = {info.id for info in infos}
-        for path in sorted(_session_paths(folder), key=_mtime, reverse=True):
-            if newest is not None and _mtime(path) <= newest:
-                break
-            if path.stem in readable:
-                continue
-            try:
-                _read(path)
-            except SessionError as exc:
-                raise SessionError(
-                    f"{exc} — it is the newest session file; --resume ID opens another"
-                ) from None
-        return cls.load(folder, infos[0].id) if infos else None
+        paths = sorted(_session_paths(folder).values(), key=_mtime, reverse=True)
+        if not paths:
+            return None
+        try:
+            return cls.load(folder, _id_of(paths[0]))
+        except SessionError as exc:
+            raise SessionError(
+                f"{exc} — it is the newest session file; --resume ID opens another"
+            ) from None
 
     @staticmethod
     def list_sessions(folder: Path) -> list[SessionInfo]:
@@ -225,22 +382,29 @@ class Session:
 
 
 def list_sessions(folder: Path) -> list[SessionInfo]:
-    """Every readable session, newest first. Damaged files are left out, not fatal here."""
+    """Every readable session, newest first, from the metadata files (a journal without a
+    readable one is read whole). Damaged files are left out, not fatal here."""
+    folder = Path(folder)
     infos = []
-    for path in _session_paths(Path(folder)):
+    for session_id, path in _session_paths(folder).items():
         try:
-            data = _read(path)
+            if path.name.endswith(JOURNAL_SUFFIX):
+                meta = _read_meta(folder / f"{session_id}{META_SUFFIX}")
+                if meta is None:
+                    meta = _replay(folder, session_id, _read_journal(path)[0]).meta()
+            else:
+                meta = _meta_of_old(_read_old(path))
         except SessionError:
             continue
         infos.append(
             SessionInfo(
-                id=path.stem,
-                created=data["created"],
-                updated=data["updated"],
-                title=_title(data["messages"]),
-                message_count=len(data["messages"]),
-                cwd=data["cwd"],
-                model=data["model"],
+                id=session_id,
+                created=meta["created"],
+                updated=meta["updated"],
+                title=meta["title"],
+                message_count=meta["message_count"],
+                cwd=meta["cwd"],
+                model=meta["model"],
             )
         )
     infos.sort(key=lambda info: (info.updated, info.id), reverse=True)
@@ -274,8 +438,150 @@ def answer_interrupted_tool_calls(messages: list[dict[str, Any]]) -> list[dict[s
     return repaired
 
 
-def _read(path: Path) -> dict[str, Any]:
-    """The checked contents of a session file, or SessionError with one line saying what is wrong."""
+# -- the journal's records -----------------------------------------------------------------------
+
+
+def _replay(folder: Path, session_id: str, records: list[dict[str, Any]]) -> Session:
+    """A session from its records; raises SessionError for records that do not make one."""
+    path = folder / f"{session_id}{JOURNAL_SUFFIX}"
+    bad = f"mm: {path}: not a valid session file"
+    if not records or records[0].get("type") != "session":
+        raise SessionError(f"{bad}: no session header on its first line")
+    header = records[0]
+    version = header.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 2:
+        raise SessionError(f"{bad}: no version number")
+    if version > SESSION_VERSION:
+        raise SessionError(
+            f"mm: {path}: written by a newer mm (session format {version}; "
+            f"this mm reads format {SESSION_VERSION}); upgrade mm to open it"
+        )
+    expected: dict[str, type | tuple[type, ...]] = {
+        "created": str,
+        "cwd": str,
+        "model": (str, type(None)),
+        "provider": (str, type(None)),
+        "base_url": (str, type(None)),
+    }
+    for key, kind in expected.items():
+        if not isinstance(header.get(key), kind):
+            raise SessionError(f'{bad}: "{key}" is missing or has the wrong type')
+    session = Session(
+        folder,
+        session_id,
+        cwd=header["cwd"],
+        model=header["model"],
+        provider=header["provider"],
+        base_url=header["base_url"],
+        created=header["created"],
+    )
+    session.records = records
+    messages: list[dict[str, Any]] = []
+    for number, record in enumerate(records[1:], start=2):
+        kind = record["type"]
+        if kind == "message":
+            message = record.get("message")
+            if not _is_message(message):
+                raise SessionError(f"{bad}: record {number} holds something that is not a message")
+            messages.append(message)
+            if isinstance(record.get("tool"), dict):
+                session.tool_results[str(message.get("tool_call_id"))] = record["tool"]
+        elif kind in ("compaction", "history"):
+            replacement = record.get("messages")
+            if not isinstance(replacement, list) or not all(map(_is_message, replacement)):
+                raise SessionError(f"{bad}: record {number} holds something that is not a history")
+            messages = list(replacement)
+        elif kind == "shortened":
+            index, message = record.get("index"), record.get("message")
+            if not isinstance(index, int) or not 0 <= index < len(messages):
+                raise SessionError(f"{bad}: record {number} shortens a message that is not there")
+            if not _is_message(message):
+                raise SessionError(f"{bad}: record {number} holds something that is not a message")
+            messages[index] = message
+        elif kind == "turn":
+            session.turns.append({k: v for k, v in record.items() if k != "type"})
+        elif kind == "error":
+            session.errors.append({k: v for k, v in record.items() if k != "type"})
+        if isinstance(record.get("time"), str):
+            session.updated = max(session.updated, record["time"])
+        # Other types (a later mm's) are kept in `records` and written back as they are.
+    session.messages = messages
+    session._seen = len(messages)
+    return session
+
+
+def _is_message(message: Any) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("role"), str)
+
+
+def _changes_meta(record: dict[str, Any]) -> bool:
+    """A record after which the metadata file is rewritten: anything but the assistant's and
+    the tools' messages, which come by the thousand."""
+    if record["type"] != "message":
+        return True
+    return record["message"].get("role") not in ("assistant", "tool")
+
+
+def _read_journal(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+    _check_inside(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SessionError(f"mm: {path}: no such session") from None
+    except OSError as exc:
+        raise SessionError(f"mm: {path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return read_records(raw)
+    except JournalDamaged as exc:
+        raise SessionError(f"mm: {path}: not a valid session file: {exc}") from None
+
+
+def _read_meta(path: Path) -> dict[str, Any] | None:
+    """The metadata file, or None when it is missing or not what it should be."""
+    try:
+        _check_inside(path)
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, SessionError):
+        return None
+    kinds = {
+        "created": str,
+        "updated": str,
+        "cwd": str,
+        "title": str,
+        "message_count": int,
+        "model": (str, type(None)),
+    }
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), t) for k, t in kinds.items()):
+        return None
+    return data
+
+
+def _messages_of(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages a record adds to the history."""
+    if record["type"] == "message":
+        return [record["message"]]
+    if record["type"] in ("history", "compaction"):
+        return record["messages"]
+    return []
+
+
+def _title(records: list[dict[str, Any]]) -> str:
+    for message in (m for r in records for m in _messages_of(r)):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):  # content parts
+            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        text = " ".join(str(content or "").split())
+        return text if len(text) <= 80 else text[:79] + "…"
+    return ""
+
+
+# -- format 1: one JSON document -------------------------------------------------------------------
+
+
+def _read_old(path: Path) -> dict[str, Any]:
+    """The checked contents of a format-1 session file, or SessionError."""
     _check_inside(path)
     try:
         raw = path.read_bytes()
@@ -296,7 +602,7 @@ def _read(path: Path) -> dict[str, Any]:
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise SessionError(f"{bad}: no version number")
-    if version > SESSION_VERSION:
+    if version > 1:
         raise SessionError(
             f"mm: {path}: written by a newer mm (session format {version}; "
             f"this mm reads format {SESSION_VERSION}); upgrade mm to open it"
@@ -317,24 +623,116 @@ def _read(path: Path) -> dict[str, Any]:
             raise SessionError(f'{bad}: "{key}" is missing')
         if not isinstance(data[key], kind):
             raise SessionError(f'{bad}: "{key}" has the wrong type')
-    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in data["messages"]):
+    if not all(_is_message(m) for m in data["messages"]):
         raise SessionError(f'{bad}: "messages" holds something that is not a message')
     return data
 
 
-def _payload(data: dict[str, Any]) -> bytes:
-    try:
-        return json.dumps(data, ensure_ascii=False, indent=1).encode()
-    except UnicodeEncodeError:  # a lone surrogate from a model: only \u escapes carry it
-        return json.dumps(data, indent=1).encode()
+def _meta_of_old(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **data,
+        "title": _title([{"type": "message", "message": m} for m in data["messages"]]),
+        "message_count": len(data["messages"]),
+    }
 
 
-def _session_paths(folder: Path) -> list[Path]:
-    """The files of `folder` named like a session (`<id>.json`); none when it is no folder."""
+def _old_records(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A format-1 file's contents as journal records. Its turns and errors were kept apart from
+    the messages: each turn goes before the next question, each error before its turn's end.
+    Its tool results carry no status; a result that reads as an error is shown as one, the only
+    time the text decides (a format-1 file has nothing better)."""
+    records: list[dict[str, Any]] = []
+    later = sorted(
+        [{"type": "turn", **t} for t in data["turns"] if isinstance(t, dict)]
+        + [{"type": "error", **e} for e in data["errors"] if isinstance(e, dict)],
+        key=lambda r: (str(r.get("time", "")), r["type"] == "turn"),
+    )
+    questions = 0
+    for message in data["messages"]:
+        if message.get("role") == "user":
+            questions += 1
+            while questions > 1 and later:  # the previous turn's errors and end
+                record = later.pop(0)
+                records.append(record)
+                if record["type"] == "turn":
+                    break
+        record = {"type": "message", "message": message}
+        if message.get("role") == "tool":
+            content = str(message.get("content") or "")
+            status = "error" if content.startswith("[error") else "ok"
+            if content.endswith("rejected by the user]"):
+                status = "rejected"
+            record["tool"] = {"status": status}
+        records.append(record)
+    records.extend(later)
+    return records
+
+
+def _convert(folder: Path, session_id: str, old: Path) -> Session:
+    """Open a format-1 file: read it, write its journal, keep the old file as `<id>.v1.json`."""
+    data = _read_old(old)
+    session = Session(
+        folder,
+        session_id,
+        cwd=data["cwd"],
+        model=data["model"],
+        provider=data["provider"],
+        base_url=data["base_url"],
+        created=data["created"],
+        updated=data["updated"],
+    )
+    records = [session.records[0], *_old_records(data)]
+    session = _replay(folder, session_id, records)
+    session.updated = max(session.updated, data["updated"])
     try:
-        return [p for p in folder.glob("*.json") if _ID.fullmatch(p.stem)]
+        session.save(touch=False)
+        future = session.sync()
+        if future is not None:
+            future.result(30)
+        failure = session._journal.take_failure() if session._journal else None
+        if failure is not None:
+            raise failure
+        os.replace(old, folder / f"{session_id}{CONVERTED_SUFFIX}")
+    except OSError as exc:
+        # It still opens; the conversion is tried again at the next save or resume.
+        session._journal, session._written, session._reopen_at = None, 0, None
+        session.warnings.append(f"mm: {old}: could not be converted to a journal yet ({exc})")
+    repaired = answer_interrupted_tool_calls(session.messages)
+    if repaired != session.messages and repaired[: len(session.messages)] == session.messages:
+        session.messages, session.repaired = repaired, True
+    return session
+
+
+# -- files -------------------------------------------------------------------------------------------
+
+
+def _session_paths(folder: Path) -> dict[str, Path]:
+    """The sessions of `folder` by id: `<id>.jsonl`, else a format-1 `<id>.json`."""
+    found: dict[str, Path] = {}
+    try:
+        entries = list(folder.iterdir())
     except OSError:
-        return []
+        return found
+    for path in entries:
+        name = path.name
+        if name.endswith(JOURNAL_SUFFIX):
+            session_id = name[: -len(JOURNAL_SUFFIX)]
+            if _ID.fullmatch(session_id):
+                found[session_id] = path
+        elif name.endswith(OLD_SUFFIX):
+            session_id = name[: -len(OLD_SUFFIX)]
+            if _ID.fullmatch(session_id):
+                found.setdefault(session_id, path)
+    return found
+
+
+def _id_of(path: Path) -> str:
+    name = path.name
+    return name[: -len(JOURNAL_SUFFIX)] if name.endswith(JOURNAL_SUFFIX) else path.stem
+
+
+def _exists(path: Path) -> bool:
+    return os.path.lexists(path)
 
 
 def _mtime(path: Path) -> float:
@@ -362,30 +760,8 @@ def _check_inside(path: Path) -> None:
         )
 
 
-def _make_folder(folder: Path) -> None:
-    """Create the session folder; when something else stands in its way, say what."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        try:
-            folder.stat()
-        except OSError as exc:  # a link loop, or a link to nothing
-            raise OSError(exc.errno, exc.strerror, str(folder)) from None
-        raise NotADirectoryError(
-            errno.ENOTDIR, "the session folder is a file, not a folder", str(folder)
-        ) from None
-
-
-def _title(messages: list[dict[str, Any]]) -> str:
-    for message in messages:
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, list):  # content parts
-            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-        text = " ".join(str(content or "").split())
-        return text if len(text) <= 80 else text[:79] + "…"
-    return ""
+def _now() -> str:
+    return _iso(datetime.now(UTC))
 
 
 def _iso(moment: datetime) -> str:
@@ -393,36 +769,13 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable: without it a power cut can bring the old file back."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:  # a system that cannot open folders (Windows) cannot sync them either
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _remove_stale_temps(folder: Path) -> None:
-    """Delete temporary files left by killed processes; those of live processes are in use."""
-    for temp in folder.glob(f".*{_TEMP_SUFFIX}"):
-        pid = temp.name[: -len(_TEMP_SUFFIX)].rpartition(".")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            with contextlib.suppress(OSError):
-                temp.unlink()
-
-
-def _alive(pid: int) -> bool:
-    if os.name != "posix":  # elsewhere signal 0 is no probe; keep the file rather than guess
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, under another user
-        return True
-    return True
+__all__ = [
+    "INTERRUPTED",
+    "SESSION_VERSION",
+    "Session",
+    "SessionError",
+    "SessionInfo",
+    "answer_interrupted_tool_calls",
+    "list_sessions",
+    "replace_file",
+]

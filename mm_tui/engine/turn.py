@@ -74,7 +74,7 @@ class _TurnState:
     counters: dict[str, int] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     pending: list[ToolCall] = field(default_factory=list)  # calls of the last message not answered
-    started: set[str] = field(default_factory=set)  # calls whose line a front end shows
+    titles: dict[str, str] = field(default_factory=dict)  # calls whose line a front end shows
     history: list[dict[str, Any]] = field(default_factory=list)  # as the turn started
 
     def count(self, counter: str | None) -> None:
@@ -175,17 +175,21 @@ class Engine:
             raise ModelError("the model gave an empty summary; the history is unchanged")
         # In the system message, so that user and assistant turns still alternate afterwards.
         system = f"{self.system_prompt()}\n\nSummary of the conversation so far:\n\n{summary}"
-        self.session.set_messages([{"role": "system", "content": system}])
+        self.session.compact(summary, [{"role": "system", "content": system}])
         return summary
 
     async def aclose(self) -> None:
         """mm is exiting: close the model connection and stop what the tools keep running."""
         await self.client.aclose()
         await self.registry.aclose()
+        await _closed(self.session)
 
     def new_session(self, session: Session) -> None:
         """`/new` (a fresh session) or a session reopened: the loop detector and the remembered
-        decisions reset; the turn count is the session's own."""
+        decisions reset; the turn count is the session's own. The session left is closed (its
+        journal synced in the writer thread)."""
+        if session is not self.session:
+            self.session.close()
         self.session = session
         self.loop_detector.reset()
         self.permissions.reset()
@@ -250,11 +254,11 @@ class Engine:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-        return self._end_turn(
+        return await self._end_turn(
             emit, turn, started, reason, error, Counters(**state.counters), state.usage
         )
 
-    def _end_turn(
+    async def _end_turn(
         self,
         emit: Emit,
         turn: int,
@@ -264,7 +268,8 @@ class Engine:
         counters: Counters,
         usage: Usage,
     ) -> TurnEnded:
-        """Record the turn in the session file and tell the front end: the last event."""
+        """Record the turn in the session file, wait until the journal is on disk (in its
+        writer thread: the loop goes on), and tell the front end: the last event."""
         ended = TurnEnded(
             turn=turn,
             counters=counters,
@@ -285,8 +290,24 @@ class Engine:
                 stop_reason=reason,
             ),
         )
+        await self._synced(emit)
         self._emit(emit, ended)
         return ended
+
+    async def _synced(self, emit: Emit) -> None:
+        """Wait for the journal's fsync; a write that failed meanwhile is warned of now."""
+        future = self.session.sync()
+        if future is not None:
+            waiting = asyncio.wrap_future(future)
+            try:
+                await asyncio.shield(waiting)
+            except asyncio.CancelledError:  # the turn ends all the same; the sync goes on
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+            except OSError:
+                pass
+        self._save(emit)
 
     async def _ask_turn(self, agent: str, prompt: str, emit: Emit) -> TurnEnded:
         from mm_tui.tools.ask_agent import NO_AGENTS, AskAgentTool
@@ -321,7 +342,7 @@ class Engine:
         if error is not None:
             reason = "error"
             self._record_error(emit, "tool", error)
-        return self._end_turn(emit, turn, started, reason, error, Counters(), Usage())
+        return await self._end_turn(emit, turn, started, reason, error, Counters(), Usage())
 
     def _record_error(self, emit: Emit, where: str, message: str) -> None:
         self._save(emit, lambda: self.session.add_error(where, message))
@@ -331,10 +352,12 @@ class Engine:
         """Give every call of the model's last message a result, so the history stays well
         formed; a call whose line is already shown is closed as cancelled."""
         for call in state.pending:
-            self.session.messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": output}
+            title = state.titles.get(call.id)
+            self.session.add_message(
+                {"role": "tool", "tool_call_id": call.id, "content": output},
+                tool={"status": "cancelled", "elapsed": 0.0, "title": title},
             )
-            if call.id in state.started:
+            if title is not None:
                 self._emit(
                     emit,
                     ToolCallFinished(
@@ -447,26 +470,26 @@ class Engine:
                         display=f"⚠ {call.name}: {short}",
                     ),
                 )
-                state.started.add(call.id)
+                state.titles[call.id] = f"{call.name}  {short}"
                 self._conclude(
                     call, call.arguments, "error", parsed, None, started, emit, state, None
                 )
                 continue
             tool, args = parsed
             arguments = args.model_dump()
+            state.titles[call.id] = title = f"{tool.name}  {tool.title(args)}"
             self._emit(
                 emit,
                 ToolCallStarted(
                     call_id=call.id,
                     tool=tool.name,
-                    title=f"{tool.name}  {tool.title(args)}",
+                    title=title,
                     kind=tool.kind_for(args),
                     arguments=arguments,
                     display=tool.display(args),
                     locations=tool.locations(args, ctx),
                 ),
             )
-            state.started.add(call.id)
             if tool.needs_permission(args) and not self.permissions.yolo:
                 decision = self.permissions.remembered(tool.name)
                 if decision is None:
@@ -572,7 +595,17 @@ class Engine:
         """The model gets `output`; the front ends show `display` when the tool gave one."""
         # A tool may print the api key (`echo $MM_API_KEY`): neither history nor screen get it.
         output, display, diff = (t and redact(t, self.settings) for t in (output, display, diff))
-        self.session.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+        elapsed = self.clock() - started
+        self.session.add_message(
+            {"role": "tool", "tool_call_id": call.id, "content": output},
+            tool={
+                "status": status,
+                "elapsed": round(elapsed, 3),
+                "title": state.titles.get(call.id),
+                "display": display,
+                "diff": diff,
+            },
+        )
         state.pending = [c for c in state.pending if c.id != call.id]
         self._save(emit)
         self._emit(
@@ -582,10 +615,20 @@ class Engine:
                 tool=call.name,
                 status=status,  # type: ignore[arg-type]
                 output=output if display is None else display,
-                elapsed=self.clock() - started,
+                elapsed=elapsed,
                 diff=diff,
             ),
         )
+
+
+async def _closed(session: Session) -> None:
+    """Close a session's journal and wait for it, off the loop."""
+    future = session.close()
+    if future is not None:
+        try:
+            await asyncio.shield(asyncio.wrap_future(future))
+        except (asyncio.CancelledError, OSError):
+            pass
 
 
 def _turns_in(session: Session) -> int:

@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import yaml
+from session_helpers import journal_files
+from session_helpers import saved as saved_journal
 
 from mm_tui.config import Settings, load_settings
 from mm_tui.engine.events import (
@@ -123,8 +125,8 @@ def texts(events: list[Event]) -> list[str]:
 
 def saved_session(folder: Path) -> dict[str, Any]:
     """The one session file in `folder`, as written on disk."""
-    (path,) = sorted((folder / ".mm" / "sessions").glob("*.json"))
-    return json.loads(path.read_text(encoding="utf-8"))
+    (path,) = journal_files(folder / ".mm" / "sessions")
+    return saved_journal(path.parent, path.name.removesuffix(".jsonl"))
 
 
 def assert_well_formed(messages: list[dict[str, Any]]) -> None:

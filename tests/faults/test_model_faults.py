@@ -5,7 +5,6 @@ next prompt works and the session file loads."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from email.utils import formatdate
 from pathlib import Path
@@ -29,6 +28,7 @@ from scripted_server import (
     text_chunks,
     tool_call_chunks,
 )
+from session_helpers import saved as saved_session
 
 from mm_tui.config import Settings
 from mm_tui.engine.events import (
@@ -299,7 +299,7 @@ async def test_context_overflow_says_what_to_do_and_is_not_retried(
         assert "no longer fits the model's context" in error.message
         assert "/compact" in error.message and "larger context" in error.message
         assert len(server.requests) == 1
-        saved = json.loads(engine.session.path.read_text())
+        saved = saved_session(engine.session)
         assert saved["errors"][-1]["message"] == error.message
         await still_usable(engine, server)
 

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from pathlib import Path
 
@@ -26,9 +25,11 @@ from fault_parts import (
     turn,
 )
 from scripted_server import Reply, ScriptedServer, call
+from session_helpers import saved as saved_session
 from window_helpers import all_text, make_app, playground, screen_text, settle
 
 from mm_tui.engine.events import ToolCallFinished
+from mm_tui.engine.journal import flush_all
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.redact import MARK
 from mm_tui.engine.session import Session
@@ -230,6 +231,7 @@ def test_mm_says_which_skills_it_refused(tmp_path: Path) -> None:
 def a_session_outside(root: Path) -> Session:
     session = Session.new(root / "elsewhere", cwd=str(root), model="m", provider="p", base_url="u")
     session.set_messages([{"role": "system", "content": "s"}, {"role": "user", "content": "x"}])
+    flush_all()
     return session
 
 
@@ -252,10 +254,10 @@ def test_resume_refuses_path_tricks(tmp_path: Path, trick: str, refusal: str) ->
         session_id = str(outside.path)
     elif trick == "LINK OUT":
         session_id = "20260101-000000-aaaaaa"
-        (folder / f"{session_id}.json").symlink_to(outside.path)
+        (folder / f"{session_id}.jsonl").symlink_to(outside.path)
     elif trick == "LINK LOOP":
         session_id = "20260101-000000-bbbbbb"
-        (folder / f"{session_id}.json").symlink_to(f"{session_id}.json")
+        (folder / f"{session_id}.jsonl").symlink_to(f"{session_id}.jsonl")
     raw = outside.path.read_bytes()
     with ScriptedServer("should not be asked") as server:
         result = mm(
@@ -277,7 +279,7 @@ async def test_saving_never_writes_through_a_planted_link(tmp_path: Path) -> Non
     with ScriptedServer(Reply(tool_calls=[call("bash", {"command": "echo hi"})]), "done") as server:
         engine = engine_on(server, tmp_path)
         # Where this process writes its next session file before renaming it.
-        temp = folder / f".{engine.session.id}.{os.getpid()}.json.tmp"
+        temp = folder / f".{engine.session.id}.jsonl.{os.getpid()}.tmp"
         temp.symlink_to(victim)
         events = await asyncio.wait_for(turn(engine, "go"), 20)
         assert events[-1].stop_reason == "end_turn"
@@ -285,6 +287,6 @@ async def test_saving_never_writes_through_a_planted_link(tmp_path: Path) -> Non
         assert not engine.session.path.is_symlink()
         assert not temp.exists() and not temp.is_symlink()
         saved = session_loads(engine)
-        assert json.loads(engine.session.path.read_text())["messages"] == saved.messages
+        assert saved_session(engine.session)["messages"] == saved.messages
         await next_prompt_works(engine, server)
         await engine.aclose()

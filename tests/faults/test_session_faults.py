@@ -41,6 +41,7 @@ from fault_parts import (
 from scripted_server import Reply, ScriptedServer, call
 
 from mm_tui.engine.events import EngineError, ToolCallFinished
+from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import INTERRUPTED, SESSION_VERSION, Session
 
 WARNING = "[warning: the session file cannot be written ("
@@ -175,7 +176,8 @@ async def test_an_unwritable_session_folder_costs_one_warning(tmp_path: Path, ca
             assert list(folder.iterdir()) == []
         if case == "full disk":
             assert sorted(p.name for p in folder.iterdir()) == [
-                f"{engine.session.id}.json",
+                f"{engine.session.id}.jsonl",
+                f"{engine.session.id}.meta.json",
                 "filler",
             ]
         # Once the folder can be written again, the next turn saves the whole history.
@@ -239,19 +241,24 @@ def test_mm_print_warns_and_exits_0(tmp_path: Path, case: str) -> None:
 
 
 def damaged(text: str, case: str) -> bytes:
-    if case == "truncated":
-        return text[: len(text) // 2].encode()
+    """A journal damaged as `case` says. A torn last line is no damage (a kill mid-write): it is
+    skipped, and tested apart."""
+    lines = text.splitlines(keepends=True)
+    if case == "a damaged line":
+        lines[2] = lines[2][: len(lines[2]) // 2] + "\n"
+        return "".join(lines).encode()
     if case == "not JSON":
-        return b"this is not JSON at all\n"
-    data = json.loads(text)
-    data["version"] = SESSION_VERSION + 1
-    data["messages"].append({"role": "user", "content": "from the future", "parts": [1]})
-    return json.dumps(data).encode()
+        return b"this is not JSON at all\nnor this\n"
+    header = json.loads(lines[0])
+    header["version"] = SESSION_VERSION + 1
+    lines[0] = json.dumps(header) + "\n"
+    lines.append(json.dumps({"type": "a record of the future", "parts": [1]}) + "\n")
+    return "".join(lines).encode()
 
 
 REFUSALS = {
-    "truncated": ": not a valid session file: cut short or not JSON (",
-    "not JSON": ": not a valid session file: cut short or not JSON (",
+    "a damaged line": ": not a valid session file: line 3: not JSON (",
+    "not JSON": ": not a valid session file: line 1: not JSON (",
     "future version": (
         f": written by a newer mm (session format {SESSION_VERSION + 1}; this mm reads format "
         f"{SESSION_VERSION}); upgrade mm to open it"
@@ -261,13 +268,13 @@ REFUSALS = {
 
 def a_saved_session(folder: Path) -> Session:
     session = Session.new(folder, cwd="/somewhere", model="m", provider="p", base_url="u")
-    session.set_messages(
-        [
-            {"role": "system", "content": "be brief"},
-            {"role": "user", "content": "hello"},
-            {"role": "assistant", "content": "hi"},
-        ]
-    )
+    for role, content in [("system", "be brief"), ("user", "hello"), ("assistant", "hi")]:
+        session.add_message({"role": role, "content": content})
+    session.add_turn(
+        counters={}, usage={"prompt_tokens": 1, "completion_tokens": 1}, elapsed=0.5,
+        stop_reason="end_turn",
+    )  # fmt: skip
+    flush_all()
     return session
 
 
@@ -291,7 +298,7 @@ def test_resume_refuses_a_damaged_file_and_leaves_it_alone(tmp_path: Path, case:
     assert REFUSALS[case] in line
     assert session.path.read_bytes() == raw
     assert session.path.stat().st_mtime_ns == 1_000_000_000
-    assert sorted(p.name for p in folder.iterdir()) == [session.path.name]
+    assert sorted(p.name for p in folder.iterdir()) == [session.path.name, session.meta_path.name]
 
 
 def test_latest_and_new_sessions_leave_damaged_files_alone(tmp_path: Path) -> None:
@@ -325,7 +332,7 @@ def test_latest_and_new_sessions_leave_damaged_files_alone(tmp_path: Path) -> No
     files = session_files(folder)
     assert len(files) == len(kept) + 2
     (new,) = [p for p in files if p not in kept and p != good.path]
-    assert session_loads(folder, new.stem).messages[1] == {
+    assert session_loads(folder, new.name.removesuffix(".jsonl")).messages[1] == {
         "role": "user",
         "content": "something new",
     }
