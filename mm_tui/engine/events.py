@@ -164,6 +164,62 @@ class AgentFinished(Event):
     asked_by: str | None = None
 
 
+def context_text(used: int, window: int | None) -> str:
+    """`ctx 1,234 / 4,096 (30%)`, or `ctx 1,234` while the window is unknown: the same words in
+    the header, the recap and ACP."""
+    if not window:
+        return f"ctx {used:,}"
+    return f"ctx {used:,} / {window:,} ({used * 100 // window}%)"
+
+
+@dataclass(frozen=True)
+class ContextUsage(Event):
+    """How full the model's context is: tokens of the history as the next request would send it
+    (the server's count of the last request plus an estimate of what was added since), against
+    the window the server really runs the model with (None while unknown). Sent when the window
+    is learned, after every model answer and tool result, and after a shortening or compaction."""
+
+    used: int
+    window: int | None
+    source: str = ""  # where the window came from: "llama.cpp /props", "contextWindow in the config"…
+
+    @property
+    def text(self) -> str:
+        return context_text(self.used, self.window)
+
+
+@dataclass(frozen=True)
+class HistoryShortened(Event):
+    """mm shortened old tool outputs in what it sends, to keep the request inside the window;
+    the session journal keeps them whole. `message` is the notice line for a person."""
+
+    outputs: int
+    chars_cut: int
+    message: str
+
+
+@dataclass(frozen=True)
+class HistoryCompacted(Event):
+    """The history was replaced by the model's summary of it (`/compact`, or automatically near
+    the window). The messages it replaces stay in the journal and on screen; `summary` is what
+    the model will see from now on."""
+
+    summary: str
+    replaced: int  # messages summarised
+    auto: bool
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+    @property
+    def title(self) -> str:
+        """The one line a front end shows for it (the summary folds beneath)."""
+        how = "automatically, near the context window" if self.auto else "by /compact"
+        tokens = ""
+        if self.tokens_before:
+            tokens = f", {self.tokens_before:,} → {self.tokens_after:,} tokens"
+        return f"compacted {self.replaced} messages into a summary {how}{tokens}"
+
+
 StopReason = Literal["end_turn", "max_turns", "cancelled", "error", "loop_detected"]
 
 
@@ -175,6 +231,8 @@ class TurnEnded(Event):
     usage: Usage
     stop_reason: StopReason
     error: str | None = None
+    context_used: int = 0  # tokens in the model's context after the turn
+    context_window: int | None = None  # the recap shows the context only when this is known
 
     def recap(self, *, token_detail: bool = False) -> str:
         """The line that closes a turn, in every front end: the counters that are not zero,
@@ -188,6 +246,8 @@ class TurnEnded(Event):
             if token_detail:
                 tokens += f" ({usage.prompt_tokens:,} in, {usage.completion_tokens:,} out)"
             parts.append(tokens)
+        if self.context_used and self.context_window:
+            parts.append(context_text(self.context_used, self.context_window))
         if self.stop_reason == "cancelled":
             parts.append("cancelled")
         return " · ".join(parts)

@@ -23,10 +23,12 @@ from typing import Any
 from mm_tui.config import Settings
 from mm_tui.engine.events import (
     ComposingToolCall,
+    ContextUsage,
     Counters,
     Decision,
     EngineError,
     Event,
+    HistoryCompacted,
     PermissionRequested,
     StopReason,
     TextDelta,
@@ -157,9 +159,15 @@ class Engine:
             await asyncio.gather(self._task, return_exceptions=True)
             raise
 
-    async def compact(self) -> str:
+    def context_usage(self) -> ContextUsage | None:
+        """How full the model's context is now, or None while the window is unknown (the
+        header shows nothing then)."""
+        return None
+
+    async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """`/compact`: the model summarises the conversation, and the summary replaces the
-        history (the loop detector is kept). Returns the summary."""
+        history (the loop detector is kept). Emits `HistoryCompacted` (and `ContextUsage`)
+        through `emit`. Returns the summary."""
         ask = {
             "role": "user",
             "content": "Summarise this conversation so far for your own later use: the task, what "
@@ -175,7 +183,10 @@ class Engine:
             raise ModelError("the model gave an empty summary; the history is unchanged")
         # In the system message, so that user and assistant turns still alternate afterwards.
         system = f"{self.system_prompt()}\n\nSummary of the conversation so far:\n\n{summary}"
-        self.session.compact(summary, [{"role": "system", "content": system}])
+        replaced = len(self.session.messages)
+        self.session.compact(summary, [{"role": "system", "content": system}], auto=auto)
+        if emit is not None:
+            self._emit(emit, HistoryCompacted(summary=summary, replaced=replaced, auto=auto))
         return summary
 
     async def aclose(self) -> None:
