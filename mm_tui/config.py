@@ -69,6 +69,9 @@ class Settings(_Strict):
     preview_lines: int = Field(5, alias="previewLines", ge=0)
     max_turns: int = Field(50, alias="maxTurns", ge=1)
     watchdog_timeout: float = Field(120, alias="watchdogTimeout", gt=0)
+    # The model's context in tokens, when the server does not say it (or says it wrong): it
+    # overrides what mm reads from the server at start-up.
+    context_window: int | None = Field(None, alias="contextWindow", ge=512)
     acp: AcpSettings = Field(default_factory=AcpSettings)
     theme: str = "mm-dark"
     sessions_dir: str = Field(".mm/sessions", alias="sessionsDir")

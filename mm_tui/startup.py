@@ -116,6 +116,8 @@ async def start(
             base_url=client.base_url,
         )
     engine = Engine(settings, client, cwd=cwd, session=session)
+    notes.extend(await engine.learn_context_window())
+    notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)
     return Started(engine=engine, notes=notes)
 

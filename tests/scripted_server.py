@@ -1141,6 +1141,11 @@ class ScriptedServer:
             self._queue.extend(responses)
         return self
 
+    def drop_script(self) -> None:
+        """Forget the responses not used yet."""
+        with self._lock:
+            self._queue.clear()
+
     @property
     def pending(self) -> int:
         """Scripted responses not used yet."""

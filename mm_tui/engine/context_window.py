@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
-from mm_tui.engine.provider import USER_AGENT
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["ContextWindow", "known_window", "read_context_window", "window_from_error"]
 
@@ -328,6 +327,12 @@ async def read_context_window(
         trust_env = not _is_loopback(base)
     except ValueError:  # not a URL at all ("http://[::1"): nothing to ask but the table
         return _from_table(model)
+    # Here, not at the top: the engine imports this module for the window's type and for
+    # reading refusals, and the demo model needs no HTTP client at all.
+    import httpx
+
+    from mm_tui.engine.provider import USER_AGENT
+
     headers = {"User-Agent": USER_AGENT}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"

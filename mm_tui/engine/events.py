@@ -181,7 +181,8 @@ class ContextUsage(Event):
 
     used: int
     window: int | None
-    source: str = ""  # where the window came from: "llama.cpp /props", "contextWindow in the config"…
+    # where the window came from: "llama.cpp /props", "contextWindow in the config"…
+    source: str = ""
 
     @property
     def text(self) -> str:

@@ -50,15 +50,33 @@ class StreamEnd:
 ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | StreamEnd
 
 
+CONTEXT_ADVICE = (
+    "the conversation no longer fits the model's context — /compact to shorten it, /new to "
+    "start afresh, or load the model with a larger context (for example Ollama's num_ctx, "
+    "llama.cpp's --ctx-size)"
+)
+
+
 class ModelError(Exception):
     """A failure of the model connection, already worded for a person. `after_tokens` tells
-    whether some of the answer had arrived (then it is not retried)."""
+    whether some of the answer had arrived (then it is not retried); `overflow` that the server
+    refused the request as larger than the model's context (the engine shrinks it and asks again)."""
 
-    def __init__(self, message: str, *, after_tokens: bool = False, status: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        after_tokens: bool = False,
+        status: int | None = None,
+        overflow: bool = False,
+        server_text: str = "",
+    ):
         super().__init__(message)
         self.message = message
         self.after_tokens = after_tokens
         self.status = status
+        self.overflow = overflow  # the request did not fit the model's context
+        self.server_text = server_text  # the server's own words (its error body), for the window
 
 
 class ModelClient(Protocol):

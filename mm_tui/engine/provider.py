@@ -27,6 +27,7 @@ import httpx
 
 from mm_tui.engine.events import Usage
 from mm_tui.engine.model_stream import (
+    CONTEXT_ADVICE,
     ModelChunk,
     ModelError,
     ReasoningChunk,
@@ -303,11 +304,6 @@ CONTEXT_WORDS = (
     "too many tokens",
     "prompt is too long",
 )
-CONTEXT_ADVICE = (
-    "the conversation no longer fits the model's context — /compact to shorten it, /new to "
-    "start afresh, or load the model with a larger context (for example Ollama's num_ctx, "
-    "llama.cpp's --ctx-size)"
-)
 
 
 def context_overflow(text: str) -> bool:
@@ -426,6 +422,13 @@ class OpenAIProvider:
 
     # -- public -----------------------------------------------------------------------------
 
+    async def read_context_window(self) -> Any:
+        """The model's context window as this server reports it (a `ContextWindow`), or None."""
+        from mm_tui.engine.context_window import read_context_window
+
+        key = self._headers.get("Authorization", "").removeprefix("Bearer ") or None
+        return await read_context_window(self.base_url, self.model, api_key=key)
+
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.aclose()
@@ -494,7 +497,8 @@ class OpenAIProvider:
         body = await resp.aread()
         msg = _status_message(self.base_url, self.model, status, resp.reason_phrase, body)
         if context_overflow(msg):  # some servers say it with a 500: retrying cannot help
-            raise ModelError(msg, status=status)
+            said = body.decode("utf-8", errors="replace")
+            raise ModelError(msg, status=status, overflow=True, server_text=said)
         if status in (408, 425, 429) or status >= 500:
             headers = resp.headers
             delay = _retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
@@ -675,12 +679,16 @@ class OpenAIProvider:
                                         if reason:
                                             finish = reason
                                     elif "error" in obj:
-                                        said = _server_error_text(json.dumps(obj).encode())
-                                        if context_overflow(said):
+                                        raw = json.dumps(obj)
+                                        said = _server_error_text(raw.encode())
+                                        overflow = context_overflow(said)
+                                        if overflow:
                                             said += f" — {CONTEXT_ADVICE}"
                                         raise ModelError(
                                             "the model server reported an error: " + said,
                                             after_tokens=yielded,
+                                            overflow=overflow and not yielded,
+                                            server_text=raw,
                                         )
                                     found = obj.get("usage")
                                     if found:
@@ -794,7 +802,15 @@ class OpenAIProvider:
                 + ("an empty body" if not body.strip() else "something that is not JSON")
             )
         if "error" in data and not data.get("choices"):
-            raise ModelError("the model server reported an error: " + _server_error_text(body))
+            said = _server_error_text(body)
+            overflow = context_overflow(said)
+            if overflow:
+                said += f" — {CONTEXT_ADVICE}"
+            raise ModelError(
+                "the model server reported an error: " + said,
+                overflow=overflow,
+                server_text=body.decode("utf-8", errors="replace"),
+            )
         out: list[ModelChunk] = []
         calls: dict[int, list[Any]] = {}
         finish = None

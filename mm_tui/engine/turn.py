@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.config import Settings
+from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
+from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.events import (
     ComposingToolCall,
     ContextUsage,
@@ -29,6 +31,7 @@ from mm_tui.engine.events import (
     EngineError,
     Event,
     HistoryCompacted,
+    HistoryShortened,
     PermissionRequested,
     StopReason,
     TextDelta,
@@ -42,6 +45,7 @@ from mm_tui.engine.events import (
 )
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, RunawayDetector, loop_stop_message
 from mm_tui.engine.model_stream import (
+    CONTEXT_ADVICE,
     ModelClient,
     ModelError,
     ReasoningChunk,
@@ -78,6 +82,7 @@ class _TurnState:
     pending: list[ToolCall] = field(default_factory=list)  # calls of the last message not answered
     titles: dict[str, str] = field(default_factory=dict)  # calls whose line a front end shows
     history: list[dict[str, Any]] = field(default_factory=list)  # as the turn started
+    overflowed: bool = False  # the server refused the current request as too big, once
 
     def count(self, counter: str | None) -> None:
         if counter:
@@ -112,6 +117,8 @@ class Engine:
         self.turn_number = _turns_in(session)
         self._task: asyncio.Task[TurnEnded] | None = None
         self._session_warned = False
+        self.meter = ContextMeter()
+        self._declarations: list[dict[str, Any]] | None = None
         if not session.messages:
             session.messages.append({"role": "system", "content": self.system_prompt()})
 
@@ -159,10 +166,52 @@ class Engine:
             await asyncio.gather(self._task, return_exceptions=True)
             raise
 
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools' declarations, made once: the registry does not change during a session,
+        and the context meter measures them once."""
+        if self._declarations is None:
+            self._declarations = self.registry.declarations()
+        return self._declarations
+
+    async def learn_context_window(self) -> list[str]:
+        """Ask the server for the model's context window (the config's `contextWindow` wins);
+        returns the start-up notes that say what was learned."""
+        if self.settings.context_window:
+            self.meter.window = ContextWindow(
+                self.settings.context_window, "contextWindow in the config"
+            )
+        else:
+            reader = getattr(self.client, "read_context_window", None)
+            if reader is None:  # the demo model: no window to keep
+                return []
+            try:
+                self.meter.window = await reader()
+            except Exception:  # noqa: BLE001 - never a reason not to start
+                self.meter.window = None
+        window = self.meter.window
+        if window is None:
+            return [
+                "the model's context window is unknown: mm learns it from the server's first "
+                "refusal of a request too big; set contextWindow in the config to tell it"
+            ]
+        notes = [f"context window: {window.tokens:,} tokens ({window.source})"]
+        if window.note:
+            notes.append(window.note)
+        return notes
+
     def context_usage(self) -> ContextUsage | None:
         """How full the model's context is now, or None while the window is unknown (the
         header shows nothing then)."""
-        return None
+        window = self.meter.window
+        if window is None:
+            return None
+        used = self.meter.estimate(self.session.messages, self.tools())
+        return ContextUsage(used=used, window=window.tokens, source=window.source)
+
+    def _report_context(self, emit: Emit | None) -> None:
+        usage = self.context_usage()
+        if usage is not None and emit is not None:
+            self._emit(emit, usage)
 
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """`/compact`: the model summarises the conversation, and the summary replaces the
@@ -175,18 +224,38 @@ class Engine:
             "brief; answer with the summary only.",
         }
         text: list[str] = []
-        async for chunk in self.client.stream([*self.session.messages, ask], []):
-            if isinstance(chunk, TextChunk):
-                text.append(chunk.text)
+        messages = self.session.messages
+        before = self.meter.estimate(messages, self.tools()) if self.meter.window else 0
+        request = summary_request(self.meter, messages, ask)
+        async with asyncio.timeout(self.settings.watchdog_timeout * 4):
+            async for chunk in self.client.stream(request, []):
+                if isinstance(chunk, TextChunk):
+                    text.append(chunk.text)
         summary = "".join(text).strip()
         if not summary:
             raise ModelError("the model gave an empty summary; the history is unchanged")
         # In the system message, so that user and assistant turns still alternate afterwards.
         system = f"{self.system_prompt()}\n\nSummary of the conversation so far:\n\n{summary}"
-        replaced = len(self.session.messages)
-        self.session.compact(summary, [{"role": "system", "content": system}], auto=auto)
+        history: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        question = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+        if auto and question is not None:  # in the middle of a turn: its request goes on
+            history.append(question)
+        replaced = len(messages)
+        self.session.compact(summary, history, auto=auto)
+        self.meter.forget_base()
+        after = self.meter.estimate(history, self.tools()) if self.meter.window else 0
         if emit is not None:
-            self._emit(emit, HistoryCompacted(summary=summary, replaced=replaced, auto=auto))
+            self._emit(
+                emit,
+                HistoryCompacted(
+                    summary=summary,
+                    replaced=replaced,
+                    auto=auto,
+                    tokens_before=before,
+                    tokens_after=after,
+                ),
+            )
+            self._report_context(emit)
         return summary
 
     async def aclose(self) -> None:
@@ -205,6 +274,7 @@ class Engine:
         self.loop_detector.reset()
         self.permissions.reset()
         self.turn_number = _turns_in(session)
+        self.meter.forget_base()
         if not session.messages:
             session.messages.append({"role": "system", "content": self.system_prompt()})
 
@@ -281,6 +351,7 @@ class Engine:
     ) -> TurnEnded:
         """Record the turn in the session file, wait until the journal is on disk (in its
         writer thread: the loop goes on), and tell the front end: the last event."""
+        context = self.context_usage()
         ended = TurnEnded(
             turn=turn,
             counters=counters,
@@ -288,6 +359,8 @@ class Engine:
             usage=usage,
             stop_reason=reason,
             error=error,
+            context_used=context.used if context else 0,
+            context_window=context.window if context else None,
         )
         self._save(
             emit,
@@ -383,13 +456,17 @@ class Engine:
 
     async def _generate(self, emit: Emit, state: _TurnState) -> list[ToolCall]:
         """One model round trip: stream the answer, return the tool calls it asked for."""
+        await self._make_room(emit)
         self._emit(emit, Thinking(state="Thinking"))
         text: list[str] = []
         runaway = RunawayDetector()
         end: StreamEnd | None = None
         timeout = self.settings.watchdog_timeout
         loop = asyncio.get_running_loop()
-        stream = self.client.stream(self.session.messages, self.registry.declarations())
+        tools = self.tools()
+        sent = self.meter.chars(self.session.messages, tools)
+        refused: ModelError | None = None
+        stream = self.client.stream(self.session.messages, tools)
         try:
             async with asyncio.timeout(timeout) as watchdog:
                 async for chunk in stream:
@@ -423,7 +500,9 @@ class Engine:
             ) from None
         except ModelError as exc:
             self._keep_partial(text)
-            raise _StopTurn("error", f"[error: {exc.message}]", "provider") from None
+            if not (exc.overflow and not text and not state.overflowed):
+                raise _StopTurn("error", f"[error: {exc.message}]", "provider") from None
+            refused = exc
         except asyncio.CancelledError:
             self._keep_partial(text)
             raise
@@ -431,12 +510,19 @@ class Engine:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await asyncio.shield(aclose())
+        if refused is not None:  # too big for the window: learn it, make room, ask once more
+            state.overflowed = True
+            if not self._learn_from_refusal(refused, sent, emit):
+                raise _StopTurn("error", f"[error: {refused.message}]", "provider")
+            return await self._generate(emit, state)
+        state.overflowed = False
         if end is None:
             self._keep_partial(text)
             raise _StopTurn(
                 "error", "[error: the model's answer ended without a final chunk]", "provider"
             )
         state.usage = state.usage + end.usage
+        self.meter.observed(end.usage.prompt_tokens, sent)
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
         if end.tool_calls:
             message["tool_calls"] = [
@@ -451,7 +537,78 @@ class Engine:
         state.pending = list(end.tool_calls)
         if end.tool_calls:  # else the turn ends here, and its end saves the session
             self._save(emit)
+        self._report_context(emit)
         return list(end.tool_calls)
+
+    async def _make_room(self, emit: Emit) -> None:
+        """Before a request: when it would not fit the window (the answer's reserve kept free),
+        shorten old tool outputs, then compact, then give up with the overflow advice."""
+        budget = self.meter.budget
+        window = self.meter.window
+        if budget is None or window is None:
+            return
+        messages, tools = self.session.messages, self.tools()
+        if self.meter.estimate(messages, tools) <= budget:
+            return
+        room = self.meter.room(messages[:1], tools) or 0
+        keep = self.meter.keep_chars(room)
+        target = int(budget * SHRINK_TO)
+        done = self.meter.shorten_old_outputs(messages, tools, target, keep, self.session.shorten)
+        if done.outputs:
+            self._save(emit)
+            self._emit(
+                emit,
+                HistoryShortened(
+                    outputs=done.outputs,
+                    chars_cut=done.chars_cut,
+                    message=f"shortened {done.outputs} old tool output(s) by "
+                    f"{done.chars_cut:,} characters to fit the model's {window.tokens:,}-token "
+                    "context; the session journal keeps them whole",
+                ),
+            )
+        tried = "shortening old tool outputs" if done.outputs else ""
+        # Compacting helps only a history with more than the system prompt and the question.
+        if self.meter.estimate(self.session.messages, tools) > budget and len(messages) > 2:
+            tried = "shortening and compacting"
+            self._emit(emit, Thinking(state="Compacting the conversation"))
+            try:
+                await self.compact(emit, auto=True)
+            except (ModelError, TimeoutError) as exc:
+                detail = exc.message if isinstance(exc, ModelError) else "no answer in time"
+                raise _StopTurn(
+                    "error",
+                    f"[error: the conversation no longer fits the model's {window.tokens:,}-token "
+                    f"context, and compacting it failed ({detail}) — {CONTEXT_ADVICE}]",
+                    "generation",
+                ) from None
+        used = self.meter.estimate(self.session.messages, tools)
+        if used > budget:
+            after = f" even after {tried}" if tried else ""
+            raise _StopTurn(
+                "error",
+                f"[error: the request needs about {used:,} tokens{after}, more than the model's "
+                f"{window.tokens:,}-token context leaves for it — {CONTEXT_ADVICE}]",
+                "generation",
+            )
+        self._report_context(emit)
+
+    def _learn_from_refusal(self, refused: ModelError, sent: int, emit: Emit) -> bool:
+        """The server refused a request of `sent` characters as too big: take the window it
+        states, count that request as over it, and say whether mm can make room now (it cannot
+        when neither the server nor anything before said the window: nothing is guessed)."""
+        stated = window_from_error(refused.server_text or refused.message)
+        if stated is not None:
+            self.meter.window = ContextWindow(stated, "the server's refusal")
+        window = self.meter.window
+        if window is None:
+            return False
+        # The request was over the window whatever mm counted: count it so from now on (but a
+        # token is at least two characters: a server's odd count must not make every later
+        # request look too big).
+        tokens = max(window.tokens + 1, self.meter.estimate(self.session.messages, self.tools()))
+        self.meter.observed(min(tokens, sent // 2), sent)
+        self._report_context(emit)
+        return True
 
     def _keep_partial(self, text: list[str]) -> None:
         """What the model said before a failure stays in the history: nothing is lost."""
@@ -617,6 +774,7 @@ class Engine:
                 "diff": diff,
             },
         )
+        self._fair_share(call.name, emit)
         state.pending = [c for c in state.pending if c.id != call.id]
         self._save(emit)
         self._emit(
@@ -630,6 +788,34 @@ class Engine:
                 diff=diff,
             ),
         )
+
+    def _fair_share(self, tool: str, emit: Emit) -> None:
+        """A tool result takes at most a quarter of the window: a 30,000-character output would
+        fill a 2,048-token model by itself. The model gets its head and tail; the journal and
+        the window keep it whole."""
+        messages = self.session.messages
+        room = self.meter.room(messages[:1], self.tools())
+        share = None if room is None else self.meter.fair_share_chars(room)
+        message = messages[-1]
+        output = message.get("content")
+        if share is None or not isinstance(output, str) or len(output) <= share:
+            return
+        shorter = self.meter.cut(output, share)
+        cut = len(output) - len(shorter)
+        self.session.shorten(len(self.session.messages) - 1, {**message, "content": shorter}, cut)
+        window = self.meter.window
+        assert window is not None
+        self._emit(
+            emit,
+            HistoryShortened(
+                outputs=1,
+                chars_cut=cut,
+                message=f"{tool}'s output of {len(output):,} characters goes to the model cut "
+                f"to {len(shorter):,}, a fair share of its {window.tokens:,}-token context; the "
+                "session journal keeps it whole",
+            ),
+        )
+        self._report_context(emit)
 
 
 async def _closed(session: Session) -> None:
