@@ -516,7 +516,9 @@ def _is_message(message: Any) -> bool:
 
 def _changes_meta(record: dict[str, Any]) -> bool:
     """A record after which the metadata file is rewritten: anything but the assistant's and
-    the tools' messages, which come by the thousand."""
+    the tools' messages and the shortenings, which come by the thousand."""
+    if record["type"] == "shortened":
+        return False
     if record["type"] != "message":
         return True
     return record["message"].get("role") not in ("assistant", "tool")

@@ -337,3 +337,37 @@ def test_latest_and_new_sessions_leave_damaged_files_alone(tmp_path: Path) -> No
         "content": "something new",
     }
     assert session_loads(folder, good.id).messages[-1]["content"] == "ok"
+
+
+def test_a_format_1_session_resumes_with_the_real_program(tmp_path: Path) -> None:
+    """A session file written by an mm before the journal: `--resume` converts it, the model
+    gets its history, and the next resume reads the journal."""
+    folder = tmp_path / ".mm" / "sessions"
+    folder.mkdir(parents=True)
+    session_id = "20250101-100000-abcdef"
+    old = {
+        "id": session_id, "version": 1, "created": "2025-01-01T10:00:00.000Z",
+        "updated": "2025-01-01T10:05:00.000Z", "cwd": str(tmp_path), "model": "m",
+        "provider": "p", "base_url": None,
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "remember 42"},
+            {"role": "assistant", "content": "noted"},
+        ],
+        "turns": [], "errors": [],
+    }  # fmt: skip
+    raw = json.dumps(old, indent=1).encode()
+    (folder / f"{session_id}.json").write_bytes(raw)
+    with ScriptedServer("it was 42", "still 42") as server:
+        base = ("--base-url", server.base_url, "--model", "m")
+        for question in ("what was it?", "and now?"):
+            result = mm(*base, "--resume", session_id, "-p", question, cwd=tmp_path)
+            assert result.returncode == 0, result.stderr
+        first, second = server.requests
+    assert [m["content"] for m in first.messages] == [
+        "be brief", "remember 42", "noted", "what was it?",
+    ]  # fmt: skip
+    assert [m["content"] for m in second.messages][-3:] == ["what was it?", "it was 42", "and now?"]
+    assert (folder / f"{session_id}.v1.json").read_bytes() == raw
+    assert not (folder / f"{session_id}.json").exists()
+    assert session_loads(folder, session_id).messages[-1]["content"] == "still 42"
