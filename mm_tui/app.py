@@ -3,7 +3,12 @@ to the UI as a Textual message and applied to the transcript store in one place
 (`Transcript.apply`); the engine never touches a widget and the UI never waits on the engine.
 
 Start-up keeps the first frame fast: the configuration, the model detection and the engine (with
-pydantic and httpx behind them) load in a worker after the first frame, through `boot`."""
+pydantic and httpx behind them) load in a worker after the first frame, through `boot`.
+
+A session that already holds something (`--resume`, `/sessions`) is redrawn from its journal's
+records (`transcript_from_records`), so the window shows the conversation as it went, each call
+with the status and time it really had; `/sessions` reads the journal in a thread, off the UI
+loop, since a long session's journal is megabytes of JSON."""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ W = TypeVar("W")
 
 if TYPE_CHECKING:
     from mm_tui.engine.events import Event
+    from mm_tui.engine.session import Session
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
 
@@ -128,7 +134,8 @@ class MMApp(App[int]):
         self.attach(started)
 
     def attach(self, started: Started) -> None:
-        """The engine is ready: show who is at work and say what start-up noticed."""
+        """The engine is ready: show who is at work, redraw a resumed session, and say what
+        start-up noticed."""
         engine = started.engine
         self.engine = engine
         settings = engine.settings
@@ -143,11 +150,19 @@ class MMApp(App[int]):
             cwd=str(engine.cwd),
             yolo=engine.permissions.yolo,
         )
+        self._show_context()
+        session = engine.session
+        warnings = list(session.warnings)
+        if len(session.records) > 1:  # more than the header: a resumed session
+            self._redraw(session)
         notes = list(started.notes)
         if started.on_demo:
             notes.append(DEMO_HINT)
         for note in notes:
-            self._notice(note, "info")
+            self._notice(note, "warning" if note in warnings else "info")
+        for warning in warnings:
+            if warning not in notes:
+                self._notice(warning, "warning")
         self._notice(WELCOME, "info")
         self.status.show(None, "")
 
@@ -180,6 +195,22 @@ class MMApp(App[int]):
         item = self.transcript.add(NoticeItem(text=text, level=level))
         self.view.update_items([item])
 
+    def _redraw(self, session: Session) -> None:
+        """Show `session` from its records alone: nothing of the one before stays in view, and
+        the view follows the bottom (its last lines are where the conversation goes on)."""
+        from mm_tui.transcript import transcript_from_records
+
+        self.transcript.clear()
+        transcript_from_records(self.transcript, session.records)
+        self.view.reset()
+
+    def _show_context(self) -> None:
+        """The header's context text, from the engine: after start-up and a change of session."""
+        from mm_tui.widgets.agent_header import AgentHeader
+
+        usage = self.engine.context_usage() if self.engine is not None else None
+        self._widget(AgentHeader).show_context(usage.text if usage is not None else "")
+
     # -- turns ----------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
@@ -203,9 +234,15 @@ class MMApp(App[int]):
 
     @on(EngineEvent)
     def on_engine_event(self, message: EngineEvent) -> None:
-        from mm_tui.engine.events import PermissionRequested, TurnEnded
+        from mm_tui.engine.events import ContextUsage, PermissionRequested, TurnEnded
 
         event = message.event
+        if isinstance(event, ContextUsage):
+            if event.agent is None:  # an asked agent's context is its own business
+                from mm_tui.widgets.agent_header import AgentHeader
+
+                self._widget(AgentHeader).show_context(event.text)
+            return
         changed = self.transcript.apply(event)
         if changed:
             self.view.update_items(changed)
@@ -312,6 +349,7 @@ class MMApp(App[int]):
         self.transcript.clear()
         self.view.reset()
         self._notice(f"new session {self.engine.session.id}", "info")
+        self._show_context()
 
     def open_sessions(self) -> None:
         if self.engine is None:
@@ -327,36 +365,43 @@ class MMApp(App[int]):
 
         self.push_screen(SessionsScreen(folder), chosen)
 
-    def resume(self, session_id: str) -> None:
+    @work(exclusive=True, group="resume", exit_on_error=False)
+    async def resume(self, session_id: str) -> None:
+        """Reopen a session: its journal is read in a thread, then the window redraws it."""
+        import asyncio
+
         from mm_tui.config import resolve_dir
         from mm_tui.engine.session import Session, SessionError
-        from mm_tui.transcript import transcript_from_messages
 
         assert self.engine is not None
         folder = resolve_dir(self.engine.settings.sessions_dir, self.engine.cwd)
+        self.status.show(None, "opening the session…")
         try:
-            session = Session.load(folder, session_id)
+            session = await asyncio.to_thread(Session.load, folder, session_id)
         except SessionError as exc:
             self._notice(str(exc), "error")
             return
+        finally:
+            self.status.show(None, "")
         self.engine.cancel()
         self.engine.new_session(session)
-        self.transcript.clear()
-        transcript_from_messages(self.transcript, session.messages)
-        self.view.reset()
+        self._redraw(session)
         self._notice(f"resumed session {session.id}", "info")
+        for warning in session.warnings:
+            self._notice(warning, "warning")
+        self._show_context()
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def compact(self) -> None:
+        """`/compact`: the engine emits what it did (`HistoryCompacted`, shown as its line with
+        the summary folded beneath); only a failure needs saying here."""
         if self.engine is None:
             return
         self.status.show("Compacting")
         try:
-            summary = await self.engine.compact()
+            await self.engine.compact(self.emit)
         except Exception as exc:  # noqa: BLE001 - said in the transcript
             self._notice(f"/compact failed: {exc}", "error")
-        else:
-            self._notice(f"history compacted to a summary of {len(summary):,} characters", "info")
         self.status.show(None)
 
     # -- keys -----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Line mode (`mm --line`), one-shot `mm -p` and `mm --ask`: the engine's events printed with
 Rich, as the reference's terminal-display lines (`🛠️  bash: …`, the `🔐` prompt, the recap, and
-`🗣 ask_agent: …` above what an asked agent writes)."""
+`🗣 ask_agent: …` above what an asked agent writes). What mm does to keep the conversation in
+the model's context (outputs shortened, the history compacted) is a dim line of its own."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from mm_tui.engine.events import (
     Decision,
     EngineError,
     Event,
+    HistoryCompacted,
+    HistoryShortened,
     PermissionRequested,
     TextDelta,
     ThoughtDelta,
@@ -114,8 +117,13 @@ class LinePrinter:
                 c.print(header_text(event.title, event.model, event.provider))
             else:
                 c.print(Text(asked_line(event), style="bold"))
+        elif isinstance(event, HistoryShortened):
+            c.print(Text(prefix + event.message, style="dim"))
+        elif isinstance(event, HistoryCompacted):
+            c.print(Text(prefix + event.title, style="dim"))
         elif isinstance(event, AgentFinished):
             pass  # the stream it wrote is closed above
+        # ContextUsage prints nothing: the recap that ends the turn says how full the context is.
         elif isinstance(event, TurnEnded):
             if event.agent is None:
                 self.last_end = event

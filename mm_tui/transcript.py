@@ -4,6 +4,10 @@
 transcript; it knows nothing of Textual, so tests drive it without a terminal, and the window's
 `TranscriptView` only renders what it holds. Items are never dropped: the view renders the ones
 near the screen from this store, so ten thousand tool lines cost what the visible ones cost.
+
+`transcript_from_records` redraws a resumed session from its journal's records: the same items
+a live session made, from what the records kept (each call's real status, time and title), so
+that a session looks the same after `--resume` or `/sessions` as it did while it ran.
 """
 
 from __future__ import annotations
@@ -12,12 +16,16 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mm_tui.engine.events import Event, PermissionRequested
+    from collections.abc import Iterable
+
+    from mm_tui.engine.events import Event, HistoryCompacted, PermissionRequested
 
 
 class Item:
     """One entry of the transcript. `version` grows with every change, so a renderer can cache
-    what it drew for a version and a width.
+    what it drew for a version and a width. `id` is the item's place in `Transcript.items`,
+    counted from 1: the view finds an item's cached lines by it, so it must start again at 1
+    whenever the store is emptied.
 
     Items are plain classes with slots rather than dataclasses: making the seven dataclasses
     took 7 ms of every start, before the first frame; slots also keep ten thousand items small.
@@ -107,6 +115,8 @@ class ThoughtItem(Item):
 
 
 class ToolItem(Item):
+    timed = True  # the line shows the call's time at its right
+
     __slots__ = (
         "call_id",
         "tool",
@@ -160,6 +170,23 @@ class ToolItem(Item):
     @property
     def running(self) -> bool:
         return self.status == "running"
+
+
+class CompactionItem(ToolItem):
+    """The history replaced by the model's summary of it. Drawn as a finished tool line (one
+    line, the summary folded beneath it, opened with Enter or a click): that is what it is to a
+    reader, something mm did, with a result to look at when wanted. It has no time of its own."""
+
+    timed = False
+
+    __slots__ = ()
+
+    def __init__(self, *, title: str = "", summary: str = "", **base: Any) -> None:
+        super().__init__(tool="compact", title=title, status="ok", output=summary, **base)
+
+
+def compaction_item(event: HistoryCompacted, agent: str | None = None) -> CompactionItem:
+    return CompactionItem(agent=agent, title=event.title, summary=event.summary)
 
 
 class RecapItem(Item):
@@ -218,8 +245,10 @@ class Transcript:
         self.state: str | None = None  # spinner state shown beside the prompt; None when idle
 
     def clear(self) -> None:
-        """A new session: nothing of the old one stays in view."""
+        """A new session: nothing of the old one stays in view. Ids count from 1 again, since
+        an item's id is its place in `items` (the view's caller then calls `reset`)."""
         self.items = []
+        self._next_id = 0
         self._tools.clear()
         self._answer.clear()
         self._thought.clear()
@@ -253,7 +282,10 @@ class Transcript:
             AgentFinished,
             AgentStarted,
             ComposingToolCall,
+            ContextUsage,
             EngineError,
+            HistoryCompacted,
+            HistoryShortened,
             PermissionRequested,
             TextDelta,
             Thinking,
@@ -365,6 +397,14 @@ class Transcript:
             ]
         if isinstance(event, AgentFinished):
             return self._close_streams(event.name)
+        if isinstance(event, ContextUsage):
+            return []  # the header shows it
+        if isinstance(event, HistoryCompacted):
+            changed = self._close_streams(agent)
+            changed.append(self.add(compaction_item(event, agent)))
+            return changed
+        if isinstance(event, HistoryShortened):
+            return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
         if isinstance(event, EngineError):
             changed = self._close_streams(agent)
             level = "warning" if event.message.startswith("[warning") else "error"
@@ -413,38 +453,156 @@ class Transcript:
         return False
 
 
-def transcript_from_messages(transcript: Transcript, messages: list[dict[str, Any]]) -> None:
-    """Rebuild what a resumed session showed from its history: questions, answers, and one tool
-    line per call with its result."""
-    results = {
-        m.get("tool_call_id"): str(m.get("content") or "")
-        for m in messages
-        if m.get("role") == "tool"
-    }
-    for message in messages:
-        role = message.get("role")
-        if role == "user":
-            transcript.add(UserItem(text=str(message.get("content") or "")))
-        elif role == "assistant":
-            content = message.get("content")
-            if content:
-                transcript.add(AnswerItem(pieces=[str(content)], done=True))
-            for call in message.get("tool_calls") or []:
-                function = call.get("function", {})
-                output = results.get(call.get("id"), "")
-                status = "error" if output.startswith("[error") else "ok"
-                if output.endswith("rejected by the user]"):
-                    status = "rejected"
-                transcript.add(
-                    ToolItem(
-                        call_id=str(call.get("id")),
-                        tool=str(function.get("name")),
-                        title=f"{function.get('name')}  {_short(str(function.get('arguments', '')))}",
-                        status=status,
-                        output=output,
-                        elapsed=0.0,
+def transcript_from_records(
+    transcript: Transcript, records: Iterable[dict[str, Any]]
+) -> list[Item]:
+    """Redraw a session from its journal's records (`Session.records`); returns the items added.
+
+    Each record becomes what the live session showed for it: questions and answers; one tool
+    line per call, with the status, time, title, output and diff its result record kept (never
+    guessed from the result's text); a call with no result at all (mm was killed before it
+    finished) as cancelled; each turn's recap line, made by `TurnEnded.recap` as it was live;
+    errors and warnings as notices; a compaction as its foldable line; a run of shortened tool
+    outputs as one notice. Messages a compaction replaced stay: they were on screen before it.
+    """
+    from mm_tui.engine.events import HistoryCompacted
+    from mm_tui.engine.session import INTERRUPTED
+
+    added: list[Item] = []
+    calls: dict[str, ToolItem] = {}  # calls waiting for their result, by id
+    turns = 0
+    run = [0, 0]  # consecutive shortened records: how many, characters cut
+
+    def add(item: Item) -> None:
+        added.append(transcript.add(item))
+
+    for record in records:
+        kind = record.get("type")
+        if kind != "shortened" and run[0]:
+            add(NoticeItem(text=_shortened_notice(*run), level="info"))
+            run = [0, 0]
+        if kind == "message":
+            message = record.get("message") or {}
+            role = message.get("role")
+            if role == "user":
+                add(UserItem(text=_flat(message.get("content"))))
+            elif role == "assistant":
+                text = _flat(message.get("content"))
+                if text:
+                    add(AnswerItem(pieces=[text], done=True))
+                for call in message.get("tool_calls") or []:
+                    if not isinstance(call, dict):
+                        continue
+                    function = call.get("function") or {}
+                    name = str(function.get("name") or "")
+                    call_id = str(call.get("id"))
+                    item = ToolItem(
+                        call_id=call_id,
+                        tool=name,
+                        title=f"{name}  {_short(str(function.get('arguments') or ''))}",
+                        status="cancelled",  # until its result says otherwise
+                        output=INTERRUPTED,
                     )
-                )
+                    calls[call_id] = item
+                    add(item)
+            elif role == "tool":
+                item = calls.pop(str(message.get("tool_call_id")), None)
+                if item is not None:
+                    _finish(item, message, record.get("tool"), INTERRUPTED)
+        elif kind == "turn":
+            turns += 1
+            add(_recap(record, turns))
+        elif kind == "error":
+            text = str(record.get("message") or "")
+            level = "warning" if text.startswith("[warning") else "error"
+            add(NoticeItem(text=text, level=level))
+        elif kind == "compaction":
+            event = HistoryCompacted(
+                summary=str(record.get("summary") or ""),
+                replaced=_int(record.get("replaced")),
+                auto=bool(record.get("auto")),
+                tokens_before=_int(record.get("tokens_before")),
+                tokens_after=_int(record.get("tokens_after")),
+            )
+            add(compaction_item(event))
+        elif kind == "shortened":
+            run = [run[0] + 1, run[1] + _int(record.get("cut"))]
+        # "session" (the header) and "history" (the history sent, replaced as a whole) show
+        # nothing: what they hold was shown when it happened.
+    if run[0]:
+        add(NoticeItem(text=_shortened_notice(*run), level="info"))
+    return added
+
+
+STATUSES = ("ok", "error", "rejected", "cancelled")
+
+
+def _finish(item: ToolItem, message: dict[str, Any], tool: Any, interrupted: str) -> None:
+    """A call's line as its result record says it ended."""
+    content = _flat(message.get("content"))
+    tool = tool if isinstance(tool, dict) else {}
+    status = tool.get("status")
+    if status not in STATUSES:
+        # No status: the answer mm gave, on loading, to a call a kill left without one.
+        status = "cancelled" if content == interrupted else "ok"
+    item.status = status
+    display = tool.get("display")
+    item.output = display if isinstance(display, str) else content
+    diff = tool.get("diff")
+    item.diff = diff if isinstance(diff, str) else None
+    elapsed = tool.get("elapsed")
+    if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
+        item.elapsed = float(elapsed)
+    title = tool.get("title")
+    if isinstance(title, str) and title:
+        item.title = title
+
+
+def _recap(record: dict[str, Any], turn: int) -> RecapItem:
+    """A turn record's recap line, made by the same `TurnEnded.recap` as the live one."""
+    from mm_tui.engine.events import Counters, TurnEnded, Usage
+
+    counted = record.get("counters")
+    counted = counted if isinstance(counted, dict) else {}
+    used = record.get("usage")
+    used = used if isinstance(used, dict) else {}
+    reason = str(record.get("stop_reason") or "end_turn")
+    window = _int(record.get("context_window")) or None
+    event = TurnEnded(
+        turn=turn,
+        counters=Counters(
+            **{k: _int(counted.get(k)) for k in ("commands", "file_ops", "skills", "lsp_calls")}
+        ),
+        elapsed=_float(record.get("elapsed")),
+        usage=Usage(_int(used.get("prompt_tokens")), _int(used.get("completion_tokens"))),
+        stop_reason=reason,  # type: ignore[arg-type] - as the engine wrote it
+        context_used=_int(record.get("context_used")),
+        context_window=window,
+    )
+    return RecapItem(text=event.recap(), stop_reason=reason)
+
+
+def _shortened_notice(outputs: int, chars: int) -> str:
+    many = outputs != 1
+    return (
+        f"shortened {outputs} tool output{'s' if many else ''} by {chars:,} characters to fit "
+        f"the model's context; the session journal keeps {'them' if many else 'it'} whole"
+    )
+
+
+def _flat(content: Any) -> str:
+    """A message's content as text: a string, or the text of its content parts."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def _short(text: str, limit: int = 100) -> str:

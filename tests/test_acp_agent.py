@@ -31,12 +31,15 @@ from acp.schema import (
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
+    UsageUpdate,
     UserMessageChunk,
 )
 from fetch_server import WebServer
 from scripted_server import Reply, ScriptedServer, call
 
 from mm_tui import __version__
+from mm_tui.engine.journal import flush_all
+from mm_tui.engine.session import INTERRUPTED, Session
 
 MM = [sys.executable, "-m", "mm_tui.cli"]
 MODEL = "m1"
@@ -609,6 +612,103 @@ async def test_load_replays_the_session(tmp_path: Path) -> None:
     contents = [m.get("content") for m in last.messages]
     assert "print something" in contents and "It printed replayed." in contents
     assert contents[-1] == "and again"
+
+
+async def test_load_replays_each_call_with_the_status_it_really_had(tmp_path: Path) -> None:
+    """The replay takes each call's status from its result record: an ok output that reads like
+    an error stays completed, a refusal and an error fail, and a call that a kill left without a
+    result comes as failed, cancelled. Messages a compaction replaced are replayed too."""
+    first = Recorder(["a", "r"])
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("bash", {"command": "echo '[error: only words]'"}, id="c1"),
+                call("read_file", {"path": "missing.txt"}, id="c2"),
+                call("bash", {"command": "echo refused"}, id="c3"),
+            ]
+        ),
+        Reply("Three calls."),
+        Reply("The summary of it all."),  # /compact's
+    ) as server:
+        async with mm_acp(tmp_path, server, first, "--no-yolo") as (conn, _):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "three calls") == "end_turn"
+        assert [first.last(c).field_meta["mm"]["status"] for c in ("c1", "c2", "c3")] == [
+            "ok",
+            "error",
+            "rejected",
+        ]
+        # mm compacted the history, then was killed after the model asked for a call.
+        folder = tmp_path / ".mm" / "sessions"
+        flush_all()
+        session = Session.load(folder, session_id)
+        session.compact("The summary of it all.", [{"role": "system", "content": "summary"}])
+        session.add_message({"role": "user", "content": "one more"})
+        session.add_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c4",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"command": "sleep 99"}'},
+                    }
+                ],
+            }
+        )
+        session.save()
+        session.close().result(10)  # type: ignore[union-attr]
+        again = Recorder()
+        async with mm_acp(tmp_path, server, again) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+            await asyncio.sleep(0.05)
+    starts = again.starts()
+    assert [u.tool_call_id for u in starts] == ["c1", "c2", "c3", "c4"]
+    assert [u.status for u in starts] == ["completed", "failed", "failed", "failed"]
+    assert [u.field_meta["mm"]["status"] for u in starts] == [
+        "ok",
+        "error",
+        "rejected",
+        "cancelled",
+    ]
+    assert "[error: only words]" in output_of(starts[0])
+    assert output_of(starts[3]) == INTERRUPTED
+    assert starts[3].title == "bash  sleep 99"
+    users = [u.content.text for u in again.updates if isinstance(u, UserMessageChunk)]
+    assert users == ["three calls", "one more"]  # the compacted question is replayed too
+    assert again.text() == "Three calls."
+
+
+async def test_the_context_goes_to_the_editor_as_usage_updates(tmp_path: Path) -> None:
+    """The window the server reports is learned once; every ContextUsage becomes a
+    usage_update; shortening an output sends no text (the log says it) and the answer is only
+    the model's."""
+    client = Recorder()
+    script = [
+        Reply(tool_calls=[call("bash", {"command": "seq 1 8000"}, id="c1")]),
+        Reply("done"),
+        Reply("again"),
+    ]
+    with ScriptedServer(
+        *script, serves="llama.cpp", context_window=2048, report_usage=True
+    ) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, log):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "count") == "end_turn"
+            other = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            assert await ask(conn, other, "hello") == "end_turn"
+            text = log.read_text()
+        lookups = [(r.method, r.path) for r in server.lookups]
+    usages = [u for u in client.updates if isinstance(u, UsageUpdate)]
+    assert len(usages) >= 3
+    assert all(u.size == 2048 and 0 < u.used <= 2048 for u in usages)
+    assert client.text() == "doneagain"
+    assert client.thoughts() == ""
+    assert "bash's output of " in text and "the session journal keeps it whole" in text
+    assert "context window: 2,048 tokens (llama.cpp /props)" in text
+    assert lookups.count(("GET", "/props")) == 1  # once for the process, not per session
 
 
 async def test_mcp_servers_are_accepted_and_ignored(tmp_path: Path) -> None:

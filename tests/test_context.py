@@ -36,6 +36,7 @@ from mm_tui.engine.events import (
 )
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import Session
+from mm_tui.engine.turn import UNKNOWN_WINDOW
 from mm_tui.startup import start
 
 SUMMARY_ASK = "Summarise this conversation so far"
@@ -214,10 +215,11 @@ async def test_a_refusal_teaches_the_window_and_the_request_is_made_again(tmp_pa
     )
     with server:
         engine = engine_on(server, tmp_path)
-        assert await engine.learn_context_window() == [
+        assert await engine.learn_context_window() == [UNKNOWN_WINDOW]
+        assert UNKNOWN_WINDOW == (
             "the model's context window is unknown: mm learns it from the server's first "
             "refusal of a request too big; set contextWindow in the config to tell it"
-        ]
+        )
         assert engine.context_usage() is None
         events = await asyncio.wait_for(turn(engine, "echo it"), 30)
     assert events[-1].stop_reason == "end_turn", events[-1]

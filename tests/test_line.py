@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 
 from mm_tui.engine.events import (
+    ContextUsage,
     Counters,
+    HistoryCompacted,
+    HistoryShortened,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -124,3 +128,32 @@ def test_a_cancelled_turn_says_so() -> None:
         stop_reason="cancelled",
     )
     assert end.recap() == "⚙ 1 command(s) · 2.0s · 7 tokens · cancelled"
+
+
+def test_shortening_and_compaction_are_dim_notices_and_the_context_waits_for_the_recap() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system="standard", highlight=False)
+    p = LinePrinter(console, 5, ask=lambda request: None)
+    p(TextDelta(text="Working"))
+    p(ContextUsage(used=1500, window=2048, source="llama.cpp /props"))
+    p(HistoryShortened(outputs=2, chars_cut=5000, message="shortened 2 old tool output(s)"))
+    p(HistoryCompacted(summary="all of it", replaced=7, auto=True))
+    p(
+        TurnEnded(
+            turn=1,
+            counters=Counters(),
+            elapsed=1.0,
+            usage=Usage(),
+            stop_reason="end_turn",
+            context_used=600,
+            context_window=2048,
+        )
+    )
+    lines = out.getvalue().splitlines()
+    assert [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines] == [
+        "Working",
+        "shortened 2 old tool output(s)",
+        "compacted 7 messages into a summary automatically, near the context window",
+        "1.0s · ctx 600 / 2,048 (29%)",  # the context, once, in the recap
+    ]
+    assert lines[1].startswith("\x1b[2m") and lines[2].startswith("\x1b[2m")  # dim

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from mm_tui.engine.events import (
     ComposingToolCall,
+    ContextUsage,
     Counters,
     EngineError,
+    HistoryCompacted,
+    HistoryShortened,
     TextDelta,
     Thinking,
     ThoughtDelta,
@@ -15,15 +18,17 @@ from mm_tui.engine.events import (
     TurnStarted,
     Usage,
 )
+from mm_tui.engine.session import INTERRUPTED
 from mm_tui.transcript import (
     AnswerItem,
+    CompactionItem,
     NoticeItem,
     RecapItem,
     ThoughtItem,
     ToolItem,
     Transcript,
     UserItem,
-    transcript_from_messages,
+    transcript_from_records,
 )
 
 
@@ -132,25 +137,231 @@ def test_recap_text_shows_only_counters_that_are_not_zero() -> None:
     assert end.recap() == "📝 2 file op(s) · 🔎 1 lsp call(s) · 3.0s"
 
 
-def test_a_resumed_history_is_rebuilt() -> None:
-    t = Transcript()
-    transcript_from_messages(
-        t,
-        [
-            {"role": "system", "content": "x"},
-            {"role": "user", "content": "list"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "1", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
-                ],
-            },
-            {"role": "tool", "tool_call_id": "1", "content": "[command rejected by the user]"},
-            {"role": "assistant", "content": "ok"},
+def message(role: str, content: str | None = None, **more: object) -> dict:
+    return {"type": "message", "message": {"role": role, "content": content, **more}}
+
+
+def calls(*items: tuple[str, str, str]) -> dict:
+    """An assistant message asking for calls: (id, tool, arguments as JSON)."""
+    return message(
+        "assistant",
+        None,
+        tool_calls=[
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+            for i, n, a in items
         ],
     )
-    user, tool, answer = t.items
-    assert user.text == "list"
-    assert (tool.tool, tool.status) == ("bash", "rejected")
-    assert answer.text == "ok"
+
+
+def result(call_id: str, content: str, **tool: object) -> dict:
+    record = message("tool", content, tool_call_id=call_id)
+    if tool:
+        record["tool"] = tool
+    return record
+
+
+HEADER = {"type": "session", "version": 2, "id": "s", "created": "", "cwd": "/", "model": None}
+
+
+def test_a_session_is_redrawn_from_its_records() -> None:
+    summary = "The person asked for the files; ls ran; nothing else to do."
+    records = [
+        HEADER,
+        message("system", "you are mm"),
+        message("user", "list and break things"),
+        message("assistant", "Looking."),
+        calls(
+            ("a", "bash", '{"command": "ls"}'),
+            ("b", "read_file", '{"path": "nope.txt"}'),
+            ("c", "bash", '{"command": "rm -rf /"}'),
+        ),
+        # ok whose text looks like an error: the record, not the text, decides
+        result("a", "[error: not really]\n", status="ok", elapsed=0.25, title="bash  ls"),
+        result("b", "no such file", status="error", elapsed=1.5, title="read_file  nope.txt"),
+        result("c", "[command rejected by the user]", status="rejected", elapsed=3.0),
+        {"type": "shortened", "time": "", "index": 5, "message": {"role": "tool"}, "cut": 1000},
+        {"type": "shortened", "time": "", "index": 6, "message": {"role": "tool"}, "cut": 234},
+        message("assistant", "Done."),
+        {
+            "type": "turn",
+            "counters": {"commands": 2, "file_ops": 1, "skills": 0, "lsp_calls": 0},
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+            "elapsed": 4.75,
+            "stop_reason": "end_turn",
+        },
+        {"type": "error", "time": "", "where": "session", "message": "[warning: disk full]"},
+        {"type": "error", "time": "", "where": "provider", "message": "[error: 500]"},
+        {
+            "type": "compaction",
+            "time": "",
+            "summary": summary,
+            "replaced": 9,
+            "auto": False,
+            "messages": [{"role": "system", "content": "sum"}],
+        },
+        {"type": "history", "time": "", "messages": [{"role": "system", "content": "x"}]},
+        message("user", [{"type": "text", "text": "and "}, {"type": "text", "text": "edit"}]),
+        calls(("d", "edit_file", '{"path": "a.py"}')),
+        result(
+            "d",
+            "the model's text",
+            status="ok",
+            elapsed=0.5,
+            title="edit_file  a.py",
+            display="edited a.py",
+            diff="--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
+        ),
+        calls(("e", "bash", '{"command": "sleep 100"}')),  # mm was killed here
+    ]
+    t = Transcript()
+    added = transcript_from_records(t, records)
+    assert added == t.items
+    assert [type(i).__name__ for i in t.items] == [
+        "UserItem",
+        "AnswerItem",
+        "ToolItem",
+        "ToolItem",
+        "ToolItem",
+        "NoticeItem",
+        "AnswerItem",
+        "RecapItem",
+        "NoticeItem",
+        "NoticeItem",
+        "CompactionItem",
+        "UserItem",
+        "ToolItem",
+        "ToolItem",
+    ]
+    assert [i.id for i in t.items] == list(range(1, 15))
+    user, looking, a, b, c, short, done, recap, warning, error, compaction = t.items[:11]
+    edit, killed = t.items[12:]
+    assert user.text == "list and break things" and looking.text == "Looking." and looking.done
+    assert (a.status, a.elapsed, a.title, a.output) == (
+        "ok",
+        0.25,
+        "bash  ls",
+        "[error: not really]\n",
+    )
+    assert (b.status, b.elapsed, b.title) == ("error", 1.5, "read_file  nope.txt")
+    assert (c.status, c.elapsed) == ("rejected", 3.0)
+    assert c.title == 'bash  {"command": "rm -rf /"}'  # no title kept: the name and arguments
+    assert short.level == "info" and short.text == (
+        "shortened 2 tool outputs by 1,234 characters to fit the model's context; "
+        "the session journal keeps them whole"
+    )
+    assert done.text == "Done."
+    assert recap.text == "⚙ 2 command(s) · 📝 1 file op(s) · 4.8s · 120 tokens"
+    assert (warning.level, warning.text) == ("warning", "[warning: disk full]")
+    assert (error.level, error.text) == ("error", "[error: 500]")
+    assert isinstance(compaction, CompactionItem) and isinstance(compaction, ToolItem)
+    assert compaction.title == HistoryCompacted(summary, 9, auto=False).title
+    assert (compaction.status, compaction.output, compaction.folded) == ("ok", summary, True)
+    assert compaction.foldable and not compaction.timed
+    assert t.items[11].text == "and edit"
+    assert (edit.output, edit.diff, edit.title) == (
+        "edited a.py",
+        "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
+        "edit_file  a.py",
+    )
+    assert (killed.status, killed.output, killed.elapsed) == ("cancelled", INTERRUPTED, None)
+
+
+def test_a_redraw_pairs_results_with_calls_in_order_when_ids_repeat() -> None:
+    """Small servers count call ids from 0 at each answer: `0` names two calls here."""
+    t = Transcript()
+    transcript_from_records(
+        t,
+        [
+            calls(("0", "bash", '{"command": "true"}')),
+            result("0", "first", status="ok", elapsed=1.0),
+            calls(("0", "bash", '{"command": "false"}')),
+            result("0", "second", status="error", elapsed=2.0),
+        ],
+    )
+    first, second = t.items
+    assert (first.status, first.output, second.status, second.output) == (
+        "ok",
+        "first",
+        "error",
+        "second",
+    )
+
+
+def test_a_result_without_status_is_what_loading_gave_a_killed_call() -> None:
+    """Loading answers a call a kill left without a result (INTERRUPTED); saved, that answer is
+    a plain message record, with no status kept."""
+    t = Transcript()
+    transcript_from_records(
+        t,
+        [
+            calls(("k", "bash", "{}"), ("m", "bash", "{}")),
+            result("k", INTERRUPTED),
+            result("m", "fine"),
+        ],
+    )
+    assert [i.status for i in t.items] == ["cancelled", "ok"]
+
+
+def test_a_turn_record_makes_the_live_recap() -> None:
+    record = {
+        "type": "turn",
+        "counters": {"commands": 1},
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+        "elapsed": 2.0,
+        "stop_reason": "cancelled",
+        "context_used": 1234,
+        "context_window": 4096,
+    }
+    t = Transcript()
+    transcript_from_records(t, [record])
+    live = TurnEnded(
+        turn=1,
+        counters=Counters(commands=1),
+        elapsed=2.0,
+        usage=Usage(3, 4),
+        stop_reason="cancelled",
+        context_used=1234,
+        context_window=4096,
+    )
+    (recap,) = t.items
+    assert (
+        recap.text
+        == live.recap()
+        == "⚙ 1 command(s) · 2.0s · 7 tokens · ctx 1,234 / 4,096 (30%) · cancelled"
+    )
+    assert recap.stop_reason == "cancelled"
+
+
+def test_compaction_and_shortening_live() -> None:
+    t = Transcript()
+    t.apply(TextDelta(text="partial"))
+    changed = t.apply(
+        HistoryCompacted(
+            summary="the summary", replaced=12, auto=True, tokens_before=3000, tokens_after=400
+        )
+    )
+    answer, item = changed
+    assert answer.done
+    assert isinstance(item, CompactionItem) and item is t.items[-1]
+    assert item.title == (
+        "compacted 12 messages into a summary automatically, near the context window, "
+        "3,000 → 400 tokens"
+    )
+    assert (item.output, item.status, item.folded) == ("the summary", "ok", True)
+    assert t.toggle(item) and not item.folded
+    (notice,) = t.apply(HistoryShortened(outputs=2, chars_cut=99, message="shortened two"))
+    assert (notice.level, notice.text) == ("info", "shortened two")
+    assert t.apply(ContextUsage(used=10, window=100)) == []
+    assert len(t.items) == 3
+
+
+def test_clear_counts_ids_from_one_again() -> None:
+    """The view finds an item's lines at `id - 1`: after a new session, ids must start over."""
+    t = Transcript()
+    for n in range(3):
+        t.apply(started(f"c{n}"))
+    t.clear()
+    t.apply(TurnStarted(turn=1, text="again"))
+    (changed,) = t.apply(TextDelta(text="hi"))
+    assert changed is t.items[changed.id - 1]
+    assert [i.id for i in t.items] == [1, 2]

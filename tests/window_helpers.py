@@ -1,4 +1,5 @@
-"""Building MMApp for tests: an engine on a given model, frozen clocks, a fixed folder."""
+"""Building MMApp for tests: an engine on a given model, frozen clocks, a fixed folder; or MMApp
+started as `mm` starts it (`startup.start`) on the scripted server, `--resume` included."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from mm_tui.config import Settings
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 from mm_tui.playground import PLAYGROUND
-from mm_tui.startup import Started
+from mm_tui.startup import Started, start
 from mm_tui.transcript import Item
 
 FIXED_FOLDER = Path("/tmp/mm-test-playground")
@@ -54,6 +55,25 @@ def make_app(
 
     app = MMApp(boot, clock=clock, theme=app_theme) if clock else MMApp(boot, theme=app_theme)
     return app
+
+
+def started_app(
+    base_url: str,
+    folder: Path,
+    *,
+    resume: str | None = None,
+    **settings: Any,
+) -> MMApp:
+    """MMApp whose boot is the real start-up on a server (`baseUrl`, model `scripted-model`):
+    the window learned from it or from `contextWindow`, and `resume` as `--resume` gives it
+    ("" for the latest session). The app's clock is frozen; the engine's is real."""
+    settings.setdefault("sessionsDir", str(folder / ".mm" / "sessions"))
+
+    async def boot() -> Started:
+        s = Settings(baseUrl=base_url, model="scripted-model", **settings)
+        return await start(s, folder, resume=resume)
+
+    return MMApp(boot, clock=lambda: 100.0)
 
 
 def screen_text(app: MMApp) -> str:

@@ -12,9 +12,24 @@ events become `session/update` notifications and `session/request_permission` re
 | `PermissionRequested` | `session/request_permission`, four options, ids `a` `s` `r` `n` (the `Decision` values) |
 | `ToolCallFinished` | `tool_call_update` completed (ok) or failed (error, rejected, cancelled): the output as text, a file change as diff content |
 | `EngineError` | an `agent_message_chunk` with the message, so an editor shows it; also logged |
+| `ContextUsage` | `usage_update`: `used` tokens of the window's `size` (sent when the window is known) |
+| `HistoryShortened`, `HistoryCompacted` | nothing but a line in the log: ACP has no notice (see below) |
 | `TurnEnded` | the prompt's stop reason (see `STOP_REASONS`) |
 
 What a parent mm needs beyond the protocol travels in `_meta["mm"]` (see `meta.py`).
+
+Shortened outputs and a compaction have no update of their own: ACP's session updates are the
+conversation (user, agent and thought chunks, tool calls), plans, modes, commands, config
+options, session info and usage, and none of them is a notice. Sent as agent text they would
+become part of the answer an editor keeps (and a parent mm hands to its model); as a thought,
+the model's reasoning, which it is not; as a tool call, a call the model never made. What an
+editor can see of them is the `usage_update` that follows each (the context's fill drops); the
+log says what happened. The model's window is learned once per process, from the server (or
+`contextWindow`), for the first session, and given to every later one.
+
+`session/load` replays the whole conversation from the journal's records (what a compaction
+replaced too: the editor showed it before), each tool call with the status, title and output its
+result record kept; a call with no result (mm was killed) comes as failed, `cancelled` in `_meta`.
 
 File changes as ACP diff content: write_file and edit_file give the engine a unified diff
 (3 lines of context), never the whole file. The diff is parsed (the `unidiff` package) and each
@@ -41,7 +56,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -78,15 +92,19 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
+    UsageUpdate,
 )
 
 from mm_tui import __version__
 from mm_tui.acp import meta
 from mm_tui.config import Settings, resolve_dir
 from mm_tui.engine.events import (
+    ContextUsage,
     Decision,
     EngineError,
     Event,
+    HistoryCompacted,
+    HistoryShortened,
     PermissionRequested,
     TextDelta,
     ThoughtDelta,
@@ -125,8 +143,6 @@ PERMISSION_OPTIONS = [
 ]
 """The four decisions of every front end, one option each; the option id is the Decision's
 letter, so an answer maps back without a table."""
-
-_REJECTED = re.compile(r"\[\S+ rejected by the user\]")
 
 
 @dataclass
@@ -168,6 +184,8 @@ class MMAgent(acp.Agent):
         self._conn: Any = None
         self._client: ModelClient | None = None
         self._client_lock = asyncio.Lock()
+        self._window_lock = asyncio.Lock()
+        self._window: tuple[Any] | None = None  # (the model's ContextWindow or None), once learned
         self._sessions: dict[str, _AcpSession] = {}
 
     def on_connect(self, conn: Any) -> None:
@@ -250,7 +268,7 @@ class MMAgent(acp.Agent):
             provider=client.provider,
             base_url=client.base_url,
         )
-        self._open(session, folder, client)
+        await self._open(session, folder, client)
         log.info("session %s in %s", session.id, folder)
         return NewSessionResponse(session_id=session.id, field_meta=self._meta(client))
 
@@ -276,8 +294,11 @@ class MMAgent(acp.Agent):
         except SessionError as exc:
             raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
         client = await self._model()
-        state = self._open(session, folder, client)
+        state = await self._open(session, folder, client)
         await self._replay(state)
+        usage = state.engine.context_usage()
+        if usage is not None:
+            await self._translate(state, usage, False)
         log.info("session %s reopened in %s", session_id, folder)
         return LoadSessionResponse(field_meta=self._meta(client))
 
@@ -338,16 +359,30 @@ class MMAgent(acp.Agent):
 
     # -- sessions ----------------------------------------------------------------------------
 
-    def _open(self, session: Session, folder: Path, client: ModelClient) -> _AcpSession:
+    async def _open(self, session: Session, folder: Path, client: ModelClient) -> _AcpSession:
         engine = Engine(self.settings, client, cwd=folder, session=session)
         for warning in engine.registry.warnings:
             log.warning("%s", warning)
+        for warning in session.warnings:
+            log.warning("%s", warning)
+        await self._learn_window(engine)
         old = self._sessions.get(session.id)
         if old is not None:
             asyncio.get_running_loop().create_task(old.engine.registry.aclose())
         state = _AcpSession(id=session.id, engine=engine)
         self._sessions[session.id] = state
         return state
+
+    async def _learn_window(self, engine: Engine) -> None:
+        """The model's context window, asked of the server for the first session only: every
+        session shares the model client, and so its window."""
+        async with self._window_lock:
+            if self._window is None:
+                for note in await engine.learn_context_window():
+                    log.info("%s", note)
+                self._window = (engine.meter.window,)
+            else:
+                engine.meter.window = self._window[0]
 
     def _session(self, session_id: str) -> _AcpSession:
         state = self._sessions.get(session_id)
@@ -397,6 +432,20 @@ class MMAgent(acp.Agent):
             text = f"\n\n{event.message}\n" if state.text_sent else f"{event.message}\n"
             state.text_sent = True
             await self._update(state, _message(text, mine))
+        elif isinstance(event, ContextUsage):
+            if not child and event.window:  # an asked agent's context is not this session's
+                await self._update(
+                    state,
+                    UsageUpdate(
+                        session_update="usage_update",
+                        used=event.used,
+                        size=event.window,
+                    ),
+                )
+        elif isinstance(event, HistoryShortened):
+            log.info("%s", event.message)
+        elif isinstance(event, HistoryCompacted):
+            log.info("%s", event.title)
         # TurnStarted, Thinking, ComposingToolCall, AgentStarted/Finished and TurnEnded have
         # no ACP counterpart: spinners are the client's, and TurnEnded is the prompt's answer.
 
@@ -481,15 +530,17 @@ class MMAgent(acp.Agent):
         )
 
     async def _replay(self, state: _AcpSession) -> None:
-        """The history as updates. Tool calls come as finished: `failed` when the result is an
-        error or a refusal (the statuses themselves are not kept in the session file)."""
-        messages = state.engine.session.messages
-        results = {
-            m.get("tool_call_id"): _flat(m.get("content")) for m in messages if m["role"] == "tool"
-        }
+        """The conversation as updates, from the journal's records: user and agent messages,
+        and each tool call as it ended (the status its result record kept, never guessed from
+        the text). What a compaction replaced is replayed too: the editor showed it before."""
+        records = state.engine.session.records
+        results = _results(records)
         registry = state.engine.registry
-        for message in messages:
-            role = message["role"]
+        for number, record in enumerate(records):
+            if record.get("type") != "message":
+                continue
+            message = record["message"]
+            role = message.get("role")
             if role == "user":
                 text = _flat(message.get("content"))
                 if text:
@@ -498,12 +549,19 @@ class MMAgent(acp.Agent):
                 text = _flat(message.get("content"))
                 if text:
                     await self._update(state, _message(text, None))
-                for call in message.get("tool_calls") or []:
-                    await self._replay_call(state, registry, call, results)
+                for index, call in enumerate(message.get("tool_calls") or []):
+                    if isinstance(call, dict):
+                        result = results.get((number, index))
+                        await self._replay_call(state, registry, call, result)
 
     async def _replay_call(
-        self, state: _AcpSession, registry: Any, call: dict[str, Any], results: dict[Any, str]
+        self,
+        state: _AcpSession,
+        registry: Any,
+        call: dict[str, Any],
+        result: dict[str, Any] | None,
     ) -> None:
+        """One finished call; `result` is its result's record, None when mm was killed first."""
         function = call.get("function") or {}
         name = str(function.get("name", ""))
         raw = str(function.get("arguments") or "")
@@ -516,8 +574,27 @@ class MMAgent(acp.Agent):
             ctx = ToolContext(cwd=state.engine.cwd, settings=self.settings)
             title, kind = f"{name}  {tool.title(args)}", tool.kind_for(args)
             locations, arguments = tool.locations(args, ctx), args.model_dump()
-        output = results.get(call.get("id"), INTERRUPTED)
-        failed = output.startswith("[error") or bool(_REJECTED.fullmatch(output.strip()))
+        status, output, diff, elapsed = "cancelled", INTERRUPTED, None, 0.0
+        if result is not None:
+            content = _flat(result["message"].get("content"))
+            kept = result.get("tool")
+            kept = kept if isinstance(kept, dict) else {}
+            status = kept.get("status")
+            if status not in ("ok", "error", "rejected", "cancelled"):
+                # No status: the answer mm gave, on loading, to a call a kill left without one.
+                status = "cancelled" if content == INTERRUPTED else "ok"
+            display = kept.get("display")
+            output = display if isinstance(display, str) else content
+            diff = kept.get("diff") if isinstance(kept.get("diff"), str) else None
+            if isinstance(kept.get("elapsed"), int | float):
+                elapsed = float(kept["elapsed"])
+            if isinstance(kept.get("title"), str) and kept["title"]:
+                title = kept["title"]
+        content_out: list[Any] = []
+        if diff:
+            content_out.extend(diff_contents(diff, _one(tuple(locations)), state.engine.cwd))
+        if output:
+            content_out.append(_text_content(output))
         acp_id = state.acp_id(None, str(call.get("id")), new=True)
         await self._update(
             state,
@@ -526,13 +603,33 @@ class MMAgent(acp.Agent):
                 tool_call_id=acp_id,
                 title=title,
                 kind=_kind(kind),  # type: ignore[arg-type]
-                status="failed" if failed else "completed",
+                status="completed" if status == "ok" else "failed",
                 locations=[ToolCallLocation(path=p) for p in locations] or None,
                 raw_input=arguments or None,
-                content=[_text_content(output)] if output else None,
-                field_meta=meta.put(tool=name),
+                content=content_out or None,
+                field_meta=meta.put(tool=name, status=status, elapsed=round(elapsed, 3)),
             ),
         )
+
+
+def _results(records: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
+    """Each tool call's result record, by (the record of the call, the call's place in it): a
+    call id alone is not enough, since small servers count their ids from 0 at each answer."""
+    waiting: dict[str, tuple[int, int]] = {}
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    for number, record in enumerate(records):
+        if record.get("type") != "message":
+            continue
+        message = record["message"]
+        if message.get("role") == "assistant":
+            for index, call in enumerate(message.get("tool_calls") or []):
+                if isinstance(call, dict):
+                    waiting[str(call.get("id"))] = (number, index)
+        elif message.get("role") == "tool":
+            where = waiting.pop(str(message.get("tool_call_id")), None)
+            if where is not None:
+                found[where] = record
+    return found
 
 
 # --------------------------------------------------------------------------- helpers

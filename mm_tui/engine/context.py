@@ -102,8 +102,11 @@ class ContextMeter:
         """The server counted `prompt_tokens` for a request of `chars` characters."""
         if prompt_tokens <= 0 or chars <= 0:
             return
+        ratio = chars / prompt_tokens
+        if not 1.0 <= ratio <= 8.0:  # not a count of this request (a cache's, a stub's): ignored
+            return
         self._base_tokens, self._base_chars = prompt_tokens, chars
-        self.chars_per_token = min(6.0, max(1.0, chars / prompt_tokens))
+        self.chars_per_token = ratio
 
     def forget_base(self) -> None:
         """The history was replaced (a new session, a compaction): the last count says nothing

@@ -187,7 +187,12 @@ class Session:
         self.save()
 
     def compact(
-        self, summary: str, messages: list[dict[str, Any]], *, auto: bool = False
+        self,
+        summary: str,
+        messages: list[dict[str, Any]],
+        *,
+        auto: bool = False,
+        tokens: Mapping[str, int] | None = None,
     ) -> dict[str, Any]:
         """The history becomes `messages` (a summary of it); the messages it replaces stay in
         the journal. Returns the record, which the window shows."""
@@ -198,6 +203,7 @@ class Session:
             "summary": summary,
             "replaced": len(self.messages),
             "auto": auto,
+            **(tokens or {}),
             "messages": list(messages),
         }
         self.messages = list(messages)

@@ -69,6 +69,12 @@ holds, read it. Keep changes small and say what you did in a few sentences. When
 an error, read it and adapt instead of repeating the same call."""
 
 
+UNKNOWN_WINDOW = (
+    "the model's context window is unknown: mm learns it from the server's first refusal of a "
+    "request too big; set contextWindow in the config to tell it"
+)
+
+
 class _StopTurn(Exception):  # noqa: N818 - control flow inside the loop
     def __init__(self, reason: StopReason, message: str, where: str) -> None:
         super().__init__(message)
@@ -190,10 +196,7 @@ class Engine:
                 self.meter.window = None
         window = self.meter.window
         if window is None:
-            return [
-                "the model's context window is unknown: mm learns it from the server's first "
-                "refusal of a request too big; set contextWindow in the config to tell it"
-            ]
+            return [UNKNOWN_WINDOW]
         notes = [f"context window: {window.tokens:,} tokens ({window.source})"]
         if window.note:
             notes.append(window.note)
@@ -241,9 +244,11 @@ class Engine:
         if auto and question is not None:  # in the middle of a turn: its request goes on
             history.append(question)
         replaced = len(messages)
-        self.session.compact(summary, history, auto=auto)
         self.meter.forget_base()
         after = self.meter.estimate(history, self.tools()) if self.meter.window else 0
+        self.session.compact(
+            summary, history, auto=auto, tokens={"tokens_before": before, "tokens_after": after}
+        )
         if emit is not None:
             self._emit(
                 emit,
@@ -372,6 +377,9 @@ class Engine:
                 },
                 elapsed=round(ended.elapsed, 3),
                 stop_reason=reason,
+                extra={"context_used": context.used, "context_window": context.window}
+                if context
+                else None,
             ),
         )
         await self._synced(emit)

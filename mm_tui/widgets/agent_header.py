@@ -1,6 +1,7 @@
 """AgentHeader: `mm [title] · model @ provider` at the top of the window, with the working
-folder and a `yolo` badge; the same line, `· asked by <parent>`, heads an asked agent's part of
-the transcript."""
+folder, how full the model's context is (`ctx 1,234 / 4,096 (30%)`, once the window is known)
+and a `yolo` badge; the same line, `· asked by <parent>`, heads an asked agent's part of the
+transcript."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class AgentHeader(Widget):
     """One widget drawing one line (three Statics in a row cost ~12 ms of the first frame):
     the agent on the left, cut with an ellipsis when the window is narrow; the working folder,
     muted, in what the agent leaves (at most half the line, at least a quarter), cut from its
-    start; the `yolo` badge at the right edge."""
+    start; the context's fill, muted, when the agent and the folder leave room for it whole
+    (it is the first to go: it is also in every recap); the `yolo` badge at the right edge."""
 
     DEFAULT_CSS = """
     AgentHeader {
@@ -51,25 +53,42 @@ class AgentHeader(Widget):
     provider: reactive[str] = reactive("…")
     cwd: reactive[str] = reactive("")
     yolo: reactive[bool] = reactive(False)
+    context: reactive[str] = reactive("")
 
     def render(self) -> Text:
         width = self.content_size.width
         agent = Text(" ")
         agent.append_text(header_text(self.title_text, self.model, self.provider))
-        right = Text()
-        if self.cwd:
-            badge = 6 if self.yolo else 0
-            wanted = width - badge - agent.cell_len - 1
-            room = max(min(wanted, width // 2), width // 4) - 2
-            if room > 0:
-                right.append(f" {cut_start(self.cwd, room)} ", theme_style(self, "text-muted"))
-        if self.yolo:
-            right.append(" yolo ", theme_style(self, "background", background="warning"))
+        right = self._right(width, agent.cell_len, self.context)
+        if self.context and agent.cell_len + right.cell_len >= width:  # the agent comes first
+            right = self._right(width, agent.cell_len, "")
         room = max(1, width - right.cell_len)
         agent.truncate(room - 1, overflow="ellipsis")
         agent.pad_right(room - agent.cell_len)
         agent.append_text(right)
         return agent
+
+    def _right(self, width: int, agent: int, context: str) -> Text:
+        """The folder, the context and the badge, the folder cut to what the others leave."""
+        muted = theme_style(self, "text-muted")
+        badge = 6 if self.yolo else 0
+        ctx = Text(f" {context} ", muted) if context else Text()
+        right = Text()
+        if self.cwd:
+            wanted = width - badge - ctx.cell_len - agent - 1
+            room = max(min(wanted, width // 2), width // 4) - 2
+            if room > 0:
+                right.append(f" {cut_start(self.cwd, room)} ", muted)
+        right.append_text(ctx)
+        if self.yolo:
+            right.append(" yolo ", theme_style(self, "background", background="warning"))
+        return right
+
+    def show_context(self, text: str) -> None:
+        """How full the model's context is (`ContextUsage.text`); "" shows nothing."""
+        if text != self.context:
+            self.set_reactive(AgentHeader.context, text)
+            self.refresh()
 
     def show(self, *, title: str, model: str, provider: str, cwd: str, yolo: bool) -> None:
         self.set_reactive(AgentHeader.title_text, title)

@@ -47,7 +47,9 @@ class ToolLine:
         else:
             mark = MARKS.get(item.status, "?")
             right = Text(mark, style=self.style(f"tool--{item.status}"))
-            right.append(f" {format_elapsed(item.elapsed or 0.0)}", style=self.style("tool--time"))
+            if item.timed:  # a compaction's line has no time of its own
+                elapsed = format_elapsed(item.elapsed or 0.0)
+                right.append(f" {elapsed}", style=self.style("tool--time"))
         strip = right_aligned(left, right, width, self.console)
         if selected:
             strip = strip.apply_style(self.style("tool--selected"))
