@@ -320,3 +320,18 @@ async def test_the_config_overrides_the_server(tmp_path: Path) -> None:
 def test_scripted_tokens_are_what_the_tests_assume() -> None:
     body = {"messages": [{"role": "user", "content": "x" * 400}]}
     assert scripted_prompt_tokens(body) == 100 + len('[{"role":"user","content":""}]') // 4 + 1
+
+
+def test_measuring_a_grown_history_counts_what_it_grew_by() -> None:
+    meter = ContextMeter()
+    history: list[dict[str, Any]] = [{"role": "user", "content": "a" * 10}]
+    first = meter.chars(history, [])
+    history.append({"role": "assistant", "content": "b" * 20})
+    assert meter.chars(history, []) == first + meter.size(history[1])
+    history[1] = {"role": "assistant", "content": "b"}  # the last one replaced: measured anew
+    assert meter.chars(history, []) == first + meter.size(history[1])
+    other = [{"role": "user", "content": "c"}]
+    assert meter.chars(other, []) == meter.size(other[0])  # another list: its own total
+    history[0] = {"role": "user", "content": ""}
+    meter.forget_base()
+    assert meter.chars(history, []) == sum(map(meter.size, history))

@@ -707,6 +707,31 @@ async def test_an_assistant_message_without_content_is_sent_with_an_empty_one(se
     assert history[1]["content"] is None and history[3]["content"] is None  # not changed
 
 
+async def test_the_body_is_the_history_encoded_once_per_message(server, provider):
+    """Each message is encoded once and the body joined from the pieces: the next request's
+    body holds the same bytes for the same messages, and any text survives (a lone surrogate
+    from a model goes as an escape)."""
+    history = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "ünï 🙂 \ud800 end"},
+        {"role": "assistant", "content": None},
+    ]
+    server.script(Reply("one"), Reply("two"))
+    async for _ in provider.stream(history, []):
+        pass
+    first = server.requests[0]
+    assert first.headers["content-type"] == "application/json"
+    assert first.body["model"] == provider.model and first.body["stream"] is True
+    assert [m["content"] for m in first.messages] == ["s", "ünï 🙂 \ud800 end", ""]
+    history.append({"role": "user", "content": "more"})
+    async for _ in provider.stream(history, []):
+        pass
+    second = server.requests[1].raw
+    pieces = first.raw[first.raw.index(b'"messages":[') :].removesuffix(b"]}")
+    assert pieces in second  # the first request's messages, byte for byte
+    assert json.loads(second)["messages"][-1] == {"role": "user", "content": "more"}
+
+
 async def test_empty_200_falls_back_to_non_streaming_once_and_remembers(server, provider):
     server.script(
         EmptyBody(),

@@ -652,3 +652,26 @@ def test_the_repair_is_written_only_by_the_next_save(tmp_path: Path) -> None:
     again = reload(loaded)
     assert again.messages == loaded.messages and not again.repaired
     assert len(loaded.messages) == 2
+
+
+def test_the_metadata_file_is_rewritten_only_when_what_it_shows_changes(tmp_path: Path) -> None:
+    """The list's fields change with a question, a turn, an error; not with the thousands of
+    answers and tool results of a turn (each rewrite is a file and a rename)."""
+    session = new(tmp_path)
+    session.add_message({"role": "user", "content": "go"})
+    session.save()
+    flush_all()
+    inode = session.meta_path.stat().st_ino
+    for i in range(5):
+        session.add_message(
+            {"role": "assistant", "content": None, "tool_calls": [tool_call(f"{i}")]}
+        )
+        session.save()
+        session.add_message({"role": "tool", "tool_call_id": f"{i}", "content": "out"})
+        session.save()
+    flush_all()
+    assert session.meta_path.stat().st_ino == inode
+    session.add_turn(counters={}, usage={}, elapsed=1.0, stop_reason="end_turn")
+    flush_all()
+    assert session.meta_path.stat().st_ino != inode
+    assert json.loads(session.meta_path.read_text())["message_count"] == 11

@@ -69,6 +69,10 @@ class ContextMeter:
         self._base_tokens = 0  # the server's count of the last request
         self._base_chars = 0  # the characters of that request
         self._tools_chars: tuple[int, int] = (0, 0)  # (id of the declarations, their length)
+        # The last history measured (held, so that its id is not another list's), its length,
+        # its last message and their characters: measuring a history that only grew costs what
+        # it grew by.
+        self._measured: tuple[Sequence[dict[str, Any]], int, object, int] | None = None
 
     # -- counting --------------------------------------------------------------------------------
 
@@ -88,7 +92,22 @@ class ContextMeter:
         if key != id(tools):
             length = len(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
             self._tools_chars = (id(tools), length)
-        return length + sum(map(self.size, messages))
+        return length + self._messages_chars(messages)
+
+    def _messages_chars(self, messages: Sequence[dict[str, Any]]) -> int:
+        known = self._measured
+        count = len(messages)
+        if (
+            known is not None
+            and known[0] is messages
+            and 0 < known[1] <= count
+            and messages[known[1] - 1] is known[2]
+        ):
+            total = known[3] + sum(map(self.size, messages[known[1] :]))
+        else:
+            total = sum(map(self.size, messages))
+        self._measured = (messages, count, messages[-1] if messages else None, total)
+        return total
 
     def estimate(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> int:
         """Tokens of a request made of `messages` and `tools`."""
@@ -113,6 +132,7 @@ class ContextMeter:
         of it any more; the learned ratio still holds."""
         self._base_tokens = self._base_chars = 0
         self._sizes.clear()
+        self._measured = None
 
     # -- sizes -----------------------------------------------------------------------------------
 
@@ -180,6 +200,7 @@ class ContextMeter:
             shorter = self.cut(content, keep)
             cut = len(content) - len(shorter)
             replace(index, {**message, "content": shorter}, cut)
+            self._measured = None  # a message in the middle changed
             outputs += 1
             cut_total += cut
             used -= round(cut / self.chars_per_token)

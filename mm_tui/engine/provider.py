@@ -399,7 +399,12 @@ class OpenAIProvider:
         self.backoff = backoff
         self.max_retry_after = max_retry_after
         self._url = self.base_url + "/chat/completions"
-        self._headers = {"Accept": "text/event-stream", "User-Agent": USER_AGENT}
+        self._headers = {
+            "Accept": "text/event-stream",
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._owns_client = client is None
@@ -442,7 +447,7 @@ class OpenAIProvider:
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": _sendable(messages),
+            "messages": messages,
             "stream": stream,
         }
         if stream and self._usage_option:
@@ -454,6 +459,26 @@ class OpenAIProvider:
         if self.temperature is not None:
             body["temperature"] = self.temperature
         return body
+
+    def _encode(self, payload: dict[str, Any]) -> bytes:
+        """The request's JSON body. The chat-completions protocol sends the whole history every
+        time (8.9 MB after 2,000 calls of 4 KB, 54 ms to encode, on the loop that also runs the
+        window); a message never changes once in the history, so each is encoded once and the
+        body is joined from the pieces."""
+        known = self._encoded
+        encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
+        parts = []
+        for message in payload["messages"]:
+            key = id(message)
+            hit = known.get(key)
+            if hit is None or hit[0] is not message:
+                hit = (message, _json_bytes(_sendable_message(message)))
+            encoded[key] = hit
+            parts.append(hit[1])
+        self._encoded = encoded  # what left the history is forgotten
+        rest = _json_bytes({k: v for k, v in payload.items() if k != "messages"})
+        head = rest[:-1] + b"," if len(rest) > 2 else b"{"
+        return b"".join((head, b'"messages":[', b",".join(parts), b"]}"))
 
     def _refused_tool_choice(self, exc: ModelError, payload: dict[str, Any]) -> bool:
         """A server that refuses `tool_choice` (400 naming it): True when the request should be
@@ -577,7 +602,7 @@ class OpenAIProvider:
             error: _Retryable | None = None
             try:
                 async with self._client.stream(
-                    "POST", self._url, json=payload, headers=self._headers
+                    "POST", self._url, content=self._encode(payload), headers=self._headers
                 ) as resp:
                     await self._check_status(resp)
                     ctype = resp.headers.get("content-type", "")
@@ -771,7 +796,9 @@ class OpenAIProvider:
         attempt = 0
         while True:
             try:
-                resp = await self._client.post(self._url, json=payload, headers=headers)
+                resp = await self._client.post(
+                    self._url, content=self._encode(payload), headers=headers
+                )
                 await self._check_status(resp)
                 items = self._from_completion(resp.content)
                 break
@@ -859,24 +886,20 @@ class OpenAIProvider:
 #   reads a tool's result; and it sends no usage in a stream, so a turn's recap shows no tokens.
 
 
-def _sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The history as sent: an assistant message with `content: null` gets `""` instead."""
-    first = next(
-        (
-            i
-            for i, message in enumerate(messages)
-            if message.get("content", "") is None and message.get("role") == "assistant"
-        ),
-        None,
-    )
-    if first is None:
-        return messages  # the common case: nothing to change, nothing copied
-    out = messages[:first]
-    for message in messages[first:]:
-        if message.get("content", "") is None and message.get("role") == "assistant":
-            message = {**message, "content": ""}
-        out.append(message)
-    return out
+def _sendable_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as sent: an assistant message with `content: null` gets `""` instead."""
+    if message.get("content", "") is None and message.get("role") == "assistant":
+        return {**message, "content": ""}
+    return message
+
+
+def _json_bytes(data: Any) -> bytes:
+    """Compact JSON, as httpx would encode it; a lone surrogate from a model goes as a \\u
+    escape, which only ASCII-escaped JSON carries."""
+    try:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(data, separators=(",", ":")).encode()
 
 
 # --------------------------------------------------------------------------- parsing helpers

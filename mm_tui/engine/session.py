@@ -272,16 +272,17 @@ class Session:
             return
         if touch:
             self.updated = _now()
+        created = False
         if self._journal is None:
             if self._reopen_at is not None:
                 self._journal = Journal.reopen(self.path, self.meta_path, self._reopen_at)
             else:
                 self._journal = Journal.create(self.path, self.meta_path)
-                self._written = 0
+                self._written, created = 0, True
         new = self.records[self._written :]
         self._written = len(self.records)
         meta = None
-        if self._reopen_at is None or any(_changes_meta(r) for r in new):
+        if created or any(_changes_meta(r) for r in new):
             meta = self.meta()
         self._reopen_at = None
         self._journal.append(new, meta)
