@@ -680,18 +680,10 @@ def _old_records(data: dict[str, Any]) -> list[dict[str, Any]]:
 def _convert(folder: Path, session_id: str, old: Path) -> Session:
     """Open a format-1 file: read it, write its journal, keep the old file as `<id>.v1.json`."""
     data = _read_old(old)
-    session = Session(
-        folder,
-        session_id,
-        cwd=data["cwd"],
-        model=data["model"],
-        provider=data["provider"],
-        base_url=data["base_url"],
-        created=data["created"],
-        updated=data["updated"],
-    )
-    records = [session.records[0], *_old_records(data)]
-    session = _replay(folder, session_id, records)
+    fields = ("created", "cwd", "model", "provider", "base_url")
+    header = {"type": "session", "version": SESSION_VERSION, "id": session_id}
+    header.update({key: data[key] for key in fields})
+    session = _replay(folder, session_id, [header, *_old_records(data)])
     session.updated = max(session.updated, data["updated"])
     try:
         session.save(touch=False)
