@@ -94,7 +94,10 @@ class MMApp(App[int]):
         self.transcript = Transcript(clock)
         self.engine: Engine | None = None
         self.exit_message: str | None = None
-        self._queued: str | None = None
+        # Requests sent while a turn runs or before the engine is ready: they run in order, one
+        # turn each, when the turn before ends (as Claude Code and OpenCode do); Esc takes back
+        # the last one. A request used to cancel the running turn, losing its work.
+        self._queued: list[str] = []
         self._interrupts = 0.0  # time of the last Ctrl+C while idle
         self._widgets: dict[type, Any] = {}
 
@@ -165,6 +168,7 @@ class MMApp(App[int]):
                 self._notice(warning, "warning")
         self._notice(WELCOME, "info")
         self.status.show(None, "")
+        self._run_queued()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -223,14 +227,27 @@ class MMApp(App[int]):
         await self.engine.run_turn(text, self.emit)
 
     def submit(self, text: str) -> None:
-        if self.engine is None:
-            self._notice("mm is still starting; try again in a moment", "warning")
-            return
-        if self.engine.busy:  # a new request cancels the running turn, then runs
-            self._queued = text
-            self.engine.cancel()
+        if self.engine is None or self.engine.busy:
+            self._queue(text)
             return
         self.run_turn(text)
+
+    def _queue(self, text: str) -> None:
+        """Keep a request for when mm is free, and say so."""
+        self._queued.append(text)
+        why = "mm is starting" if self.engine is None else "a turn is running"
+        self._notice(f"queued ({why}): {_one_line(text)} — Esc takes it back", "info")
+        self.view.action_scroll_end()
+
+    def _run_queued(self) -> None:
+        """mm is free: the oldest queued request runs."""
+        if not self._queued or self.engine is None or self.engine.busy:
+            return
+        text = self._queued.pop(0)
+        if text.startswith("/ask "):
+            self.run_command(text)
+        else:
+            self.run_turn(text)
 
     @on(EngineEvent)
     def on_engine_event(self, message: EngineEvent) -> None:
@@ -252,12 +269,8 @@ class MMApp(App[int]):
         if isinstance(event, TurnEnded) and event.agent is None:
             if self.box.request is not None:
                 self.box.close()
-            if self._queued is not None:
-                text, self._queued = self._queued, None
-                if text.startswith("/ask "):
-                    self.run_command(text)
-                else:
-                    self.run_turn(text)
+            if self._queued:
+                self._run_queued()
             elif not self.prompt.has_focus and not isinstance(self.focused, TranscriptView):
                 self.prompt.focus()
 
@@ -302,19 +315,18 @@ class MMApp(App[int]):
     def ask(self, rest: str) -> None:
         """`/ask AGENT …`: the request goes to an agent of mmConfigs as a turn of its own,
         shown as ask_agent shows an asked agent, recorded as a /ask exchange (`Engine.run_ask`
-        says how). A running turn is cancelled first, as a new request cancels it."""
+        says how). Sent while a turn runs, it waits for the turn's end, as a request does."""
         from mm_tui.tools.ask_agent import ask_usage, split_ask
 
         if self.engine is None:
-            self._notice("mm is still starting; try again in a moment", "warning")
+            self._queue(f"/ask {rest}")
             return
         asked = split_ask(rest)
         if asked is None:
             self._notice(ask_usage(self.engine.registry), "warning")
             return
         if self.engine.busy:
-            self._queued = f"/ask {rest}"
-            self.engine.cancel()
+            self._queue(f"/ask {rest}")
             return
         self.run_ask(*asked)
 
@@ -407,15 +419,22 @@ class MMApp(App[int]):
     # -- keys -----------------------------------------------------------------------------
 
     def action_cancel(self) -> None:
-        if self.engine is not None and self.engine.busy:
-            self._queued = None
+        """Esc: take back the last queued request; else cancel the turn; else reject."""
+        if self._queued:
+            text = self._queued.pop()
+            self._notice(f"taken back: {_one_line(text)}", "info")
+        elif self.engine is not None and self.engine.busy:
             self.engine.cancel()
         elif self.box.request is not None:
             self.box.action_decide("r")
 
     def action_interrupt(self) -> None:
+        """Ctrl+C: cancel the turn and forget what was queued behind it; quit when idle."""
         if self.engine is not None and self.engine.busy:
-            self.action_cancel()
+            if self._queued:
+                self._notice(f"taken back: {len(self._queued)} queued request(s)", "info")
+                self._queued.clear()
+            self.engine.cancel()
             return
         now = time.monotonic()
         if now - self._interrupts < 2.0:
@@ -431,3 +450,8 @@ class MMApp(App[int]):
         if self.engine is not None:
             self.engine.cancel()
             await self.engine.aclose()
+
+
+def _one_line(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

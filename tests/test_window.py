@@ -10,6 +10,7 @@ from scripted_model import ScriptedModel, call, say
 from textual.command import CommandPalette
 from window_helpers import all_text, make_app, playground, screen_text, settle
 
+from mm_tui.app import MMApp
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.events import (
     AgentFinished,
@@ -19,7 +20,7 @@ from mm_tui.engine.events import (
     ToolCallStarted,
 )
 from mm_tui.screens.help import HelpScreen
-from mm_tui.transcript import RecapItem, ToolItem
+from mm_tui.transcript import NoticeItem, RecapItem, ToolItem
 from mm_tui.widgets.agent_header import AgentHeader
 from mm_tui.widgets.key_bar import KeyBar
 from mm_tui.widgets.permission import PermissionBox
@@ -146,7 +147,7 @@ async def test_permission_box_each_answer(folder: Path, key: str, status: str, o
             await settle(pilot, app)
 
 
-@pytest.mark.parametrize("how", ["escape", "ctrl+c", "/abort", "new request"])
+@pytest.mark.parametrize("how", ["escape", "ctrl+c", "/abort"])
 async def test_cancellation(folder: Path, how: str) -> None:
     model = ScriptedModel(call("bash", {"command": "echo started; sleep 30"}), say("after"))
     app = make_app(model, folder)
@@ -158,10 +159,8 @@ async def test_cancellation(folder: Path, how: str) -> None:
         await pilot.pause(0.3)
         if how in ("escape", "ctrl+c"):
             await pilot.press(how)
-        elif how == "/abort":
-            await type_and_send(pilot, "/abort")
         else:
-            await type_and_send(pilot, "something else")
+            await type_and_send(pilot, "/abort")
         await settle(pilot, app, timeout=10)
         item = tools(app)[0]
         assert item.status == "cancelled"
@@ -169,8 +168,78 @@ async def test_cancellation(folder: Path, how: str) -> None:
         assert "⊘" in all_text(app)
         tool_messages = [m for m in app.engine.session.messages if m["role"] == "tool"]
         assert tool_messages[0]["content"].endswith("[error: cancelled]")
-        if how == "new request":
-            assert app.engine.session.messages[-2]["content"] == "something else"
+
+
+def notices(app: MMApp) -> list[str]:
+    return [i.text for i in app.transcript.items if isinstance(i, NoticeItem)]
+
+
+async def test_a_request_sent_while_a_turn_runs_waits_for_its_end(folder: Path) -> None:
+    model = ScriptedModel(
+        call("bash", {"command": "sleep 3; echo done"}), say("first"), say("second")
+    )
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "long")
+        while not tools(app) or not app.engine.busy:
+            await pilot.pause(0.05)
+        await type_and_send(pilot, "and then this")
+        assert "queued (a turn is running): and then this — Esc takes it back" in notices(app)
+        assert app.engine.busy  # the running turn goes on
+        await settle(pilot, app, timeout=10)
+        while len(model.requests) < 3 or app.engine.busy:
+            await pilot.pause(0.05)
+        await settle(pilot, app)
+        assert tools(app)[0].status == "ok"  # not cancelled
+        assert model.requests[2][-1] == {"role": "user", "content": "and then this"}
+        users = [m["content"] for m in app.engine.session.messages if m["role"] == "user"]
+        assert users == ["long", "and then this"]
+        assert "second" in all_text(app)
+
+
+async def test_esc_takes_back_the_last_queued_request_then_cancels(folder: Path) -> None:
+    model = ScriptedModel(call("bash", {"command": "sleep 30"}), say("after"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "long")
+        while not tools(app) or not app.engine.busy:
+            await pilot.pause(0.05)
+        await type_and_send(pilot, "one")
+        await type_and_send(pilot, "two")
+        await pilot.press("escape")
+        assert notices(app)[-1] == "taken back: two"
+        assert app.engine.busy and app._queued == ["one"]
+        await pilot.press("ctrl+c")  # cancels the turn and what waits behind it
+        await settle(pilot, app, timeout=10)
+        assert "taken back: 1 queued request(s)" in notices(app)
+        assert tools(app)[0].status == "cancelled"
+        assert len(model.requests) == 1  # neither queued request was sent
+
+
+async def test_a_request_sent_before_the_engine_is_ready_runs_when_it_is(folder: Path) -> None:
+    model = ScriptedModel(say("ready now"))
+    app = make_app(model, folder)
+    boot = app.boot
+    gate = asyncio.Event()
+
+    async def slow_boot():  # noqa: ANN202
+        await gate.wait()
+        return await boot()
+
+    app.boot = slow_boot
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        assert app.engine is None
+        await type_and_send(pilot, "early bird")
+        assert "queued (mm is starting): early bird — Esc takes it back" in notices(app)
+        gate.set()
+        while not model.requests or app.engine.busy:
+            await pilot.pause(0.05)
+        await settle(pilot, app)
+        assert model.requests[0][-1] == {"role": "user", "content": "early bird"}
+        assert "ready now" in all_text(app)
 
 
 async def test_ctrl_c_twice_when_idle_quits(folder: Path) -> None:

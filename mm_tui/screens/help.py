@@ -13,10 +13,10 @@ from textual.widgets import Static
 from mm_tui.engine.events import Decision
 
 KEYS = (
-    ("Enter", "send the request"),
+    ("Enter", "send the request (while a turn runs, it waits for the turn's end)"),
     ("Shift+Enter, Ctrl+J", "a new line in the prompt"),
     ("Up, Down", "walk the prompt's history"),
-    ("Esc", "cancel the turn"),
+    ("Esc", "take back the last queued request, else cancel the turn"),
     ("Ctrl+C", "cancel the turn; twice when idle: quit"),
     ("Ctrl+O", "open or close every tool output"),
     ("Tab", "move between the prompt and the transcript"),
