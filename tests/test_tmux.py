@@ -57,6 +57,23 @@ def test_demo_in_a_real_terminal(tmp_path: Path) -> None:
         tmux("kill-session", "-t", session)
 
 
+def test_text_and_enter_in_one_burst_are_sent(tmp_path: Path) -> None:
+    """A paste, SSH's batching or `tmux send-keys "text" Enter`: the Enter arrives in the same
+    read as the text, and must send it (it was dropped: the text stayed in the prompt)."""
+    session = f"mm-burst-{os.getpid()}"
+    mm = Path(sys.executable).parent / "mm"
+    command = f"cd {tmp_path} && HOME={tmp_path} TERM=xterm-256color {mm} --demo"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    try:
+        wait_for(session, "Type a request")
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        screen = wait_for(session, "command(s)", timeout=15)
+        assert "› list the files" in screen
+        assert "‣ bash  ls -la" in screen
+    finally:
+        tmux("kill-session", "-t", session)
+
+
 @pytest.mark.parametrize(
     ("colorterm", "panel", "other"),
     [

@@ -26,7 +26,10 @@ class Prompt(TextArea):
     Prompt > .text-area--cursor-line { background: $surface; }
     """
     BINDINGS = [
-        Binding("enter", "submit", "Send", show=True, priority=True),
+        # Not a priority binding: a priority binding runs at the app as the key arrives, before
+        # the keys typed just ahead of it reach the prompt, so text and Enter in one burst (a
+        # paste, SSH, `tmux send-keys "text" Enter`) sent nothing. `_on_key` takes Enter in turn.
+        Binding("enter", "submit", "Send", show=True),
         Binding("shift+enter,ctrl+j", "newline", "New line", show=False, priority=True),
         Binding("tab", "complete", "Complete", show=False),
     ]
@@ -79,6 +82,11 @@ class Prompt(TextArea):
         self.insert("\n")
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.prevent_default()
+            event.stop()
+            self.action_submit()
+            return
         row, _ = self.cursor_location
         if event.key == "up" and row == 0 and self.past:
             event.prevent_default()
