@@ -97,8 +97,8 @@ async def start(
 ) -> Started:
     """`resume`: None for a new session, "" for the latest one, else a session id. `presets`:
     the servers detection probes (the built-in table by default; tests give their own ports)."""
-    client, notes = await pick_model(settings, demo=demo, presets=presets)
     folder = resolve_dir(settings.sessions_dir, cwd)
+    session: Session | None = None
     if resume is not None:
         try:
             session = Session.load(folder, resume) if resume else Session.latest(folder)
@@ -106,6 +106,9 @@ async def start(
             raise StartupError(str(exc)) from None
         if session is None:
             raise StartupError(f"mm: no session to resume in {folder}")
+        settings = _resumed_model(settings, session, demo)
+    client, notes = await pick_model(settings, demo=demo, presets=presets)
+    if session is not None:
         notes.append(f"resumed session {session.id}")
     else:
         session = Session.new(
@@ -120,6 +123,22 @@ async def start(
     notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)
     return Started(engine=engine, notes=notes)
+
+
+def _resumed_model(settings: Settings, session: Session, demo: bool) -> Settings:
+    """A resumed session goes on with its own model on its own server, unless the configuration
+    or a flag names a server (then its model too, unless one is named): what the person said
+    wins, and detection does not pick whatever local server answers first."""
+    if demo or settings.base_url or not session.base_url or ":" not in session.base_url:
+        return settings
+    if not session.base_url.startswith(("http://", "https://")):
+        return settings  # the demo model's session
+    update: dict[str, object] = {"base_url": session.base_url}
+    if not settings.model and session.model:
+        update["model"] = session.model
+    if not settings.provider and session.provider:
+        update["provider"] = session.provider
+    return settings.model_copy(update=update)
 
 
 def new_session_like(engine: Engine) -> Session:

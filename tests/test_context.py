@@ -335,3 +335,22 @@ def test_measuring_a_grown_history_counts_what_it_grew_by() -> None:
     history[0] = {"role": "user", "content": ""}
     meter.forget_base()
     assert meter.chars(history, []) == sum(map(meter.size, history))
+
+
+async def test_a_resumed_session_keeps_its_model_and_server(tmp_path: Path) -> None:
+    with ScriptedServer(models=("model-a",)) as first, ScriptedServer(models=("model-b",)) as other:
+        made = await start(Settings(baseUrl=first.base_url, model="model-a"), tmp_path)
+        await asyncio.wait_for(turn(made.engine, "hello"), 20)
+        await made.engine.aclose()
+        # No server configured: the session's own, not detection's first answer.
+        resumed = await start(Settings(), tmp_path, resume="", presets=())
+        client = resumed.engine.client
+        assert (client.base_url, client.model) == (first.base_url, "model-a")
+        await resumed.engine.aclose()
+        # A server named by the person wins, with its own model.
+        named = await start(Settings(baseUrl=other.base_url), tmp_path, resume="", presets=())
+        assert (named.engine.client.base_url, named.engine.client.model) == (
+            other.base_url,
+            "model-b",
+        )
+        await named.engine.aclose()
