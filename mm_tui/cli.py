@@ -104,7 +104,7 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
 
         try:
             settings = load_settings(config_file=args.config, overrides=_overrides(args), cwd=cwd)
-            return await start(settings, cwd, demo=args.demo, resume=args.resume)
+            return await start(settings, cwd, demo=args.demo, resume=args.resume, playground=True)
         except (ConfigError, StartupError) as exc:
             raise RuntimeError(str(exc)) from None
 
@@ -121,7 +121,10 @@ async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: A
     from mm_tui.startup import StartupError, start
 
     try:
-        started = await start(settings, cwd, demo=args.demo, resume=args.resume)
+        interactive = not args.ask and args.prompt is None
+        started = await start(
+            settings, cwd, demo=args.demo, resume=args.resume, playground=interactive
+        )
     except StartupError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -94,9 +94,12 @@ async def start(
     demo: bool = False,
     resume: str | None = None,
     presets: Sequence[Preset] | None = None,
+    playground: bool = False,
 ) -> Started:
     """`resume`: None for a new session, "" for the latest one, else a session id. `presets`:
-    the servers detection probes (the built-in table by default; tests give their own ports)."""
+    the servers detection probes (the built-in table by default; tests give their own ports).
+    `playground`: when no server answers, the demo model works in a throw-away playground (the
+    interactive front ends: `make run` on a machine with no model server is `mm --demo`)."""
     folder = resolve_dir(settings.sessions_dir, cwd)
     session: Session | None = None
     if resume is not None:
@@ -111,6 +114,14 @@ async def start(
     if session is not None:
         notes.append(f"resumed session {session.id}")
     else:
+        if isinstance(client, DemoModel) and not demo and playground:
+            # No model server: the demo model works in a playground, as `mm --demo` does, never
+            # in the person's own folder (it edits files and runs tests).
+            from mm_tui.playground import make_playground
+
+            cwd = make_playground()
+            folder = resolve_dir(settings.sessions_dir, cwd)
+            notes.append(f"the demo works in a throw-away playground: {cwd}")
         session = Session.new(
             folder,
             cwd=str(cwd),

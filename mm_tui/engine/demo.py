@@ -54,6 +54,7 @@ class _Script:
     thought: str
     intro: str
     fallback: str = ""  # said instead when the tool is not declared
+    succeeded: str = ""  # what the result starts with when the call did what the intro says
 
 
 SCRIPTS: tuple[_Script, ...] = (
@@ -77,6 +78,7 @@ SCRIPTS: tuple[_Script, ...] = (
         {"path": "greet.py", "edits": [{"old": "Helo", "new": "Hello"}]},
         "greet.py greets with `Helo`: one edit fixes it.",
         "I fixed the typo in greet.py:",
+        succeeded=r"edited greet\.py: ",
     ),
     _Script(
         r"\b(run|launch)\b.*\btests?\b|\btest suite\b",
@@ -186,6 +188,14 @@ class DemoModel:
         )
         script = next((s for s in SCRIPTS if re.search(s.pattern, request, re.IGNORECASE)), None)
         intro = script.intro if script else f"{call_name} answered:"
+        # A scripted model, but an honest one: a refused or failed call is said to have failed,
+        # never announced as the script's success ("I fixed the typo").
+        if output.startswith(f"[{call_name} rejected by the user]"):
+            intro = f"You rejected the {call_name} call, so nothing was done."
+        elif output.startswith("[error") or (
+            script and script.succeeded and not re.match(script.succeeded, output)
+        ):
+            intro = f"The {call_name} call failed, so nothing was done:"
         lines = output.rstrip("\n").splitlines()
         shown = "\n".join(lines[-30:])
         more = f"\n\n*({len(lines) - 30} earlier lines not shown)*" if len(lines) > 30 else ""

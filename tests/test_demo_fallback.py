@@ -1,0 +1,52 @@
+"""With no model server, the interactive front ends run the demo model as `mm --demo` does: in a
+throw-away playground, never in the person's own folder; and the demo never claims a success that
+a tool refused or a person rejected (issue 15, item 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fault_parts import of, turn
+
+from mm_tui.config import Settings
+from mm_tui.engine.demo import DemoModel
+from mm_tui.engine.events import Decision, TextDelta, ToolCallFinished
+from mm_tui.playground import make_playground
+from mm_tui.startup import start
+
+
+async def test_no_server_puts_the_demo_in_a_playground(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("the person's own file\n")
+    started = await start(Settings(), tmp_path, presets=(), playground=True)
+    engine = started.engine
+    assert isinstance(engine.client, DemoModel)
+    assert engine.cwd != tmp_path and (engine.cwd / "greet.py").is_file()
+    assert f"the demo works in a throw-away playground: {engine.cwd}" in started.notes
+    assert engine.session.folder.is_relative_to(engine.cwd)
+    events = await turn(engine, "fix the typo in greet.py")
+    assert of(events, ToolCallFinished)[0].status == "ok"
+    assert "Hello" in (engine.cwd / "greet.py").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]  # nothing written here
+    await engine.aclose()
+
+
+async def test_print_mode_keeps_its_folder(tmp_path: Path) -> None:
+    started = await start(Settings(), tmp_path, presets=())
+    assert started.engine.cwd == tmp_path
+    await started.engine.aclose()
+
+
+async def test_the_demo_says_when_its_call_was_rejected_or_failed(tmp_path: Path) -> None:
+    folder = make_playground(tmp_path)
+    started = await start(Settings(yolo=False), folder, demo=True)
+    engine = started.engine
+    events = await turn(engine, "fix the typo in greet.py", lambda request: Decision.REJECT)
+    said = "".join(e.text for e in of(events, TextDelta))
+    assert said.startswith("You rejected the edit_file call, so nothing was done.")
+    assert "I fixed" not in said
+    (folder / "greet.py").unlink()
+    events = await turn(engine, "fix the typo in greet.py", lambda request: Decision.ALLOW_ONCE)
+    said = "".join(e.text for e in of(events, TextDelta))
+    assert of(events, ToolCallFinished)[-1].status == "error"
+    assert said.startswith("The edit_file call failed, so nothing was done:")
+    await engine.aclose()
