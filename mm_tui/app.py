@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
 
 from mm_tui.transcript import NoticeItem, Transcript
@@ -52,8 +52,30 @@ class BootFailed(Exception):
     """Start-up cannot go on; the message is printed after the window closes."""
 
 
+COMMAND_HELP = {
+    "/new": "start a new session",
+    "/compact": "summarise the conversation to free the model's context",
+    "/abort": "cancel the turn",
+    "/ask": "hand a request to another agent (/ask AGENT …)",
+    "/sessions": "reopen a session",
+    "/theme": "list the themes (/theme NAME switches)",
+    "/help": "keys and commands",
+    "/quit": "leave mm",
+}
+
+
 class SlashCommands(Provider):
-    """The slash commands in the command palette (Ctrl+P)."""
+    """The slash commands in the command palette (Ctrl+P), listed as soon as it opens."""
+
+    async def discover(self) -> Hits:
+        app = self.app
+        assert isinstance(app, MMApp)
+        for command in COMMANDS:
+            yield DiscoveryHit(
+                command,
+                lambda c=command: app.run_command(c),
+                help=COMMAND_HELP.get(command),
+            )
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)

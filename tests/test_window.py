@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from scripted_model import ScriptedModel, call, say
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from window_helpers import all_text, make_app, playground, screen_text, settle
 
 from mm_tui.app import MMApp
@@ -447,6 +447,22 @@ async def test_command_palette_has_the_slash_commands(folder: Path) -> None:
         await pilot.press("enter")
         await pilot.pause(0.3)
         assert isinstance(app.screen, HelpScreen)
+
+
+async def test_the_command_palette_lists_mm_s_commands_before_any_typing(folder: Path) -> None:
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, CommandPalette)
+        listed = app.screen.query_one(CommandList)
+        shown = "\n".join(
+            str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)
+        )
+        for command in ("/new", "/compact", "/sessions", "/theme"):
+            assert command in shown, shown
+        assert "summarise the conversation to free the model's context" in shown
 
 
 async def test_help_lists_the_decisions_of_the_session(folder: Path) -> None:
