@@ -449,6 +449,33 @@ async def test_command_palette_has_the_slash_commands(folder: Path) -> None:
         assert isinstance(app.screen, HelpScreen)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (60, 20)])
+async def test_the_permission_choices_stay_visible_in_a_small_terminal(
+    folder: Path, size: tuple[int, int]
+) -> None:
+    """A long diff scrolls inside the box; the a/s/r/n line is always on screen."""
+    content = "".join(f"line {i}\n" for i in range(80))
+    (folder / "long.txt").write_text(content)
+    edits = [{"old": f"line {i}\n", "new": f"LINE {i}\n"} for i in range(0, 80, 2)]
+    model = ScriptedModel(call("edit_file", {"path": "long.txt", "edits": edits}), say("ok"))
+    app = make_app(model, folder, yolo=False)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "edit it")
+        while app.box.request is None:
+            await pilot.pause(0.02)
+        await settle(pilot, app, idle=False)
+        keys = app.box.query_one("#keys")
+        assert "a allow once" in str(keys.render()) and "r reject" in str(keys.render())
+        region = keys.region
+        assert region.height >= 1 and region.bottom <= size[1]
+        for y in range(region.y, region.bottom):  # every row of it is on screen, uncovered
+            assert app.screen.get_widget_at(region.x + 1, y)[0] is keys
+        await pilot.press("a")
+        await settle(pilot, app)
+        assert "LINE 0" in (folder / "long.txt").read_text()
+
+
 async def test_the_command_palette_lists_mm_s_commands_before_any_typing(folder: Path) -> None:
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 40)) as pilot:

@@ -2,7 +2,9 @@
 
 It shows the tool, its title and what the call will do (the command; the diff for write_file
 and edit_file; the URL and the file for fetch_content) and waits for a (allow once), s (allow
-this tool for the session), r (reject this call) or n (never this tool this session)."""
+this tool for the session), r (reject this call) or n (never this tool this session). The title
+and the a/s/r/n line are docked: in a small terminal the details scroll between them, and the
+choices are always on screen."""
 
 from __future__ import annotations
 
@@ -54,9 +56,9 @@ class PermissionBox(Widget, can_focus=True):
         display: none;
     }
     PermissionBox.-open { display: block; }
-    PermissionBox > #title { color: $warning; text-style: bold; height: auto; }
+    PermissionBox > #title { color: $warning; text-style: bold; height: auto; dock: top; }
     PermissionBox > #details { height: auto; max-height: 16; color: $text; }
-    PermissionBox > #keys { color: $text-muted; height: auto; margin-top: 1; }
+    PermissionBox > #keys { color: $text-muted; height: auto; dock: bottom; padding-top: 1; }
     """
     BINDINGS = [
         Binding("a", "decide('a')", "allow once"),
