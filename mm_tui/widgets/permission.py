@@ -94,7 +94,11 @@ class PermissionBox(Widget, can_focus=True):
     def ask(self, request: PermissionRequested) -> None:
         self.request = request
         self.border_title = "permission"
-        title = request.title if request.agent is None else f"{request.agent} · {request.title}"
+        title = request.title
+        if request.details and title.endswith(request.details):
+            title = request.tool  # bash: the command is in the details, shown once, whole
+        if request.agent is not None:
+            title = f"{request.agent} · {title}"
         title_part, details_part, keys_part = self._parts()
         title_part.update(Text(f"🔐 {title}"))
         details_part.update(details_text(request.tool, request.details))
