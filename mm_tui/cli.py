@@ -68,6 +68,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if not (sys.stdout.encoding or "").lower().replace("-", "").startswith("utf"):
+        from mm_tui.ascii_terminal import use_ascii_where_needed
+
+        use_ascii_where_needed()
     cwd = Path.cwd()
     if args.demo:
         from mm_tui.playground import make_playground

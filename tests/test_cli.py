@@ -37,6 +37,25 @@ def test_print_on_the_demo_model_lists_the_files(tmp_path: Path) -> None:
     assert "⚙ 1 command(s)" in out.splitlines()[-1]
 
 
+def test_print_in_a_terminal_without_utf_8_writes_ascii(tmp_path: Path) -> None:
+    """`LC_ALL=C PYTHONUTF8=0`: no UnicodeEncodeError at the first tool line, ASCII instead."""
+    env = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "", "LANG": "C"}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("MM_", "LC_"))}
+    full_env.update(HOME=str(tmp_path), **env)
+    result = subprocess.run(
+        [*MM, "--demo", "-p", "list the files"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        env=full_env,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode("ascii")  # nothing but ASCII
+    assert "$>  bash: ls -la" in out
+    assert out.splitlines()[-1].startswith("* 1 command(s) * ")
+    assert b"Traceback" not in result.stderr
+
+
 def test_print_rejects_calls_that_would_ask(tmp_path: Path) -> None:
     result = mm("--demo", "--no-yolo", "-p", "list the files", cwd=tmp_path)
     assert "🛠️  bash: ls -la" in result.stdout

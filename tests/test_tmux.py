@@ -99,3 +99,24 @@ def test_colours_in_256_colours_and_in_true_colour(
         assert other not in screen and ("38;2;" in screen) == bool(colorterm)
     finally:
         tmux("kill-session", "-t", session)
+
+
+def test_a_terminal_without_utf_8_gets_ascii(tmp_path: Path) -> None:
+    """`LC_ALL=C` with `PYTHONUTF8=0`: the window draws its boxes and marks in ASCII, in the
+    same cells (it used to paint `\\u256d\\u2500`)."""
+    session = f"mm-ascii-{os.getpid()}"
+    mm = Path(sys.executable).parent / "mm"
+    command = f"cd {tmp_path} && HOME={tmp_path} LC_ALL=C PYTHONUTF8=0 {mm} --demo"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    try:
+        wait_for(session, "Type a request")
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        wait_for(session, "command(s)", timeout=15)
+        time.sleep(0.5)  # the frame after the recap's: everything drawn
+        screen = tmux("capture-pane", "-t", session, "-p")
+        assert "\\u" not in screen, screen
+        assert "+- > Enter to send * Shift+Enter new line * /help ---" in screen
+        line = next(line for line in screen.splitlines() if "> bash  ls -la" in line)
+        assert line.rstrip().endswith(" v 0.0s"), screen
+    finally:
+        tmux("kill-session", "-t", session)
