@@ -302,8 +302,14 @@ class MMApp(App[int]):
         self.status.show(self.transcript.state)
         self.prompt.focus()
 
+    @on(TranscriptView.Typed)
+    def on_transcript_typed(self, message: TranscriptView.Typed) -> None:
+        self.prompt.focus()
+        self.prompt.insert(message.character)
+
     @on(Prompt.Submitted)
     def on_prompt_submitted(self, message: Prompt.Submitted) -> None:
+        self.view.action_scroll_end()  # what the request starts shows at the bottom
         text = message.text
         if text.startswith("/"):
             self.run_command(text)
@@ -441,8 +447,13 @@ class MMApp(App[int]):
     # -- keys -----------------------------------------------------------------------------
 
     def action_cancel(self) -> None:
-        """Esc: take back the last queued request; else cancel the turn; else reject."""
-        if self._queued:
+        """Esc: close the keys panel; else take back the last queued request; else cancel the
+        turn; else reject the call waiting for a decision."""
+        from textual.widgets import HelpPanel
+
+        if self.screen.query(HelpPanel):
+            self.action_hide_help_panel()
+        elif self._queued:
             text = self._queued.pop()
             self._notice(f"taken back: {_one_line(text)}", "info")
         elif self.engine is not None and self.engine.busy:

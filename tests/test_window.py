@@ -530,7 +530,11 @@ async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path)
         # Focus moves to the transcript: the prompt's Send key goes from the bar.
         await pilot.press("tab")
         await settle(pilot, app)
-        assert painted(app).splitlines()[-1].startswith(" esc Cancel  ^o Outputs")
+        assert (
+            painted(app)
+            .splitlines()[-1]
+            .startswith(" ↑ Previous  ↓ Next  ⏎ Fold/unfold  esc Cancel  ^o Outputs")
+        )
         (item,) = tools(app)
         assert item.folded
         await pilot.click(KeyBar, offset=(bar.render().plain.index("^o") + 1, 0))
@@ -539,6 +543,50 @@ async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path)
         await pilot.click(KeyBar, offset=(bar.render().plain.index("^p") + 1, 0))
         await settle(pilot, app)
         assert isinstance(app.screen, CommandPalette)
+
+
+async def test_typing_in_the_transcript_goes_to_the_prompt(folder: Path) -> None:
+    model = ScriptedModel(call("bash", {"command": "echo one"}), say("done"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await sent(pilot, app)
+        await pilot.press("tab")
+        assert isinstance(app.focused, TranscriptView)
+        await pilot.press("h", "i")
+        assert isinstance(app.focused, Prompt)
+        assert app.prompt.text == "hi"
+        await pilot.press("tab")
+        await pilot.press("space")  # space still folds and unfolds there
+        assert isinstance(app.focused, TranscriptView)
+
+
+async def test_esc_closes_the_keys_panel(folder: Path) -> None:
+    from textual.widgets import HelpPanel
+
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.action_show_help_panel()
+        await pilot.pause(0.1)
+        assert app.screen.query(HelpPanel)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not app.screen.query(HelpPanel)
+
+
+async def test_sending_a_request_scrolls_to_the_bottom(folder: Path) -> None:
+    model = ScriptedModel(*[say("paragraph\n\n" * 20) for _ in range(3)])
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 20)) as pilot:
+        for _ in range(2):
+            await sent(pilot, app, "more")
+        view = app.view
+        view.action_scroll_home()
+        await pilot.pause(0.1)
+        assert view.scroll_y < view.max_scroll_y - 5  # the person scrolled up
+        await type_and_send(pilot, "and more")
+        await settle(pilot, app)
+        assert view.scroll_y >= view.max_scroll_y - 1 and view.max_scroll_y > 0
 
 
 def painted_color(app, text: str) -> str | None:

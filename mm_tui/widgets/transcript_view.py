@@ -95,9 +95,9 @@ class TranscriptView(ScrollView, can_focus=True):
     }
     """
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Previous", show=False),
-        Binding("down", "cursor(1)", "Next", show=False),
-        Binding("enter", "toggle", "Fold/unfold", show=False),
+        Binding("up", "cursor(-1)", "Previous"),
+        Binding("down", "cursor(1)", "Next"),
+        Binding("enter", "toggle", "Fold/unfold"),
         Binding("space", "toggle", "Fold/unfold", show=False),
         Binding("home", "scroll_home", "Top", show=False),
         Binding("end", "scroll_end", "End", show=False),
@@ -109,6 +109,21 @@ class TranscriptView(ScrollView, can_focus=True):
         def __init__(self, item: Item) -> None:
             super().__init__()
             self.item = item
+
+    class Typed(Message):
+        """A printable key pressed in the transcript: it belongs to the prompt (a person who
+        tabbed here and typed lost their characters)."""
+
+        def __init__(self, character: str) -> None:
+            super().__init__()
+            self.character = character
+
+    def on_key(self, event: events.Key) -> None:
+        character = event.character
+        if event.is_printable and character and character != " ":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Typed(character))
 
     def __init__(
         self,
