@@ -18,7 +18,7 @@ from mm_tui.engine.events import Decision, PermissionRequested, ToolCallFinished
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 from mm_tui.playground import make_playground
-from mm_tui.tools.base import ToolContext, ToolResult
+from mm_tui.tools.base import NothingToAsk, ToolContext, ToolResult
 from mm_tui.tools.edit_file import EditFileArgs, EditFileTool
 from mm_tui.tools.registry import ToolRegistry
 
@@ -225,7 +225,7 @@ async def test_an_edit_that_changes_nothing(ctx: ToolContext, tmp_path: Path) ->
     assert untouched(target, "a\nb\n")
 
 
-async def test_permission_details_is_the_diff_or_the_refusal(
+async def test_permission_details_is_the_diff_or_nothing_to_ask(
     ctx: ToolContext, tmp_path: Path
 ) -> None:
     target = put(tmp_path, "f.txt", "a\nb\n")
@@ -234,8 +234,31 @@ async def test_permission_details_is_the_diff_or_the_refusal(
     assert await tool.permission_details(args, ctx) == (
         "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
     )
-    refused = EditFileArgs(path="f.txt", edits=[{"old": "zzz", "new": "c"}])
-    assert await tool.permission_details(refused, ctx) == (f"f.txt: edit #1: {NOT_FOUND}\n  │ zzz")
+    for cannot in (
+        EditFileArgs(path="f.txt", edits=[{"old": "zzz", "new": "c"}]),  # refused
+        EditFileArgs(path="f.txt", edits=[{"old": "b", "new": "b"}]),  # changes nothing
+        EditFileArgs(path="missing.txt", edits=[{"old": "b", "new": "c"}]),
+    ):
+        with pytest.raises(NothingToAsk):
+            await tool.permission_details(cannot, ctx)
+    assert untouched(target, "a\nb\n")
+
+
+async def test_an_edit_whose_preview_fails_is_not_asked(tmp_path: Path) -> None:
+    """The model gets the failure the preview met; nobody is asked to approve nothing."""
+    target = put(tmp_path, "f.txt", "a\nb\n")
+    edits = [{"old": "zzz", "new": "c"}]
+    model = ScriptedModel(call("edit_file", {"path": "f.txt", "edits": edits}), say("done"))
+    session = Session.new(tmp_path / "s", cwd=str(tmp_path), model="m", provider="p", base_url="u")
+    engine = Engine(Settings(yolo=False), model, cwd=tmp_path, session=session)
+    events: list = []
+    await engine.run_turn("go", events.append)
+    assert not [e for e in events if isinstance(e, PermissionRequested)]
+    (finished,) = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert finished.status == "error"
+    assert finished.output == f"f.txt: edit #1: {NOT_FOUND}\n  │ zzz"
+    assert model.requests[1][-1]["content"] == finished.output
+    assert engine.permissions.remembered("edit_file") is None  # nothing was decided
     assert untouched(target, "a\nb\n")
 
 

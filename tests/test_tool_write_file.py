@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mm_tui.config import Settings
-from mm_tui.tools.base import ToolContext
+from mm_tui.tools.base import NothingToAsk, ToolContext
 from mm_tui.tools.diff import compute_diff, count_lines, split_lines
 from mm_tui.tools.write_file import WriteFileArgs, WriteFileTool
 
@@ -161,8 +161,8 @@ async def test_permission_details(ctx: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "o.txt").write_text("x\n")
     changed = await tool.permission_details(WriteFileArgs(path="o.txt", content="y\n"), ctx)
     assert changed == "--- a/o.txt\n+++ b/o.txt\n@@ -1 +1 @@\n-x\n+y\n"
-    same = await tool.permission_details(WriteFileArgs(path="o.txt", content="x\n"), ctx)
-    assert same == "o.txt unchanged: the content is identical"
+    with pytest.raises(NothingToAsk):  # the same content: nothing to approve
+        await tool.permission_details(WriteFileArgs(path="o.txt", content="x\n"), ctx)
     assert not (tmp_path / "n.txt").exists(), "asking never writes"
 
 

@@ -57,7 +57,7 @@ from mm_tui.engine.model_stream import (
 from mm_tui.engine.permissions import Permissions
 from mm_tui.engine.redact import redact
 from mm_tui.engine.session import Session
-from mm_tui.tools.base import CANCELLED, ToolCancelled, ToolContext
+from mm_tui.tools.base import CANCELLED, NothingToAsk, ToolCancelled, ToolContext
 from mm_tui.tools.registry import ToolRegistry
 
 Emit = Callable[[Event], None]
@@ -670,8 +670,9 @@ class Engine:
                 decision = self.permissions.remembered(tool.name)
                 if decision is None:
                     decision = await self._ask(call, tool, args, ctx, emit)
-                    self.permissions.record(tool.name, decision)
-                if not decision.allows:
+                    if decision is not None:
+                        self.permissions.record(tool.name, decision)
+                if decision is not None and not decision.allows:
                     self._finish(call, "rejected", tool.rejection(), None, started, emit, state)
                     state.count(tool.counter)
                     continue
@@ -738,8 +739,12 @@ class Engine:
 
     async def _ask(
         self, call: ToolCall, tool: Any, args: Any, ctx: ToolContext, emit: Emit
-    ) -> Decision:
-        details = await tool.permission_details(args, ctx)
+    ) -> Decision | None:
+        """The person's decision, or None when there is nothing to ask (`NothingToAsk`)."""
+        try:
+            details = await tool.permission_details(args, ctx)
+        except NothingToAsk:
+            return None
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self._emit(
             emit,

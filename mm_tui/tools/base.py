@@ -64,6 +64,13 @@ class ToolCancelled(Exception):  # noqa: N818 - it is a signal, not an error
 CANCELLED = "[error: cancelled]"
 
 
+class NothingToAsk(Exception):  # noqa: N818 - it is a signal, not an error
+    """Raised by `permission_details` when the call can change nothing (its preview already
+    fails, or changes nothing): the engine runs it without asking, and the model gets the same
+    failure the preview met. Asking a person to approve an edit that cannot apply wastes their
+    attention and teaches them to press `a` without reading."""
+
+
 def truncate(text: str, limit: int) -> str:
     """Keep the first `limit` characters; say how much was cut so the model knows it saw a part."""
     if len(text) <= limit:

@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools.base import NothingToAsk, Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.diff import Diff, apply_replacements
 from mm_tui.tools.edit_match import Ambiguous, Document, Match, NotFound, locate
 from mm_tui.tools.write_file import Refused, read_regular, write_atomically
@@ -305,12 +305,10 @@ class EditFileTool(Tool):
     async def permission_details(self, args: EditFileArgs, ctx: ToolContext) -> str:
         try:
             plan = await asyncio.to_thread(_plan, ctx, args)
-        except Refused as exc:
-            return str(exc)
-        except OSError as exc:
-            return f"{args.path}: {exc.strerror or exc}"
+        except (Refused, OSError):
+            raise NothingToAsk from None
         if plan.unchanged:
-            return f"{args.path} unchanged: the edits change nothing"
+            raise NothingToAsk
         return plan.diff.unified(args.path)
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools.base import NothingToAsk, Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.diff import Diff, compute_diff, count_lines
 
 
@@ -147,12 +147,10 @@ class WriteFileTool(Tool):
     async def permission_details(self, args: WriteFileArgs, ctx: ToolContext) -> str:
         try:
             plan = await asyncio.to_thread(_plan, ctx, args.path, args.content)
-        except Refused as exc:
-            return str(exc)
-        except OSError as exc:
-            return f"{args.path}: {exc.strerror or exc}"
+        except (Refused, OSError):
+            raise NothingToAsk from None
         if plan.unchanged:
-            return f"{args.path} unchanged: the content is identical"
+            raise NothingToAsk
         if plan.diff.empty:  # a new, empty file: a diff of nothing says nothing
             return f"--- /dev/null\n+++ b/{args.path}\n"
         return plan.diff.unified(args.path)
