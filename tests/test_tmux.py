@@ -3,11 +3,13 @@ the recap, read them back with capture-pane."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,21 @@ def wait_for(session: str, needle: str, timeout: float = 30.0) -> str:
             return screen
         time.sleep(0.2)
     raise AssertionError(f"{needle!r} never appeared; the screen was:\n{screen}")
+
+
+@contextlib.contextmanager
+def demo_in_tmux(tmp_path: Path, name: str, env: str = "TERM=xterm-256color") -> Iterator[str]:
+    """`mm --demo` in a 100x30 tmux session with `env`, up to its first prompt; yields the
+    session's name and kills it at the end."""
+    session = f"mm-{name}-{os.getpid()}"
+    mm = Path(sys.executable).parent / "mm"
+    command = f"cd {tmp_path} && HOME={tmp_path} {env} {mm} --demo"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    try:
+        wait_for(session, "Type a request")
+        yield session
+    finally:
+        tmux("kill-session", "-t", session)
 
 
 def test_demo_in_a_real_terminal(tmp_path: Path) -> None:
@@ -60,18 +77,11 @@ def test_demo_in_a_real_terminal(tmp_path: Path) -> None:
 def test_text_and_enter_in_one_burst_are_sent(tmp_path: Path) -> None:
     """A paste, SSH's batching or `tmux send-keys "text" Enter`: the Enter arrives in the same
     read as the text, and must send it (it was dropped: the text stayed in the prompt)."""
-    session = f"mm-burst-{os.getpid()}"
-    mm = Path(sys.executable).parent / "mm"
-    command = f"cd {tmp_path} && HOME={tmp_path} TERM=xterm-256color {mm} --demo"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
-    try:
-        wait_for(session, "Type a request")
+    with demo_in_tmux(tmp_path, "burst") as session:
         tmux("send-keys", "-t", session, "list the files", "Enter")
         screen = wait_for(session, "command(s)", timeout=15)
         assert "› list the files" in screen
         assert "‣ bash  ls -la" in screen
-    finally:
-        tmux("kill-session", "-t", session)
 
 
 @pytest.mark.parametrize(
@@ -86,30 +96,17 @@ def test_colours_in_256_colours_and_in_true_colour(
 ) -> None:
     """Over SSH a terminal often says only xterm-256color: the window then draws with the
     256-colour palette alone, and with 24-bit colours when COLORTERM says so."""
-    session = f"mm-colours-{os.getpid()}-{colorterm or '256'}"
-    mm = Path(sys.executable).parent / "mm"
-    command = (
-        f"cd {tmp_path} && HOME={tmp_path} TERM=xterm-256color COLORTERM={colorterm} {mm} --demo"
-    )
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
-    try:
-        wait_for(session, "Type a request")
+    env = f"TERM=xterm-256color COLORTERM={colorterm}"
+    with demo_in_tmux(tmp_path, f"colours-{colorterm or '256'}", env) as session:
         screen = tmux("capture-pane", "-t", session, "-p", "-e")
         assert panel in screen  # the header's background
         assert other not in screen and ("38;2;" in screen) == bool(colorterm)
-    finally:
-        tmux("kill-session", "-t", session)
 
 
 def test_a_terminal_without_utf_8_gets_ascii(tmp_path: Path) -> None:
     """`LC_ALL=C` with `PYTHONUTF8=0`: the window draws its boxes and marks in ASCII, in the
     same cells (it used to paint `\\u256d\\u2500`)."""
-    session = f"mm-ascii-{os.getpid()}"
-    mm = Path(sys.executable).parent / "mm"
-    command = f"cd {tmp_path} && HOME={tmp_path} LC_ALL=C PYTHONUTF8=0 {mm} --demo"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
-    try:
-        wait_for(session, "Type a request")
+    with demo_in_tmux(tmp_path, "ascii", "LC_ALL=C PYTHONUTF8=0") as session:
         tmux("send-keys", "-t", session, "list the files", "Enter")
         wait_for(session, "command(s)", timeout=15)
         time.sleep(0.5)  # the frame after the recap's: everything drawn
@@ -118,5 +115,3 @@ def test_a_terminal_without_utf_8_gets_ascii(tmp_path: Path) -> None:
         assert "+- > Enter to send * Shift+Enter new line * /help ---" in screen
         line = next(line for line in screen.splitlines() if "> bash  ls -la" in line)
         assert line.rstrip().endswith(" v 0.0s"), screen
-    finally:
-        tmux("kill-session", "-t", session)

@@ -455,14 +455,7 @@ def _replay(folder: Path, session_id: str, records: list[dict[str, Any]]) -> Ses
     if not records or records[0].get("type") != "session":
         raise SessionError(f"{bad}: no session header on its first line")
     header = records[0]
-    version = header.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 2:
-        raise SessionError(f"{bad}: no version number")
-    if version > SESSION_VERSION:
-        raise SessionError(
-            f"mm: {path}: written by a newer mm (session format {version}; "
-            f"this mm reads format {SESSION_VERSION}); upgrade mm to open it"
-        )
+    _check_version(path, header.get("version"), 2, SESSION_VERSION)
     expected: dict[str, type | tuple[type, ...]] = {
         "created": str,
         "cwd": str,
@@ -515,6 +508,17 @@ def _replay(folder: Path, session_id: str, records: list[dict[str, Any]]) -> Ses
     session.messages = messages
     session._seen = len(messages)
     return session
+
+
+def _check_version(path: Path, version: Any, lowest: int, highest: int) -> None:
+    """A file of format `lowest` to `highest`; a later format is a newer mm's, said as such."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < lowest:
+        raise SessionError(f"mm: {path}: not a valid session file: no version number")
+    if version > highest:
+        raise SessionError(
+            f"mm: {path}: written by a newer mm (session format {version}; "
+            f"this mm reads format {SESSION_VERSION}); upgrade mm to open it"
+        )
 
 
 def _is_message(message: Any) -> bool:
@@ -608,14 +612,7 @@ def _read_old(path: Path) -> dict[str, Any]:
         raise SessionError(f"{bad}: cut short or not JSON ({where})") from None
     if not isinstance(data, dict):
         raise SessionError(f"{bad}: not a JSON object")
-    version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise SessionError(f"{bad}: no version number")
-    if version > 1:
-        raise SessionError(
-            f"mm: {path}: written by a newer mm (session format {version}; "
-            f"this mm reads format {SESSION_VERSION}); upgrade mm to open it"
-        )
+    _check_version(path, data.get("version"), 1, 1)
     expected: dict[str, type | tuple[type, ...]] = {
         "created": str,
         "updated": str,
