@@ -61,7 +61,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from window_common import ROOT, SIZE, FrameProbe, machine, verdict  # noqa: E402
+from window_common import (  # noqa: E402
+    ROOT,
+    SIZE,
+    FrameProbe,
+    machine,
+    settle_waiters,
+    verdict,
+)
 
 CALLS = int(os.environ.get("MM_BENCH_CALLS", "2000"))
 EDGE = max(1, CALLS // 5)  # 400 of 2,000
@@ -167,16 +174,7 @@ class Echo:
 
         def edit(change: Any) -> Any:
             result = original(change)
-            now = time.perf_counter()
-            keep = []
-            for predicate, future in self._waiters:
-                if future.done():
-                    continue
-                if predicate():
-                    future.set_result(now)
-                else:
-                    keep.append((predicate, future))
-            self._waiters = keep
+            self._waiters = settle_waiters(self._waiters, time.perf_counter())
             return result
 
         prompt.edit = edit

@@ -62,6 +62,21 @@ def mm_app() -> Any:
     return MMApp(never)
 
 
+def settle_waiters(
+    waiters: list[tuple[Callable[[], bool], asyncio.Future[float]]], now: float
+) -> list[tuple[Callable[[], bool], asyncio.Future[float]]]:
+    """Resolve, with `now`, the waiters whose predicate holds; the others wait on."""
+    keep = []
+    for predicate, future in waiters:
+        if future.done():
+            continue
+        if predicate():
+            future.set_result(now)
+        else:
+            keep.append((predicate, future))
+    return keep
+
+
 class FrameProbe:
     """Times the frames in which `widget` was painted.
 
@@ -88,16 +103,7 @@ class FrameProbe:
             if self.widget_lines == before:
                 return
             self.widget_frames += 1
-            now = time.perf_counter()
-            keep = []
-            for predicate, future in self._waiters:
-                if future.done():
-                    continue
-                if predicate():
-                    future.set_result(now)
-                else:
-                    keep.append((predicate, future))
-            self._waiters = keep
+            self._waiters = settle_waiters(self._waiters, time.perf_counter())
 
         setattr(widget, method, paint)
         screen._compositor_refresh = refresh

@@ -38,6 +38,14 @@ async def type_and_send(pilot, text: str) -> None:
     await pilot.press("enter")
 
 
+async def a_turn_running(pilot, app, text: str = "long") -> None:
+    """`text` sent, and the turn it started running its first tool call."""
+    await settle(pilot, app)
+    await type_and_send(pilot, text)
+    while not tools(app) or app.engine is None or not app.engine.busy:
+        await pilot.pause(0.05)
+
+
 async def sent(pilot, app, text: str = "go") -> None:
     """The window up, `text` sent, and everything it started finished."""
     await settle(pilot, app)
@@ -152,10 +160,7 @@ async def test_cancellation(folder: Path, how: str) -> None:
     model = ScriptedModel(call("bash", {"command": "echo started; sleep 30"}), say("after"))
     app = make_app(model, folder)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await type_and_send(pilot, "long")
-        while not tools(app) or app.engine is None or not app.engine.busy:
-            await pilot.pause(0.05)
+        await a_turn_running(pilot, app)
         await pilot.pause(0.3)
         if how in ("escape", "ctrl+c"):
             await pilot.press(how)
@@ -180,10 +185,7 @@ async def test_a_request_sent_while_a_turn_runs_waits_for_its_end(folder: Path) 
     )
     app = make_app(model, folder)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await type_and_send(pilot, "long")
-        while not tools(app) or not app.engine.busy:
-            await pilot.pause(0.05)
+        await a_turn_running(pilot, app)
         await type_and_send(pilot, "and then this")
         assert "queued (a turn is running): and then this — Esc takes it back" in notices(app)
         assert app.engine.busy  # the running turn goes on
@@ -202,10 +204,7 @@ async def test_esc_takes_back_the_last_queued_request_then_cancels(folder: Path)
     model = ScriptedModel(call("bash", {"command": "sleep 30"}), say("after"))
     app = make_app(model, folder)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await type_and_send(pilot, "long")
-        while not tools(app) or not app.engine.busy:
-            await pilot.pause(0.05)
+        await a_turn_running(pilot, app)
         await type_and_send(pilot, "one")
         await type_and_send(pilot, "two")
         await pilot.press("escape")

@@ -535,14 +535,19 @@ def _changes_meta(record: dict[str, Any]) -> bool:
     return record["message"].get("role") not in ("assistant", "tool")
 
 
-def _read_journal(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+def _read_bytes(path: Path) -> bytes:
+    """A session file's bytes, or SessionError saying why not (a link out refused too)."""
     _check_inside(path)
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise SessionError(f"mm: {path}: no such session") from None
     except OSError as exc:
         raise SessionError(f"mm: {path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _read_journal(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+    raw = _read_bytes(path)
     try:
         return read_records(raw)
     except JournalDamaged as exc:
@@ -595,13 +600,7 @@ def _title(records: list[dict[str, Any]]) -> str:
 
 def _read_old(path: Path) -> dict[str, Any]:
     """The checked contents of a format-1 session file, or SessionError."""
-    _check_inside(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SessionError(f"mm: {path}: no such session") from None
-    except OSError as exc:
-        raise SessionError(f"mm: {path}: cannot read: {exc.strerror or exc}") from None
+    raw = _read_bytes(path)
     bad = f"mm: {path}: not a valid session file"
     try:
         data = json.loads(raw)
