@@ -4,6 +4,7 @@ garbage on its stdout, or hangs. The call fails with a clear message, no process
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -26,8 +27,6 @@ def state(pid: int) -> str | None:
 
 
 async def gone(pid: int, within: float = 3.0) -> bool:
-    import asyncio
-
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if state(pid) is None:
@@ -75,3 +74,31 @@ async def test_a_language_server_that_fails_is_replaced(tmp_path: Path, fault: s
     # and no child of ours is a zombie
     children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
     assert all(state(int(pid)) != "Z" for pid in children)
+
+
+async def test_a_server_dead_but_not_yet_reaped_is_replaced(tmp_path: Path) -> None:
+    """A killed server whose exit the loop has not seen yet (its pipes are already closed): the
+    next call must start a fresh one, not write to the dead one twice and give up (seen on a
+    busy CI machine, where reaping lags a SIGKILL)."""
+    once = tmp_path / "muted"
+    server = fake_server(
+        tmp_path / "log.jsonl", "--mute-after", "textDocument/hover", "--once", str(once)
+    )
+    tool = LspTool([server], tmp_path)
+    ctx = ToolContext(cwd=tmp_path, settings=Settings())
+    (tmp_path / "a.py").write_text("x = 1\n")
+    try:
+        first = await tool.run(LspArgs(action="hover", path="a.py", symbol="x"), ctx)
+        assert first.status == "ok", first.output
+        muted = tool.manager.running()[0].client
+        for _ in range(100):  # the pipes are closed once the server has answered
+            if Path(f"/proc/{muted.pid}/fd/1").exists() is False:
+                break
+            await asyncio.sleep(0.02)
+        second = await tool.run(LspArgs(action="hover", path="a.py", symbol="x"), ctx)
+        assert second.status == "ok", second.output
+        assert "fake hover" in second.output
+        starts = (tmp_path / "log.jsonl").read_text().count('"method": "initialize"')
+        assert starts == 2
+    finally:
+        await tool.aclose()

@@ -2,11 +2,13 @@
 never answers, one that asks the client things, one that records what it was sent.
 
     fake_server.py --log FILE [--hang METHOD]... [--ask] [--apply] [--flood BYTES]
-                   [--crash-on METHOD] [--garbage-on METHOD]
+                   [--crash-on METHOD] [--garbage-on METHOD] [--mute-after METHOD]
 
 `--crash-on`: exit with status 3 when that request arrives (once per file named by
 `--once FILE`: a second server started by the client behaves). `--garbage-on`: answer that
-request with bytes that are not the protocol, then carry on.
+request with bytes that are not the protocol, then carry on. `--mute-after`: answer that
+request, then close stdin and stdout and linger: to the client a dead server whose exit has
+not been seen yet (as a killed one is, on a busy machine, until it is reaped).
 
 Every message received is appended to FILE as one JSON line; the answers the client gives to
 the server's own requests are recorded there too (they carry an id and no method).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -53,10 +56,11 @@ def main() -> None:
     parser.add_argument("--flood", type=int, default=0, help="bytes of stderr before starting")
     parser.add_argument("--crash-on", default=None)
     parser.add_argument("--garbage-on", default=None)
+    parser.add_argument("--mute-after", default=None)
     parser.add_argument("--once", default=None, help="misbehave only while FILE does not exist")
     args = parser.parse_args()
     if args.once and Path(args.once).exists():
-        args.crash_on = args.garbage_on = None
+        args.crash_on = args.garbage_on = args.mute_after = None
         args.hang = []
     elif args.once:
         Path(args.once).write_text("misbehaved once")
@@ -154,6 +158,11 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": message["id"], "result": {"kind": "full", "items": []}})
         elif "id" in message and method is not None:
             send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+        if method is not None and method == args.mute_after:
+            os.close(0)
+            os.close(1)
+            time.sleep(30)
+            return
         time.sleep(0)
 
 

@@ -187,6 +187,9 @@ class LspClient:
         self._published = asyncio.Event()  # set (then cleared) on every publication
         self._write_lock: asyncio.Lock | None = None
         self._exited: str | None = None  # why the server is gone, once it is
+        # its output ended: dead for every purpose, even before its exit is seen (a killed
+        # process is reaped a little later, and on a busy machine well after)
+        self._output_closed = False
         self.progress: dict[str, str] = {}  # work-done progress begun and not ended: token -> title
         self._idle = asyncio.Event()
         self._begun = asyncio.Event()  # set at the first work-done progress the server reports
@@ -209,7 +212,9 @@ class LspClient:
     @property
     def alive(self) -> bool:
         """Running, and reachable from the event loop now running (a closed loop strands it)."""
-        if self._proc is None or self._exited is not None or self._proc.returncode is not None:
+        if self._proc is None or self._exited is not None or self._output_closed:
+            return False
+        if self._proc.returncode is not None:
             return False
         try:
             return asyncio.get_running_loop() is self._loop
@@ -393,6 +398,7 @@ class LspClient:
                     self._dispatch(message)
         except (EOFError, asyncio.IncompleteReadError, ValueError, ConnectionError):
             pass
+        self._output_closed = True
         if self._proc is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._proc.wait(), 1.0)
@@ -514,6 +520,10 @@ class LspClient:
                 self._proc.stdin.write(frame)
                 await self._proc.stdin.drain()
             except (ConnectionError, RuntimeError) as exc:
+                # a pipe that cannot be written: the server is gone, whether or not its exit
+                # has been seen, and the next call must start another
+                self._output_closed = True
+                self._gone(self._exit_reason())
                 raise ServerExited(self._exited or self._exit_reason()) from exc
 
     async def notify(self, method: str, params: Any = None) -> None:
