@@ -224,6 +224,9 @@ async def test_cancel_stops_the_running_tool(tmp_path: Path) -> None:
     assert engine.cancel()
     end = await asyncio.wait_for(turn, 5)
     assert end.stop_reason == "cancelled"
+    # the cancelled call is a bash response, and counts as a rejected one does; the call never
+    # started does not
+    assert end.counters.commands == 1
     finished = of(events, ToolCallFinished)
     assert finished[0].status == "cancelled"
     assert finished[0].output.startswith("started")

@@ -679,6 +679,7 @@ class Engine:
             try:
                 result = await tool.run(args, ctx)
             except ToolCancelled as cancelled:
+                state.count(tool.counter)  # a bash response all the same, as a rejected one is
                 self._finish(
                     call,
                     "cancelled",
