@@ -175,9 +175,10 @@ class MMApp(App[int]):
             cwd=str(engine.cwd),
             yolo=engine.permissions.yolo,
         )
+        self.screen.query_one(AgentHeader).show_server(engine.server_answering is not False)
         self._show_context()
         session = engine.session
-        warnings = list(session.warnings)
+        warnings = list(session.warnings) + started.warnings
         if len(session.records) > 1:  # more than the header: a resumed session
             self._redraw(session)
         notes = list(started.notes)
@@ -273,7 +274,7 @@ class MMApp(App[int]):
 
     @on(EngineEvent)
     def on_engine_event(self, message: EngineEvent) -> None:
-        from mm_tui.engine.events import ContextUsage, PermissionRequested, TurnEnded
+        from mm_tui.engine.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
 
         event = message.event
         if isinstance(event, ContextUsage):
@@ -281,6 +282,12 @@ class MMApp(App[int]):
                 from mm_tui.widgets.agent_header import AgentHeader
 
                 self._widget(AgentHeader).show_context(event.text)
+            return
+        if isinstance(event, ServerState):
+            if event.agent is None:
+                from mm_tui.widgets.agent_header import AgentHeader
+
+                self._widget(AgentHeader).show_server(event.answering)
             return
         changed = self.transcript.apply(event)
         if changed:

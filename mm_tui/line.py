@@ -1,11 +1,18 @@
 """Line mode (`mm --line`), one-shot `mm -p` and `mm --ask`: the engine's events printed with
 Rich, as the reference's terminal-display lines (`🛠️  bash: …`, the `🔐` prompt, the recap, and
 `🗣 ask_agent: …` above what an asked agent writes). What mm does to keep the conversation in
-the model's context (outputs shortened, the history compacted) is a dim line of its own."""
+the model's context (outputs shortened, the history compacted) is a dim line of its own.
+
+A diff (the permission prompt's of edit_file and write_file, and the numbered diff in the
+preview of their result) is coloured when the terminal has colours: added lines green, removed
+red, hunk headers cyan, file headers bold; the text stays the same.
+
+Line editing and the history of requests: `line_history.py`."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import sys
 import threading
@@ -23,7 +30,9 @@ from mm_tui.engine.events import (
     Event,
     HistoryCompacted,
     HistoryShortened,
+    ModelRetrying,
     PermissionRequested,
+    ServerState,
     TextDelta,
     ThoughtDelta,
     ToolCallFinished,
@@ -31,9 +40,18 @@ from mm_tui.engine.events import (
     TurnEnded,
 )
 from mm_tui.engine.turn import Engine
+from mm_tui.line_history import (
+    LineHistory,
+    history_path,
+    line_editor,
+    readline_prompt,
+    restore_terminal,
+    terminal_state,
+)
 from mm_tui.startup import new_session_like
 
 PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
+REQUEST_PROMPT = "› "
 # Tools whose output is not echoed: a skill is for the model, not the screen.
 SILENT_TOOLS = {"read_skill"}
 
@@ -47,6 +65,59 @@ def preview(output: str, lines: int) -> list[str]:
         rest = len(shown) - lines
         return shown[:lines] + [f"… {rest} more line{'s' if rest != 1 else ''}"]
     return shown
+
+
+DIFF_ADDED = "green"
+DIFF_REMOVED = "red"
+DIFF_HUNK = "cyan"
+DIFF_FILE = "bold"
+# A line of diff.py's numbered diff (the tool result's preview): `  12 + │ text`.
+NUMBERED_LINE = re.compile(r"\s*\d+ ([-+ ]) │ ")
+
+
+def is_unified_diff(text: str) -> bool:
+    """Whether a permission request's details are a unified diff (edit_file, write_file) rather
+    than a command or a message, which must never be coloured as one."""
+    lines = text.split("\n", 2)
+    return len(lines) >= 2 and lines[0].startswith("--- ") and lines[1].startswith("+++ ")
+
+
+def unified_diff_styles(lines: list[str], plain: str) -> list[str]:
+    """The style of each line of a unified diff; `plain` for context lines and the rest, so the
+    lines that are not changes look as they did before diffs had colours. `---`/`+++` are file
+    headers only before the first hunk: after it they are a removed `-- …` or an added `++ …`."""
+    styles: list[str] = []
+    in_hunk = False
+    for line in lines:
+        if line.startswith("@@"):
+            in_hunk = True
+            styles.append(DIFF_HUNK)
+        elif not in_hunk and line.startswith(("--- ", "+++ ")):
+            styles.append(DIFF_FILE)
+        elif in_hunk and line.startswith("+"):
+            styles.append(DIFF_ADDED)
+        elif in_hunk and line.startswith("-"):
+            styles.append(DIFF_REMOVED)
+        else:
+            styles.append(plain)
+    return styles
+
+
+def numbered_diff_style(line: str, plain: str) -> str:
+    """The style of one line of a tool result's numbered diff (its headline and the `… N more
+    lines` mark keep `plain`)."""
+    if line.startswith("@@"):
+        return DIFF_HUNK
+    match = NUMBERED_LINE.match(line)
+    if match is None or match[1] == " ":
+        return plain
+    return DIFF_ADDED if match[1] == "+" else DIFF_REMOVED
+
+
+def has_colour(console: Console) -> bool:
+    """Whether diff colours can show: not on a console without colours (a pipe, TERM=dumb), and
+    not under NO_COLOR, where the lines keep exactly the styles they had before."""
+    return console.color_system is not None and not console.no_color
 
 
 class LinePrinter:
@@ -101,15 +172,22 @@ class LinePrinter:
                 c.print(Text(prefix + event.display))
         elif isinstance(event, PermissionRequested):
             if event.details and event.details not in event.title:
-                for line in event.details.rstrip("\n").splitlines()[:40]:
-                    c.print(Text("    " + line, style="dim"))
+                lines = event.details.rstrip("\n").splitlines()[:40]
+                if has_colour(c) and is_unified_diff(event.details):
+                    styles = unified_diff_styles(lines, "dim")
+                else:
+                    styles = ["dim"] * len(lines)
+                for line, style in zip(lines, styles, strict=True):
+                    c.print(Text("    " + line, style=style))
             self.ask(event)
         elif isinstance(event, ToolCallFinished):
             if event.tool in SILENT_TOOLS and event.status == "ok":
                 return
             style = "dim" if event.status == "ok" else "dim red"
+            diff = bool(event.diff) and has_colour(c)
             for line in preview(event.output, self.preview_lines):
-                c.print(Text("    " + line, style=style))
+                line_style = numbered_diff_style(line, style) if diff else style
+                c.print(Text("    " + line, style=line_style))
         elif isinstance(event, EngineError):
             c.print(Text(prefix + event.message, style="bold red"))
         elif isinstance(event, AgentStarted):
@@ -121,6 +199,10 @@ class LinePrinter:
             c.print(Text(prefix + event.message, style="dim"))
         elif isinstance(event, HistoryCompacted):
             c.print(Text(prefix + event.title, style="dim"))
+        elif isinstance(event, ModelRetrying):
+            c.print(Text(prefix + event.text, style="yellow"))
+        elif isinstance(event, ServerState):
+            pass  # a dead server is said by the retries and the error; line mode has no header
         elif isinstance(event, AgentFinished):
             pass  # the stream it wrote is closed above
         # ContextUsage prints nothing: the recap that ends the turn says how full the context is.
@@ -202,14 +284,25 @@ def _rejecter(console: Console, program: str) -> Callable[[PermissionRequested],
 
 class KeyboardReader:
     """Reads lines in a daemon thread so the event loop never blocks on the keyboard, and an
-    abandoned read (Ctrl-C twice at the prompt) never keeps the process alive."""
+    abandoned read (Ctrl-C twice at the prompt) never keeps the process alive. With `editing`,
+    `input()` goes through readline (imported by `line_editor`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, editing: bool = False) -> None:
         self._loop = asyncio.get_running_loop()
+        self.editing = editing
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def busy(self) -> bool:
+        """Whether a thread still waits in `input()` (a read abandoned at quitting)."""
+        self._threads = [t for t in self._threads if t.is_alive()]
+        return bool(self._threads)
 
     async def read(self, prompt: str) -> str | None:
         """A line, or None at end of input."""
         future: asyncio.Future[str | None] = self._loop.create_future()
+        if self.editing:
+            prompt = readline_prompt(prompt)
 
         def worker() -> None:
             try:
@@ -218,7 +311,9 @@ class KeyboardReader:
                 line = None
             self._loop.call_soon_threadsafe(_settle, future, line)
 
-        threading.Thread(target=worker, name="mm-keyboard", daemon=True).start()
+        thread = threading.Thread(target=worker, name="mm-keyboard", daemon=True)
+        self._threads.append(thread)
+        thread.start()
         return await future
 
 
@@ -229,17 +324,27 @@ def _settle(future: asyncio.Future[str | None], value: str | None) -> None:
 
 async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
     """The line-mode REPL. Ctrl-C cancels the running turn; at the prompt, Ctrl-C twice or
-    Ctrl-D quits."""
+    Ctrl-D quits. Up/Down recall the requests of this run and of earlier ones (`history_path`)."""
     banner(console, engine, notes)
+    editor = line_editor()
+
+    def warn(message: str) -> None:
+        console.print(Text(message, style="dim"))
+
+    history = None
+    if editor is not None:
+        history = LineHistory(editor, history_path(), warn=warn)
+    recall = " Up/Down recall earlier requests." if editor is not None else ""
     console.print(
         Text(
             "Type a request; /ask AGENT … hands one to an agent of mmConfigs, /new starts over, "
-            "/quit leaves. Ctrl-C cancels a turn.",
+            f"/quit leaves. Ctrl-C cancels a turn.{recall}",
             style="dim",
         )
     )
     loop = asyncio.get_running_loop()
-    keyboard = KeyboardReader()
+    keyboard = KeyboardReader(editing=editor is not None)
+    terminal = terminal_state() if editor is not None else None
     quit_requested = asyncio.Event()
     interrupts = 0
     pending_answers: list[asyncio.Task[None]] = []
@@ -270,7 +375,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
         pending_answers.append(loop.create_task(answer()))
 
     async def next_line() -> str | None:
-        reading = loop.create_task(keyboard.read("› "))
+        reading = loop.create_task(keyboard.read(REQUEST_PROMPT))
         quitting = loop.create_task(quit_requested.wait())
         done, _ = await asyncio.wait({reading, quitting}, return_when=asyncio.FIRST_COMPLETED)
         quitting.cancel()
@@ -294,6 +399,8 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
             text = line.strip()
             if not text:
                 continue
+            if history is not None:
+                history.add(line)
             if text in {"/quit", "/exit"}:
                 return 0
             if text == "/new":
@@ -318,6 +425,8 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
             loop.remove_signal_handler(signal.SIGINT)
         except (NotImplementedError, RuntimeError):
             pass
+        if terminal is not None and keyboard.busy:
+            restore_terminal(terminal)
         await engine.aclose()
 
 

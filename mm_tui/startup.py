@@ -4,7 +4,7 @@ session (new or resumed), which tools. Every front end starts through here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ class StartupError(Exception):
 class Started:
     engine: Engine
     notes: list[str]  # lines for the banner: the demo model, skipped servers, resumed session
+    warnings: list[str] = field(default_factory=list)  # those of the notes that are warnings
 
     @property
     def on_demo(self) -> bool:
@@ -39,18 +40,38 @@ DEMO_NOTE = (
 )
 
 
+@dataclass
+class Picked:
+    """The model client start-up chose, its notes, and whether its server answered (None when
+    not asked: the demo model, a server found by detection, which has just answered)."""
+
+    client: ModelClient
+    notes: list[str]
+    answering: bool | None = None
+
+
 async def pick_model(
     settings: Settings, *, demo: bool = False, presets: Sequence[Preset] | None = None
-) -> tuple[ModelClient, list[str]]:
+) -> Picked:
     """The configured server, else the first local server that answers, else the demo model."""
     notes: list[str] = []
     if demo:
-        return DemoModel(), ["demo mode: the built-in demo model, in a throw-away playground"]
+        return Picked(
+            DemoModel(), ["demo mode: the built-in demo model, in a throw-away playground"]
+        )
     from mm_tui.engine.provider import OpenAIProvider, detect_local_server, list_models
 
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     if settings.base_url:
-        base_url = settings.base_url.rstrip("/")
+        from mm_tui.engine.server_check import base_url_problem, check_server
+
+        problem = base_url_problem(settings.base_url)
+        if problem is not None:
+            raise StartupError(problem)
+        check = await check_server(settings.base_url, api_key=api_key)
+        base_url = check.base_url
+        if check.note:
+            notes.append(check.note)
         model = settings.model
         if not model:
             try:
@@ -72,11 +93,11 @@ async def pick_model(
             api_key=api_key,
             temperature=settings.temperature,
         )
-        return client, notes
+        return Picked(client, notes, check.answering)
     found = await detect_local_server(presets=presets)
     model = settings.model or (found.model if found is not None else None)
     if found is None or not model:
-        return DemoModel(), [DEMO_NOTE]
+        return Picked(DemoModel(), [DEMO_NOTE])
     client = OpenAIProvider(
         found.base_url,
         model,
@@ -84,7 +105,7 @@ async def pick_model(
         api_key=api_key,
         temperature=settings.temperature,
     )
-    return client, notes
+    return Picked(client, notes, True)
 
 
 async def start(
@@ -110,7 +131,8 @@ async def start(
         if session is None:
             raise StartupError(f"mm: no session to resume in {folder}")
         settings = _resumed_model(settings, session, demo)
-    client, notes = await pick_model(settings, demo=demo, presets=presets)
+    picked = await pick_model(settings, demo=demo, presets=presets)
+    client, notes = picked.client, picked.notes
     if session is not None:
         notes.append(f"resumed session {session.id}")
     else:
@@ -130,10 +152,12 @@ async def start(
             base_url=client.base_url,
         )
     engine = Engine(settings, client, cwd=cwd, session=session)
+    engine.server_answering = picked.answering
     notes.extend(await engine.learn_context_window())
     notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)
-    return Started(engine=engine, notes=notes)
+    warnings = [n for n in picked.notes if picked.answering is False]
+    return Started(engine=engine, notes=notes, warnings=warnings)
 
 
 def _resumed_model(settings: Settings, session: Session, demo: bool) -> Settings:

@@ -286,7 +286,9 @@ class Transcript:
             EngineError,
             HistoryCompacted,
             HistoryShortened,
+            ModelRetrying,
             PermissionRequested,
+            ServerState,
             TextDelta,
             Thinking,
             ThoughtDelta,
@@ -335,6 +337,12 @@ class Transcript:
             if agent is None:
                 self.state = event.state
             return []
+        if isinstance(event, ModelRetrying):
+            if agent is None:  # the status line: `Retrying in 2 s, attempt 2/5: <reason>`
+                self.state = event.text[:1].upper() + event.text[1:]
+            return []
+        if isinstance(event, ServerState):
+            return []  # the header shows it
         if isinstance(event, TurnStarted):
             if agent is not None:
                 return []

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 
 from rich.console import Console
+from rich.text import Text
 
 from mm_tui.engine.events import (
     ContextUsage,
     Counters,
     HistoryCompacted,
     HistoryShortened,
+    PermissionRequested,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -20,6 +23,7 @@ from mm_tui.engine.events import (
 )
 from mm_tui.line import LinePrinter, preview
 from mm_tui.tools.bash import TOO_LARGE
+from mm_tui.tools.diff import compute_diff
 
 
 def printer(preview_lines: int = 5) -> tuple[LinePrinter, io.StringIO]:
@@ -157,3 +161,113 @@ def test_shortening_and_compaction_are_dim_notices_and_the_context_waits_for_the
         "1.0s · ctx 600 / 2,048 (29%)",  # the context, once, in the recap
     ]
     assert lines[1].startswith("\x1b[2m") and lines[2].startswith("\x1b[2m")  # dim
+
+
+# --------------------------------------------------------------------------- coloured diffs
+
+OLD = "def greet():\n    print('Helo')\n-- a comment\n"
+NEW = "def greet():\n    print('Hello')\n"
+SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def diff_events(loop: asyncio.AbstractEventLoop) -> tuple[PermissionRequested, ToolCallFinished]:
+    """What an edit_file call sends line mode: its unified diff to ask with, then its result,
+    a headline and the numbered diff."""
+    diff = compute_diff(OLD, NEW)
+    unified = diff.unified("greet.py")
+    asked = PermissionRequested(
+        call_id="1",
+        tool="edit_file",
+        title="greet.py",
+        details=unified,
+        future=loop.create_future(),
+    )
+    finished = ToolCallFinished(
+        call_id="1",
+        tool="edit_file",
+        status="ok",
+        output=f"edited greet.py: 1 edit applied, +1 -2 lines\n{diff.numbered()}",
+        elapsed=0.0,
+        diff=unified,
+    )
+    return asked, finished
+
+
+def print_diff(console: Console) -> str:
+    loop = asyncio.new_event_loop()
+    try:
+        printer = LinePrinter(console, 10, ask=lambda request: None)
+        for event in diff_events(loop):
+            printer(event)
+    finally:
+        loop.close()
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def codes(out: str, text: str) -> set[str]:
+    """The SGR parameters in force on the printed line holding `text`."""
+    line = next(line for line in out.splitlines() if text in SGR.sub("", line))
+    return {p for m in SGR.finditer(line.split(text)[0] + text) for p in m[1].split(";")}
+
+
+def test_a_diff_is_coloured_on_a_colour_terminal() -> None:
+    console = Console(file=io.StringIO(), width=200, force_terminal=True, color_system="truecolor")
+    out = print_diff(console)
+    # the permission prompt's unified diff
+    assert "32" in codes(out, "+    print('Hello')")  # green
+    assert "31" in codes(out, "-    print('Helo')")  # red
+    assert "31" in codes(out, "--- a comment")  # a removed `-- …` line, not a file header
+    assert "36" in codes(out, "@@ -1,3 +1,2 @@")  # cyan
+    assert "1" in codes(out, "+++ b/greet.py") and "32" not in codes(out, "+++ b/greet.py")
+    assert codes(out, " def greet():") == {"2"}  # context stays dim
+    # the result's numbered diff
+    assert "32" in codes(out, "2 + │     print('Hello')")
+    assert "31" in codes(out, "2 - │     print('Helo')")
+    assert codes(out, "edited greet.py") == {"2"}  # the headline stays dim
+    # the text itself is unchanged
+    assert SGR.sub("", out) == print_diff(Console(file=io.StringIO(), width=200, color_system=None))
+
+
+def expected_without_colour(console: Console) -> str:
+    """The lines as line mode printed them before diffs had colours: all of them dim."""
+    loop = asyncio.new_event_loop()
+    try:
+        asked, finished = diff_events(loop)
+    finally:
+        loop.close()
+    for line in asked.details.rstrip("\n").splitlines():
+        console.print(Text("    " + line, style="dim"))
+    for line in preview(finished.output, 10):
+        console.print(Text("    " + line, style="dim"))
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_without_colour_a_diff_prints_as_before() -> None:
+    """A pipe (no colour system), NO_COLOR: the same bytes as the uncoloured diff; in a pipe no
+    escape code at all."""
+    plain = print_diff(Console(file=io.StringIO(), width=200, color_system=None))
+    assert plain == expected_without_colour(Console(file=io.StringIO(), width=200))
+    assert "\x1b" not in plain
+    assert "    +    print('Hello')" in plain.splitlines()
+
+    def no_color() -> Console:
+        return Console(
+            file=io.StringIO(),
+            width=200,
+            force_terminal=True,
+            color_system="truecolor",
+            no_color=True,
+        )
+
+    out = print_diff(no_color())
+    assert out == expected_without_colour(no_color())
+    assert not {"31", "32", "36"} & {p for m in SGR.finditer(out) for p in m[1].split(";")}
+
+
+def test_a_command_that_looks_like_a_diff_is_not_coloured() -> None:
+    """bash output is never a diff, whatever its lines start with."""
+    console = Console(file=io.StringIO(), width=200, force_terminal=True, color_system="truecolor")
+    p = LinePrinter(console, 5, ask=lambda request: None)
+    p(ToolCallFinished(call_id="1", tool="bash", status="ok", output="@@ x\n+a\n-b\n", elapsed=0))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert {p for m in SGR.finditer(out) for p in m[1].split(";")} <= {"0", "2", ""}

@@ -152,7 +152,9 @@ async def test_detection_finds_a_preset_server(tmp_path: Path) -> None:
             Preset("Ollama", "http://127.0.0.1:9/v1"),  # nothing listens on the discard port
             Preset("llama.cpp", server.base_url),
         )
-        client, notes = await pick_model(Settings(), presets=presets)
+        picked = await pick_model(Settings(), presets=presets)
+        client, notes = picked.client, picked.notes
+        assert picked.answering is True  # detection has just heard it
         assert (client.provider, client.model, client.base_url) == (
             "llama.cpp",
             "tiny",
@@ -163,9 +165,8 @@ async def test_detection_finds_a_preset_server(tmp_path: Path) -> None:
 
 
 async def test_no_server_means_the_demo_model(tmp_path: Path) -> None:
-    client, notes = await pick_model(
-        Settings(), presets=(Preset("Ollama", "http://127.0.0.1:9/v1"),)
-    )
+    picked = await pick_model(Settings(), presets=(Preset("Ollama", "http://127.0.0.1:9/v1"),))
+    client, notes = picked.client, picked.notes
     assert client.model == "demo"
     assert "no model server found" in notes[0]
 

@@ -13,7 +13,7 @@ events become `session/update` notifications and `session/request_permission` re
 | `ToolCallFinished` | `tool_call_update` completed (ok) or failed (error, rejected, cancelled): the output as text, a file change as diff content |
 | `EngineError` | an `agent_message_chunk` with the message, so an editor shows it; also logged |
 | `ContextUsage` | `usage_update`: `used` tokens of the window's `size` (sent when the window is known) |
-| `HistoryShortened`, `HistoryCompacted` | nothing but a line in the log: ACP has no notice (see below) |
+| `HistoryShortened`, `HistoryCompacted`, `ModelRetrying`, `ServerState` | nothing but a line in the log: ACP has no notice (see below) |
 | `TurnEnded` | the prompt's stop reason (see `STOP_REASONS`) |
 
 What a parent mm needs beyond the protocol travels in `_meta["mm"]` (see `meta.py`).
@@ -105,7 +105,9 @@ from mm_tui.engine.events import (
     Event,
     HistoryCompacted,
     HistoryShortened,
+    ModelRetrying,
     PermissionRequested,
+    ServerState,
     TextDelta,
     ThoughtDelta,
     ToolCallFinished,
@@ -201,11 +203,12 @@ class MMAgent(acp.Agent):
                 from mm_tui.startup import StartupError, pick_model
 
                 try:
-                    client, notes = await pick_model(self.settings, demo=self.demo)
+                    picked = await pick_model(self.settings, demo=self.demo)
                 except StartupError as exc:
                     log.error("%s", exc)
                     raise acp.RequestError.internal_error({"message": str(exc)}) from None
-                for note in notes:
+                client = picked.client
+                for note in picked.notes:
                     log.info("%s", note)
                 log.info("model %s @ %s (%s)", client.model, client.provider, client.base_url)
                 self._client = client
@@ -446,6 +449,10 @@ class MMAgent(acp.Agent):
             log.info("%s", event.message)
         elif isinstance(event, HistoryCompacted):
             log.info("%s", event.title)
+        elif isinstance(event, ModelRetrying):
+            log.info("%s", event.text)
+        elif isinstance(event, ServerState) and not event.answering:
+            log.warning("the model server does not answer: %s", event.message)
         # TurnStarted, Thinking, ComposingToolCall, AgentStarted/Finished and TurnEnded have
         # no ACP counterpart: spinners are the client's, and TurnEnded is the prompt's answer.
 

@@ -89,6 +89,37 @@ class Thinking(Event):
     state: str = "Thinking"
 
 
+def seconds_text(delay: float) -> str:
+    """A wait as a person reads it: `0.6 s` under two seconds, else whole seconds."""
+    return f"{delay:.1f} s" if delay < 2 else f"{delay:.0f} s"
+
+
+@dataclass(frozen=True)
+class ModelRetrying(Event):
+    """The model request failed before any answer and goes again after `delay` seconds:
+    `attempt` is the try to come, of `attempts` in all; `reason` is what went wrong."""
+
+    attempt: int
+    attempts: int
+    delay: float
+    reason: str
+
+    @property
+    def text(self) -> str:
+        """`retrying in 2 s, attempt 2/5: <reason>`, the same in every front end."""
+        when = seconds_text(self.delay)
+        return f"retrying in {when}, attempt {self.attempt}/{self.attempts}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ServerState(Event):
+    """Whether the model server answers, when that changes (and once at start-up when it does
+    not): a front end marks its header, since a dead server otherwise looks like a slow one."""
+
+    answering: bool
+    message: str = ""
+
+
 @dataclass(frozen=True)
 class ComposingToolCall(Event):
     """A tool call whose arguments are still streaming; `chars` is how much arrived so far."""

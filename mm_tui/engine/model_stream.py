@@ -47,7 +47,21 @@ class StreamEnd:
     usage: Usage = field(default_factory=Usage)
 
 
-ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | StreamEnd
+@dataclass(frozen=True)
+class Retrying:
+    """A request that failed before any answer, about to be sent again after `delay` seconds:
+    said as it happens, so that a person watching a dead server sees why nothing comes instead
+    of a bare spinner. `attempt` is the number of the try to come, of `attempts` in all;
+    `unreachable` that the server did not answer at all (no connection), not an HTTP error."""
+
+    attempt: int
+    attempts: int
+    delay: float
+    reason: str
+    unreachable: bool = False
+
+
+ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk | StreamEnd | Retrying
 
 
 CONTEXT_ADVICE = (
@@ -70,6 +84,7 @@ class ModelError(Exception):
         status: int | None = None,
         overflow: bool = False,
         server_text: str = "",
+        unreachable: bool = False,
     ):
         super().__init__(message)
         self.message = message
@@ -77,6 +92,7 @@ class ModelError(Exception):
         self.status = status
         self.overflow = overflow  # the request did not fit the model's context
         self.server_text = server_text  # the server's own words (its error body), for the window
+        self.unreachable = unreachable  # no connection to the server at all
 
 
 class ModelClient(Protocol):

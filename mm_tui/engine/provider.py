@@ -31,6 +31,7 @@ from mm_tui.engine.model_stream import (
     ModelChunk,
     ModelError,
     ReasoningChunk,
+    Retrying,
     StreamEnd,
     TextChunk,
     ToolCall,
@@ -102,7 +103,7 @@ def provider_name(base_url: str, presets: Sequence[Preset] = PRESETS) -> str:
     return host or base_url
 
 
-def _is_loopback(base_url: str) -> bool:
+def is_loopback(base_url: str) -> bool:
     return (urlsplit(base_url).hostname or "").lower() in _LOOPBACK
 
 
@@ -118,7 +119,7 @@ class DetectedServer:
         return self.models[0] if self.models else None
 
 
-def _model_ids(data: Any) -> list[str] | None:
+def model_ids(data: Any) -> list[str] | None:
     """The ids of a `/models` answer, or None when it is not an OpenAI-style list (a web app on
     port 8080 is not a model server)."""
     if not isinstance(data, dict) or not isinstance(data.get("data"), list | None):
@@ -149,7 +150,7 @@ async def detect_local_server(
                 r = await client.get(p.base_url.rstrip("/") + "/models")
                 if r.status_code != 200:
                     return None
-                return _model_ids(r.json())
+                return model_ids(r.json())
             except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError):
                 return None  # whatever goes wrong, detection must not stop start-up
 
@@ -180,19 +181,19 @@ async def list_models(base_url: str, api_key: str | None = None, timeout: float 
         headers["Authorization"] = f"Bearer {api_key}"
     base = base_url.rstrip("/")
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=not _is_loopback(base), headers=headers
+        timeout=httpx.Timeout(timeout), trust_env=not is_loopback(base), headers=headers
     ) as client:
         try:
             r = await client.get(base + "/models")
         except httpx.RequestError as exc:
-            raise ModelError(" ".join(_connection_problem(base, exc)).strip()) from None
+            raise ModelError(" ".join(connection_problem(base, exc)).strip()) from None
         if r.status_code != 200:
             raise ModelError(
                 _status_message(base, "", r.status_code, r.reason_phrase, r.content),
                 status=r.status_code,
             )
         try:
-            ids = _model_ids(r.json())
+            ids = model_ids(r.json())
         except ValueError:
             ids = None
         if ids is None:
@@ -212,7 +213,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def _connection_problem(base_url: str, exc: BaseException) -> tuple[str, str]:
+def connection_problem(base_url: str, exc: BaseException) -> tuple[str, str]:
     """What went wrong, and the hint that follows it (after the count of tries, if any)."""
     causes = _causes(exc)
     text = str(exc) or type(exc).__name__
@@ -325,10 +326,11 @@ class _Retryable(Exception):
         self.retry_after = retry_after
         self.hint = hint
         self.stale = False  # a kept-alive connection the server had closed: retry at once
+        self.unreachable = False  # no connection could be made: the server is not there
 
     @classmethod
     def connection(cls, base_url: str, exc: BaseException) -> _Retryable:
-        message, hint = _connection_problem(base_url, exc)
+        message, hint = connection_problem(base_url, exc)
         retryable = cls(message, hint=hint)
         # Read or write failed on a connection that was open: most often one the server closed
         # while it sat in the pool (llama-cpp-python closes the connection of its empty 200,
@@ -336,6 +338,7 @@ class _Retryable(Exception):
         retryable.stale = isinstance(
             exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError
         )
+        retryable.unreachable = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
         return retryable
 
 
@@ -415,7 +418,7 @@ class OpenAIProvider:
             timeout=httpx.Timeout(
                 connect=connect_timeout, read=read_timeout, write=60.0, pool=60.0
             ),
-            trust_env=not _is_loopback(self.base_url),
+            trust_env=not is_loopback(self.base_url),
             follow_redirects=True,
         )
         # The kinds of request (`_kind`) that this server answers with an empty 200 when they
@@ -494,15 +497,16 @@ class OpenAIProvider:
         self._calls_made += 1
         return f"call_{n}"
 
-    async def _pause(self, attempt: int, error: _Retryable) -> None:
+    def _retrying(self, attempt: int, error: _Retryable) -> Retrying:
+        """The retry after the failed try number `attempt` (from 0): when, and why, to say."""
         if attempt == 0 and error.stale:
-            return
-        if error.retry_after is not None:
+            delay = 0.0
+        elif error.retry_after is not None:
             delay = min(error.retry_after, self.max_retry_after)
         else:
             base = self.backoff * (2**attempt)
             delay = base + random.uniform(0, base / 2)
-        await asyncio.sleep(delay)
+        return Retrying(attempt + 2, self.retries + 1, delay, error.message, error.unreachable)
 
     def _gave_up(self, error: _Retryable, attempts: int) -> ModelError:
         msg = error.message
@@ -513,7 +517,7 @@ class OpenAIProvider:
                 msg += f" (gave up after {attempts} tries)"
         if error.hint:
             msg += f". {error.hint}"
-        return ModelError(msg, status=error.status)
+        return ModelError(msg, status=error.status, unreachable=error.unreachable)
 
     async def _check_status(self, resp: httpx.Response) -> None:
         status = resp.status_code
@@ -565,7 +569,7 @@ class OpenAIProvider:
                     end: StreamEnd = item  # type: ignore[assignment]
                     if not said and not end.tool_calls and end.finish_reason == "stop":
                         break
-                else:
+                elif item.__class__ is not Retrying:
                     said = True
                 yield item
             else:
@@ -772,7 +776,10 @@ class OpenAIProvider:
                 gave_up = self._gave_up(error, attempt + 1)
                 gave_up.after_tokens = bool(shown or thought)
                 raise gave_up
-            await self._pause(attempt, error)
+            retrying = self._retrying(attempt, error)
+            if retrying.delay:  # a stale pooled connection is replaced at once, unsaid
+                yield retrying
+                await asyncio.sleep(retrying.delay)
             attempt += 1
             if shown or thought:
                 replay = _Replay("".join(shown), "".join(thought))
@@ -812,7 +819,10 @@ class OpenAIProvider:
                 error = _Retryable.connection(self.base_url, exc)
             if attempt >= self.retries:
                 raise self._gave_up(error, attempt + 1)
-            await self._pause(attempt, error)
+            retrying = self._retrying(attempt, error)
+            if retrying.delay:  # a stale pooled connection is replaced at once, unsaid
+                yield retrying
+                await asyncio.sleep(retrying.delay)
             attempt += 1
         for item in items:
             yield item

@@ -32,7 +32,9 @@ from mm_tui.engine.events import (
     Event,
     HistoryCompacted,
     HistoryShortened,
+    ModelRetrying,
     PermissionRequested,
+    ServerState,
     StopReason,
     TextDelta,
     Thinking,
@@ -49,6 +51,7 @@ from mm_tui.engine.model_stream import (
     ModelClient,
     ModelError,
     ReasoningChunk,
+    Retrying,
     StreamEnd,
     TextChunk,
     ToolCall,
@@ -124,6 +127,10 @@ class Engine:
         self._task: asyncio.Task[TurnEnded] | None = None
         self._session_warned = False
         self.meter = ContextMeter()
+        # Whether the model server answers: None until known (start-up checks it for a
+        # configured server); a front end hears of each change as a ServerState.
+        self.server_answering: bool | None = None
+        self._window_unread = False  # the server did not answer at start-up: ask it later
         self._declarations: list[dict[str, Any]] | None = None
         if not session.messages:
             session.messages.append({"role": "system", "content": self.system_prompt()})
@@ -189,6 +196,9 @@ class Engine:
         else:
             reader = getattr(self.client, "read_context_window", None)
             if reader is None:  # the demo model: no window to keep
+                return []
+            if self.server_answering is False:  # nobody to ask: asked after the first answer
+                self._window_unread = True
                 return []
             try:
                 self.meter.window = await reader()
@@ -474,11 +484,22 @@ class Engine:
         tools = self.tools()
         sent = self.meter.chars(self.session.messages, tools)
         refused: ModelError | None = None
+        retried = False
         stream = self.client.stream(self.session.messages, tools)
         try:
             async with asyncio.timeout(timeout) as watchdog:
                 async for chunk in stream:
+                    if chunk.__class__ is Retrying:  # the wait is the provider's, not silence
+                        watchdog.reschedule(loop.time() + timeout + chunk.delay)  # type: ignore[union-attr]
+                        self._retrying(chunk, emit)  # type: ignore[arg-type]
+                        retried = True
+                        continue
                     watchdog.reschedule(loop.time() + timeout)
+                    if retried:  # answering at last: the status line says so again
+                        retried = False
+                        self._emit(emit, Thinking(state="Thinking"))
+                    if self.server_answering is not True:
+                        self._server_state(True, "", emit)
                     if isinstance(chunk, TextChunk):
                         text.append(chunk.text)
                         self._emit(emit, TextDelta(text=chunk.text))
@@ -508,6 +529,10 @@ class Engine:
             ) from None
         except ModelError as exc:
             self._keep_partial(text)
+            if exc.unreachable and self.server_answering is not False:
+                self._server_state(False, exc.message, emit)
+            elif exc.status is not None and self.server_answering is not True:
+                self._server_state(True, "", emit)  # it answered, if only with an error
             if not (exc.overflow and not text and not state.overflowed):
                 raise _StopTurn("error", f"[error: {exc.message}]", "provider") from None
             refused = exc
@@ -530,6 +555,9 @@ class Engine:
                 "error", "[error: the model's answer ended without a final chunk]", "provider"
             )
         state.usage = state.usage + end.usage
+        if self._window_unread:
+            self._window_unread = False
+            await self.learn_context_window()
         self.meter.observed(end.usage.prompt_tokens, sent)
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
         if end.tool_calls:
@@ -547,6 +575,23 @@ class Engine:
             self._save(emit)
         self._report_context(emit)
         return list(end.tool_calls)
+
+    def _retrying(self, retrying: Retrying, emit: Emit) -> None:
+        if retrying.unreachable and self.server_answering is not False:
+            self._server_state(False, retrying.reason, emit)
+        self._emit(
+            emit,
+            ModelRetrying(
+                attempt=retrying.attempt,
+                attempts=retrying.attempts,
+                delay=retrying.delay,
+                reason=retrying.reason,
+            ),
+        )
+
+    def _server_state(self, answering: bool, message: str, emit: Emit) -> None:
+        self.server_answering = answering
+        self._emit(emit, ServerState(answering=answering, message=message))
 
     async def _make_room(self, emit: Emit) -> None:
         """Before a request: when it would not fit the window (the answer's reserve kept free),

@@ -1,6 +1,6 @@
 """AgentHeader: `mm [title] · model @ provider` at the top of the window, with the working
-folder, how full the model's context is (`ctx 1,234 / 4,096 (30%)`, once the window is known)
-and a `yolo` badge; the same line, `· asked by <parent>`, heads an asked agent's part of the
+folder, how full the model's context is (`ctx 1,234 / 4,096 (30%)`, once the window is known),
+a `no answer` badge while the model server does not answer, and a `yolo` badge; the same line, `· asked by <parent>`, heads an asked agent's part of the
 transcript."""
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ def cut_start(path: str, room: int) -> str:
     return "…" + (path[slash:] if slash > 0 else path)
 
 
+NO_ANSWER = " no answer "
+
+
 class AgentHeader(Widget):
     """One widget drawing one line (three Statics in a row cost ~12 ms of the first frame):
     the agent on the left, cut with an ellipsis when the window is narrow; the working folder,
@@ -54,6 +57,7 @@ class AgentHeader(Widget):
     cwd: reactive[str] = reactive("")
     yolo: reactive[bool] = reactive(False)
     context: reactive[str] = reactive("")
+    answering: reactive[bool] = reactive(True)
 
     def render(self) -> Text:
         width = self.content_size.width
@@ -71,7 +75,7 @@ class AgentHeader(Widget):
     def _right(self, width: int, agent: int, context: str) -> Text:
         """The folder, the context and the badge, the folder cut to what the others leave."""
         muted = theme_style(self, "text-muted")
-        badge = 6 if self.yolo else 0
+        badge = (6 if self.yolo else 0) + (0 if self.answering else len(NO_ANSWER))
         ctx = Text(f" {context} ", muted) if context else Text()
         right = Text()
         if self.cwd:
@@ -80,6 +84,8 @@ class AgentHeader(Widget):
             if room > 0:
                 right.append(f" {cut_start(self.cwd, room)} ", muted)
         right.append_text(ctx)
+        if not self.answering:
+            right.append(NO_ANSWER, theme_style(self, "background", background="error"))
         if self.yolo:
             right.append(" yolo ", theme_style(self, "background", background="warning"))
         return right
@@ -88,6 +94,13 @@ class AgentHeader(Widget):
         """How full the model's context is (`ContextUsage.text`); "" shows nothing."""
         if text != self.context:
             self.set_reactive(AgentHeader.context, text)
+            self.refresh()
+
+    def show_server(self, answering: bool) -> None:
+        """Mark the header while the model server does not answer (a dead server otherwise looks
+        healthy here, and only a spinner says anything)."""
+        if answering != self.answering:
+            self.set_reactive(AgentHeader.answering, answering)
             self.refresh()
 
     def show(self, *, title: str, model: str, provider: str, cwd: str, yolo: bool) -> None:

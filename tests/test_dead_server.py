@@ -1,0 +1,258 @@
+"""A model server that is not there, or a base URL that cannot reach it (issue 15, item 10): the
+base URL is diagnosed at start-up with the URL to use, a configured server is asked once at
+start-up and the header marked when it does not answer, and retries are said as they happen
+instead of a bare spinner. Everything against real sockets: a closed port, the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from scripted_server import Error, Reply, ScriptedServer, closed_port_url
+from window_helpers import started_app
+
+from mm_tui.config import Settings
+from mm_tui.engine.events import (
+    Event,
+    ModelRetrying,
+    ServerState,
+    TextDelta,
+    Thinking,
+    TurnEnded,
+)
+from mm_tui.engine.model_stream import ModelError, Retrying, TextChunk
+from mm_tui.engine.provider import OpenAIProvider
+from mm_tui.engine.server_check import base_url_problem, check_server
+from mm_tui.engine.session import Session
+from mm_tui.engine.turn import Engine
+from mm_tui.startup import StartupError, start
+from mm_tui.widgets.agent_header import AgentHeader
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+# --------------------------------------------------------------------------- the base URL
+
+
+@pytest.mark.parametrize(
+    ("given", "fix"),
+    [
+        ("localhost:11434/v1", "http://localhost:11434/v1"),
+        ("127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+        ("api.example.com/v1", "https://api.example.com/v1"),
+        ("htp://localhost:8080/v1", "http://localhost:8080/v1"),
+    ],
+)
+def test_a_base_url_without_its_scheme_is_refused_with_the_fix(given: str, fix: str) -> None:
+    assert base_url_problem(given) == (
+        f'mm: the base URL "{given}" does not start with http:// or https:// — use {fix} '
+        "(--base-url, or baseUrl in .mm/config.yaml)"
+    )
+
+
+def test_a_base_url_ending_in_chat_completions_is_refused_with_the_fix() -> None:
+    given = "http://localhost:8080/v1/chat/completions"
+    assert base_url_problem(given) == (
+        f'mm: the base URL "{given}" ends in /chat/completions, which mm adds itself — '
+        "use http://localhost:8080/v1 (--base-url, or baseUrl in .mm/config.yaml)"
+    )
+
+
+@pytest.mark.parametrize(
+    "good", ["http://localhost:11434/v1", "https://api.openai.com/v1/", "http://h:1/engines/v1"]
+)
+def test_a_usable_base_url_has_no_problem(good: str) -> None:
+    assert base_url_problem(good) is None
+
+
+async def test_start_up_refuses_a_base_url_without_scheme_at_once(tmp_path: Path) -> None:
+    settings = Settings(baseUrl="localhost:11434/v1", model="m", sessionsDir=str(tmp_path))
+    with pytest.raises(StartupError, match="use http://localhost:11434/v1"):
+        await asyncio.wait_for(start(settings, tmp_path), 2)
+
+
+# --------------------------------------------------------------------------- the start-up check
+
+
+async def test_a_closed_port_is_not_answering_and_says_how_to_fix_it() -> None:
+    url = closed_port_url()
+    check = await check_server(url)
+    assert not check.answering
+    assert check.base_url == url
+    assert check.note.startswith(f"could not connect to the model server at {url}")
+    assert "(connection refused)" in check.note
+    assert "--base-url" in check.note
+
+
+async def test_a_server_that_answers_is_fine_and_says_nothing() -> None:
+    with ScriptedServer() as server:
+        check = await check_server(server.base_url)
+        assert check.answering and check.note == "" and check.base_url == server.base_url
+
+
+async def test_a_base_url_missing_v1_is_used_with_v1_and_said() -> None:
+    # the root's /models is not there (as with Ollama at http://localhost:11434)
+    with ScriptedServer(routes={("GET", "/models"): Error(404, "404 page not found")}) as server:
+        check = await check_server(server.root_url)
+        root, base = server.root_url, server.base_url
+    assert check.answering
+    assert check.base_url == base  # the root with /v1
+    assert check.note == (
+        f"the base URL {root} lacks /v1: using {base} — set baseUrl "
+        "(or --base-url) to it to make this note go"
+    )
+
+
+async def test_a_server_with_no_models_anywhere_is_said_to_check_the_base_url() -> None:
+    with ScriptedServer(models=None, prefix="/api") as server:
+        check = await check_server(server.base_url)
+        base = server.base_url
+    assert check.answering  # something answered: the requests will say the rest
+    assert check.note == (
+        f"the server at {base} answered GET {base}/models with 404 — "
+        "OpenAI-compatible servers serve under a path such as /v1: check the base URL"
+    )
+
+
+async def test_start_up_on_a_dead_server_marks_it_and_warns(tmp_path: Path) -> None:
+    url = closed_port_url()
+    settings = Settings(baseUrl=url, model="m", sessionsDir=str(tmp_path))
+    started = await start(settings, tmp_path)
+    try:
+        assert started.engine.server_answering is False
+        [warning] = started.warnings
+        assert warning in started.notes and "connection refused" in warning
+    finally:
+        await started.engine.aclose()
+
+
+async def test_start_up_fixes_a_missing_v1_and_goes_on(tmp_path: Path) -> None:
+    with ScriptedServer(
+        Reply("hello"), routes={("GET", "/models"): Error(404, "not found")}
+    ) as server:
+        settings = Settings(baseUrl=server.root_url, model="m", sessionsDir=str(tmp_path))
+        started = await start(settings, tmp_path)
+        try:
+            assert started.engine.client.base_url == server.base_url
+            assert any("lacks /v1" in n for n in started.notes)
+            assert started.warnings == []
+            end = await started.engine.run_turn("hi", lambda e: None)
+            assert end.stop_reason == "end_turn"
+        finally:
+            await started.engine.aclose()
+
+
+# --------------------------------------------------------------------------- retries, said
+
+
+async def test_the_provider_says_each_retry_before_it_waits() -> None:
+    provider = OpenAIProvider(closed_port_url(), "m", retries=2, backoff=0.01)
+    seen: list = []
+    try:
+        with pytest.raises(ModelError) as raised:
+            async for chunk in provider.stream(MESSAGES, []):
+                seen.append(chunk)
+    finally:
+        await provider.aclose()
+    assert [(c.attempt, c.attempts) for c in seen] == [(2, 3), (3, 3)]
+    assert all(isinstance(c, Retrying) and c.unreachable for c in seen)
+    assert "connection refused" in seen[0].reason
+    assert raised.value.unreachable
+    assert "gave up after 3 tries" in raised.value.message
+
+
+async def test_a_busy_server_is_retried_aloud_then_answers() -> None:
+    busy = Error(503, "loading model")
+    with ScriptedServer(busy, busy, Reply("at last")) as server:
+        provider = OpenAIProvider(server.base_url, "m", retries=3, backoff=0.01)
+        try:
+            chunks = [c async for c in provider.stream(MESSAGES, [])]
+        finally:
+            await provider.aclose()
+    retries = [c for c in chunks if isinstance(c, Retrying)]
+    assert [(r.attempt, r.attempts, r.unreachable) for r in retries] == [
+        (2, 4, False),
+        (3, 4, False),
+    ]
+    assert "503" in retries[0].reason and "loading model" in retries[0].reason
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "at last"
+
+
+def test_the_retry_text_reads_as_the_issue_spells_it() -> None:
+    event = ModelRetrying(attempt=2, attempts=5, delay=2.2, reason="connection refused")
+    assert event.text == "retrying in 2 s, attempt 2/5: connection refused"
+    assert ModelRetrying(attempt=2, attempts=5, delay=0.51, reason="x").text.startswith(
+        "retrying in 0.5 s, attempt 2/5"
+    )
+
+
+def engine_on(url: str, tmp_path: Path) -> Engine:
+    session = Session.new(tmp_path / "s", cwd=str(tmp_path), model="m", provider="p", base_url=url)
+    provider = OpenAIProvider(url, "m", retries=2, backoff=0.01)
+    return Engine(Settings(), provider, cwd=tmp_path, session=session)
+
+
+async def test_the_engine_tells_retries_and_the_server_state(tmp_path: Path) -> None:
+    engine = engine_on(closed_port_url(), tmp_path)
+    events: list[Event] = []
+    try:
+        end = await engine.run_turn("hi", events.append)
+    finally:
+        await engine.aclose()
+    assert end.stop_reason == "error"
+    retries = [e for e in events if isinstance(e, ModelRetrying)]
+    assert [(e.attempt, e.attempts) for e in retries] == [(2, 3), (3, 3)]
+    states = [e for e in events if isinstance(e, ServerState)]
+    assert [s.answering for s in states] == [False]  # said once, at the first failure
+    assert "connection refused" in states[0].message
+    assert engine.server_answering is False
+
+
+async def test_a_server_that_comes_back_is_marked_answering(tmp_path: Path) -> None:
+    busy = Error(503, "loading model")
+    with ScriptedServer(busy, Reply("back")) as server:
+        engine = engine_on(server.base_url, tmp_path)
+        engine.server_answering = False  # as start-up leaves it when the server was down
+        events: list[Event] = []
+        try:
+            await engine.run_turn("hi", events.append)
+        finally:
+            await engine.aclose()
+    kinds = [type(e) for e in events]
+    retry = kinds.index(ModelRetrying)
+    # after the retry, the status line says Thinking again before the answer streams
+    assert Thinking in kinds[retry:] and kinds.index(TextDelta) > retry
+    assert [e.answering for e in events if isinstance(e, ServerState)] == [True]
+    assert engine.server_answering is True
+    assert isinstance(events[-1], TurnEnded) and events[-1].stop_reason == "end_turn"
+
+
+# --------------------------------------------------------------------------- the window
+
+
+async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Path) -> None:
+    app = started_app(closed_port_url(), tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if app.engine is not None:
+                break
+        header = app.screen.query_one(AgentHeader)
+        assert not header.answering
+        assert "no answer" in header.render().plain
+        text = "\n".join(i.text for i in app.transcript.items if hasattr(i, "text"))
+        assert "could not connect to the model server" in text
+        # slow retries, so that the status line can be seen saying one
+        app.engine.client.backoff = 0.5
+        seen = ""
+        app.submit("hi")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            state = app.transcript.state or ""
+            if state.startswith("Retrying in"):
+                seen = str(app.status.render())
+                break
+        assert "Retrying in" in seen and "attempt 2/5" in seen, seen
+        assert "connection refused" in seen
+        app.action_cancel()

@@ -1,0 +1,211 @@
+"""Line mode's line editing: Up/Down recall the requests of this run and of earlier ones (readline,
+a history file in mm's state folder), and a damaged history file costs the persisting, never
+line mode. The end-to-end tests drive the real `mm --demo --line` in tmux."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from test_tmux import tmux, wait_for
+
+from mm_tui.line_history import LineHistory, history_path, read_history, readline_prompt
+
+readline = pytest.importorskip("readline")
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def history(path: Path | None, limit: int = 1000) -> tuple[LineHistory, list[str]]:
+    warnings: list[str] = []
+    return LineHistory(readline, path, limit=limit, warn=warnings.append), warnings
+
+
+# --------------------------------------------------------------------------- the history file
+
+
+def test_requests_are_kept_across_runs_without_blanks_or_repeats(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "mm" / "line_history"
+    first, warnings = history(path)
+    for line in ["list the files", "", "   ", "list the files", "fix the typo", "/quit"]:
+        first.add(line)
+    assert first.entries() == ["list the files", "fix the typo"]
+    assert path.read_text() == "list the files\nfix the typo\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+    second, _ = history(path)  # the next run
+    assert second.entries() == ["list the files", "fix the typo"]
+    second.add("list the files")  # not a repeat of the last one: kept
+    assert history(path)[0].entries() == ["list the files", "fix the typo", "list the files"]
+    assert warnings == []
+
+
+def test_a_newline_and_a_backslash_survive_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "line_history"
+    history(path)[0].add("grep 'a\\nb' x.py\nand then\\")
+    assert path.read_text() == "grep 'a\\\\nb' x.py\\nand then\\\\\n"
+    assert history(path)[0].entries() == ["grep 'a\\nb' x.py\nand then\\"]
+
+
+def test_the_history_is_capped_and_the_file_cut_back(tmp_path: Path) -> None:
+    path = tmp_path / "line_history"
+    h, _ = history(path, limit=3)
+    for n in range(5):
+        h.add(f"request {n}")
+    assert h.entries() == ["request 2", "request 3", "request 4"]
+    assert len(path.read_text().splitlines()) == 5  # appended to, cut back at the next start
+    assert history(path, limit=3)[0].entries() == ["request 2", "request 3", "request 4"]
+    assert path.read_text() == "request 2\nrequest 3\nrequest 4\n"
+
+
+def test_garbage_in_the_history_file_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "line_history"
+    path.write_bytes(b"\xff\xfe\x00\x01binary\nlist the files\n\x80\x81\x82\nnul\x00here\n\n")
+    h, warnings = history(path)
+    assert h.entries() == ["list the files"]
+    h.add("fix the typo")
+    assert read_history(path)[0] == ["list the files", "fix the typo"]
+    assert warnings == []
+
+
+def test_a_history_file_that_cannot_be_read_or_written_costs_only_the_persisting(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "line_history"
+    folder.mkdir()  # a folder where the file should be: neither readable nor writable as one
+    h, warnings = history(folder)
+    assert len(warnings) == 1 and str(folder) in warnings[0]
+    h.add("list the files")
+    h.add("fix the typo")
+    assert h.entries() == ["list the files", "fix the typo"]  # this run still recalls
+    assert len(warnings) == 1
+
+    later = tmp_path / "later" / "line_history"
+    h, warnings = history(later)  # no file yet: nothing to say
+    assert warnings == []
+    later.mkdir(parents=True)  # then a folder takes its place
+    h.add("list the files")
+    h.add("fix the typo")
+    assert h.entries() == ["list the files", "fix the typo"]
+    assert len(warnings) == 1 and str(later) in warnings[0]
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    h, warnings = history(blocked / "mm" / "line_history")  # under a file: no such folder
+    h.add("list the files")
+    assert h.entries() == ["list the files"]
+    assert len(warnings) == 1
+
+
+def test_a_history_path_that_is_no_regular_file_is_not_read(tmp_path: Path) -> None:
+    """A FIFO would block the start for ever, /dev/zero never end."""
+    fifo = tmp_path / "line_history"
+    os.mkfifo(fifo)
+    h, warnings = history(fifo)
+    assert h.entries() == [] and len(warnings) == 1
+    h, warnings = history(Path("/dev/zero"))
+    assert h.entries() == [] and len(warnings) == 1
+
+
+def test_the_history_lives_in_the_xdg_state_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", "/somewhere/state")
+    assert history_path() == Path("/somewhere/state/mm/line_history")
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert history_path() == Path("/home/someone/.local/state/mm/line_history")
+
+
+def test_escape_codes_of_a_prompt_take_no_room_for_readline() -> None:
+    assert readline_prompt("› ") == "› "
+    assert readline_prompt("\x1b[1;36m›\x1b[0m ") == "\x01\x1b[1;36m\x02›\x01\x1b[0m\x02 "
+
+
+# --------------------------------------------------------------------------- the real program
+
+
+def screen_of(session: str) -> str:
+    """The whole pane, scrollback included: two turns of `ls -la` fill more than one screen."""
+    return tmux("capture-pane", "-t", session, "-p", "-S", "-")
+
+
+def until(session: str, condition: Callable[[str], bool], what: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = screen_of(session)
+        if condition(screen):
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"{what} never happened; the screen was:\n{screen}")
+
+
+def prompt_line(screen: str) -> str:
+    return screen.rstrip("\n").splitlines()[-1]
+
+
+@contextlib.contextmanager
+def line_mode(tmp_path: Path, name: str, *flags: str) -> Iterator[str]:
+    """`mm --demo --line` in a 100x30 tmux session, its state folder in `tmp_path`, up to its
+    first prompt; yields the session's name and kills it at the end."""
+    session = f"mm-line-{name}-{os.getpid()}"
+    mm = Path(sys.executable).parent / "mm"
+    command = (
+        f"cd {tmp_path} && HOME={tmp_path} XDG_STATE_HOME={tmp_path / 'state'} "
+        f"TERM=xterm-256color {mm} --demo --line {' '.join(flags)}"
+    )
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    try:
+        wait_for(session, "Type a request")
+        yield session
+    finally:
+        tmux("kill-session", "-t", session)
+
+
+@needs_tmux
+def test_up_recalls_earlier_requests_in_this_run_and_the_next(tmp_path: Path) -> None:
+    history_file = tmp_path / "state" / "mm" / "line_history"
+    with line_mode(tmp_path, "recall", "--no-yolo") as session:
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        wait_for(session, "🔐 allow bash  ls -la?")
+        tmux("send-keys", "-t", session, "s", "Enter")  # a permission answer: not a request
+        until(session, lambda s: "command(s)" in s and prompt_line(s) == "›", "the first turn")
+        tmux("send-keys", "-t", session, "Up")
+        until(session, lambda s: prompt_line(s) == "› list the files", "Up recalling it")
+        tmux("send-keys", "-t", session, "Enter")  # sent again
+        until(session, lambda s: s.count("command(s)") == 2, "the second turn")
+        assert history_file.read_text() == "list the files\n"
+        tmux("send-keys", "-t", session, "/quit", "Enter")
+        until(session, lambda s: session not in tmux("list-sessions"), "mm quitting", 10)
+
+    with line_mode(tmp_path, "recall-again") as session:  # a new process, the same state folder
+        tmux("send-keys", "-t", session, "Up")
+        until(session, lambda s: prompt_line(s) == "› list the files", "Up recalling it")
+        tmux("send-keys", "-t", session, "Enter")
+        until(session, lambda s: "command(s)" in s, "the recalled request running")
+
+
+@needs_tmux
+def test_a_broken_history_file_does_not_stop_line_mode(tmp_path: Path) -> None:
+    (tmp_path / "state" / "mm" / "line_history").mkdir(parents=True)  # a folder in the way
+    with line_mode(tmp_path, "broken") as session:
+        screen = wait_for(session, "history not kept")
+        assert "Traceback" not in screen
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        until(session, lambda s: "command(s)" in s, "the turn")
+        tmux("send-keys", "-t", session, "Up")
+        until(session, lambda s: prompt_line(s) == "› list the files", "Up recalling it")
+
+
+@needs_tmux
+def test_the_diff_of_an_edit_is_coloured_in_a_terminal(tmp_path: Path) -> None:
+    with line_mode(tmp_path, "diff", "--no-yolo") as session:
+        tmux("send-keys", "-t", session, "fix the typo in greet.py", "Enter")
+        wait_for(session, "🔐 allow")
+        screen = tmux("capture-pane", "-t", session, "-p", "-e")
+        added = next(line for line in screen.splitlines() if "+    return" in line)
+        removed = next(line for line in screen.splitlines() if "-    return" in line)
+        assert "\x1b[32m" in added and "\x1b[31m" in removed, screen
