@@ -52,6 +52,7 @@ from mm_tui.startup import new_session_like
 
 PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
 REQUEST_PROMPT = "› "
+ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: reject)
 # Tools whose output is not echoed: a skill is for the model, not the screen.
 SILENT_TOOLS = {"read_skill"}
 
@@ -285,12 +286,20 @@ def _rejecter(console: Console, program: str) -> Callable[[PermissionRequested],
 class KeyboardReader:
     """Reads lines in a daemon thread so the event loop never blocks on the keyboard, and an
     abandoned read (Ctrl-C twice at the prompt) never keeps the process alive. With `editing`,
-    `input()` goes through readline (imported by `line_editor`)."""
+    `input()` goes through readline (imported by `line_editor`).
+
+    A read whose asker goes away (a permission question whose turn was cancelled) still waits in
+    `input()`: its line goes to the next asker, which says its own prompt meanwhile, so what is
+    typed next is never swallowed by a question nobody asks any more. `prompt_of_last` tells at
+    which prompt the last line was typed."""
 
     def __init__(self, editing: bool = False) -> None:
         self._loop = asyncio.get_running_loop()
         self.editing = editing
         self._threads: list[threading.Thread] = []
+        self._read: asyncio.Future[str | None] | None = None  # in input(), or its line untaken
+        self._read_prompt = ""
+        self.prompt_of_last = ""
 
     @property
     def busy(self) -> bool:
@@ -300,6 +309,22 @@ class KeyboardReader:
 
     async def read(self, prompt: str) -> str | None:
         """A line, or None at end of input."""
+        future = self._read
+        if future is None:
+            future = self._read = self._start(prompt)
+            self._read_prompt = prompt
+        elif not future.done() and prompt != self._read_prompt:
+            # input() still shows the prompt of the asker that went away
+            sys.stdout.write(f"\n{prompt}")
+            sys.stdout.flush()
+            self._read_prompt = prompt
+        line = await asyncio.shield(future)  # a cancelled asker leaves the line to the next
+        if self._read is future:
+            self._read = None
+            self.prompt_of_last = self._read_prompt
+        return line
+
+    def _start(self, prompt: str) -> asyncio.Future[str | None]:
         future: asyncio.Future[str | None] = self._loop.create_future()
         if self.editing:
             prompt = readline_prompt(prompt)
@@ -314,7 +339,7 @@ class KeyboardReader:
         thread = threading.Thread(target=worker, name="mm-keyboard", daemon=True)
         self._threads.append(thread)
         thread.start()
-        return await future
+        return future
 
 
 def _settle(future: asyncio.Future[str | None], value: str | None) -> None:
@@ -397,6 +422,11 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
                 return 0
             interrupts = 0
             text = line.strip()
+            if keyboard.prompt_of_last != REQUEST_PROMPT and text.lower() in ANSWERS:
+                # typed at a permission question as its turn was cancelled: an answer to
+                # nothing, not a request
+                console.print(Text("(the question had ended; that answer was not sent)", "dim"))
+                continue
             if not text:
                 continue
             if history is not None:

@@ -4,6 +4,7 @@ line mode. The end-to-end tests drive the real `mm --demo --line` in tmux."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from test_tmux import tmux, wait_for
 
+from mm_tui.line import KeyboardReader
 from mm_tui.line_history import LineHistory, history_path, read_history, readline_prompt
 
 readline = pytest.importorskip("readline")
@@ -209,3 +211,48 @@ def test_the_diff_of_an_edit_is_coloured_in_a_terminal(tmp_path: Path) -> None:
         added = next(line for line in screen.splitlines() if "+    return" in line)
         removed = next(line for line in screen.splitlines() if "-    return" in line)
         assert "\x1b[32m" in added and "\x1b[31m" in removed, screen
+
+
+@needs_tmux
+def test_a_request_typed_after_a_cancelled_question_is_not_lost(tmp_path: Path) -> None:
+    """Ctrl-C while a permission question waits cancels the turn; the question's read used to
+    stay in input() and swallow the next request typed."""
+    with line_mode(tmp_path, "void", "--no-yolo") as session:
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        wait_for(session, "🔐 allow bash  ls -la?")
+        tmux("send-keys", "-t", session, "C-c")
+        until(session, lambda s: prompt_line(s) == "›", "the request prompt after the cancel")
+        tmux("send-keys", "-t", session, "fix the typo in greet.py", "Enter")
+        until(session, lambda s: "🔐 allow edit_file" in s, "the next request running")
+
+
+async def test_a_line_typed_at_a_question_that_went_away_goes_to_the_next_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The keyboard through a real pipe: the question's reader is cancelled while its thread
+    waits in input(); the next reader gets the line, and knows at which prompt it was typed (an
+    answer typed there is no request; a line typed after the next prompt showed is one)."""
+    read_end, write_end = os.pipe()
+    monkeypatch.setattr(sys, "stdin", os.fdopen(read_end, "r"))
+    try:
+        keyboard = KeyboardReader()
+        asking = asyncio.create_task(keyboard.read("question? "))
+        await asyncio.sleep(0.05)
+        asking.cancel()
+        os.write(write_end, b"a\n")  # typed as the question went away
+        pending = keyboard._read
+        assert pending is not None
+        await asyncio.wait_for(asyncio.shield(pending), 5)
+        assert await asyncio.wait_for(keyboard.read("› "), 5) == "a"
+        assert keyboard.prompt_of_last == "question? "
+        # the next read shows its own prompt while the old one waits; a line then is its own
+        asking = asyncio.create_task(keyboard.read("question? "))
+        await asyncio.sleep(0.05)
+        asking.cancel()
+        reading = asyncio.create_task(keyboard.read("› "))
+        await asyncio.sleep(0.05)
+        os.write(write_end, b"list the files\n")
+        assert await asyncio.wait_for(reading, 5) == "list the files"
+        assert keyboard.prompt_of_last == "› "
+    finally:
+        os.close(write_end)
