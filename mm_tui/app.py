@@ -481,7 +481,20 @@ class MMApp(App[int]):
             self.exit(0)
             return
         self._interrupts = now
+        self._toasts_above_prompt()
         self.notify("Press Ctrl+C again to quit", timeout=2)
+
+    def _toasts_above_prompt(self) -> None:
+        """Textual stacks toasts from the bottom of the screen, a row up for a footer: in mm the
+        prompt is there, just above the key bar, and the toast hid it and its border. Lift them
+        above the status line, however tall the prompt has grown."""
+        screen = self.screen
+        if screen is not self.screen_stack[0]:  # another screen has no prompt to keep clear
+            return
+        rack = screen.query("ToastRack")  # Textual's own, on every screen (by name: private)
+        if rack:
+            clear = max(0, screen.size.height - self.status.region.y)
+            rack.first().styles.margin = (0, 0, clear, 0)
 
     def action_fold_all(self) -> None:
         self.view.fold_all()

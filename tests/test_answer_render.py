@@ -64,9 +64,9 @@ def test_finished_items_are_drawn_once(monkeypatch: pytest.MonkeyPatch) -> None:
     drawn: list[int] = []
     block = Answer._block
 
-    def counting(self: Answer, source: str, width: int) -> list:
+    def counting(self: Answer, source: str, width: int, *rest: object) -> list:
         drawn.append(len(source))
-        return block(self, source, width)
+        return block(self, source, width, *rest)
 
     monkeypatch.setattr(Answer, "_block", counting)
     text = "".join(f"- item {i}: some words about it\n" for i in range(60))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from scripted_model import ScriptedModel, call, calls, say
-from window_helpers import FIXED_FOLDER, make_app, playground, settle
+from window_helpers import FIXED_FOLDER, make_app, playground, settle, started_app
 
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.events import (
@@ -75,6 +75,21 @@ def test_welcome_on_the_demo_model(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
 
 
+def test_dead_server_at_start_up(snap_compare) -> None:
+    """A configured server that does not answer (nothing listens on the discard port): the
+    header says `no answer` and the start-up warning says how to fix it."""
+    app = started_app("http://127.0.0.1:9/v1", playground(FIXED_FOLDER))
+
+    async def run_before(pilot) -> None:
+        for _ in range(200):  # the real start-up, in the boot worker
+            await pilot.pause(0.02)
+            if pilot.app.engine is not None:
+                break
+        await ready(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_answer_half_streamed(snap_compare) -> None:
     app = app_on(ScriptedModel())
 
@@ -119,13 +134,29 @@ def test_tool_lines_unfolded(snap_compare) -> None:
 
 
 def test_light_theme(snap_compare) -> None:
-    app = app_on(tool_turn_model(), app_theme="mm-light")
+    app = app_on(tool_turn_model(), app_theme="mm-light", theme="mm-light")
 
     async def run_before(pilot) -> None:
         await ready(pilot)
         await send(pilot, "do three things")
         await pilot.press("ctrl+o")
         await settle(pilot, app)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_light_theme_rule_and_code_block(snap_compare) -> None:
+    """mm-light's recap rule (visible on the light background) and a code block in a light
+    style (not Monokai's dark panel)."""
+    answer = (
+        "The fix:\n\n```python\ndef greet(name: str) -> str:\n"
+        '    return f"Hello, {name}!"  # was Helo\n```\n\n1. edit greet.py\n2. run the tests\n'
+    )
+    app = app_on(ScriptedModel(say(answer)), app_theme="mm-light", theme="mm-light")
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "fix the typo")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

@@ -8,8 +8,14 @@ the last finished block, so a long answer costs what its last block costs.
 
 A list is one block until a blank line ends it, and models write long ones: while a list grows,
 its finished items are rendered once each and only the last item again (Rich draws a list item
-by item, so the lines are the same, but for the width of the numbers, which the list takes from
-its last number: it may differ while the list grows, and the finished list is drawn whole)."""
+by item, so the lines are the same). An item of an ordered list drawn alone is told its number
+and the list's last number, which sizes the numbers' column: else each item would start at its
+own marker (a list written `1.` `1.` `1.` would show 1 1 1) and the column would be as wide as
+one item needs, not the list (from the ninth item on, the earlier ones sat a column to the
+left). When the list's length changes that width, its finished items are drawn again, once.
+
+Code blocks follow the theme: Monokai's dark panel on a dark theme, a light style on a light
+one (the view sets `code_theme` and draws the answers again when the theme changes)."""
 
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ from mm_tui.widgets.render import strips
 
 FENCES = ("```", "~~~")
 LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)", re.MULTILINE)
+DARK_CODE_THEME = "monokai"
+LIGHT_CODE_THEME = "friendly"  # a light grey panel, set apart from a light background
 CODE_PIECE = 12  # lines of a growing code block drawn together and kept
 
 
@@ -116,6 +124,14 @@ def code_pieces(text: str, start: int, end: int, size: int = CODE_PIECE) -> list
             lines = 0
 
 
+def _first_number(text: str, start: int) -> int | None:
+    """The number of the ordered list starting at `start` (where Rich's numbering starts); None
+    for a bulleted list."""
+    marker = LIST_ITEM.match(text, start)
+    digits = marker[0].rstrip()[:-1] if marker else ""
+    return int(digits) if digits.isdigit() else None
+
+
 def _marker(item: str) -> str:
     """What must stay the same for items to be one list: the bullet, or the number's `.`/`)`."""
     item = item.rstrip()
@@ -128,6 +144,7 @@ class _Kept:
     blocks: list[list[Strip]] = field(default_factory=list)  # finished blocks, rendered
     consumed: int = 0  # text covered by the finished blocks
     items_of: int = -1  # where the growing list begins, whose finished items are below
+    items_digits: int = 0  # the width of the numbers its finished items were drawn for
     items: list[Strip] = field(default_factory=list)  # its finished items, rendered
     items_end: int = 0  # text covered by them
     code_of: int = -1  # where the growing code block begins, whose finished pieces are below
@@ -140,7 +157,10 @@ class Answer:
     """Renders `AnswerItem`s, keeping the finished blocks of the answers still streaming."""
 
     def __init__(
-        self, console: Console, style: Callable[[str], Style], code_theme: str = "monokai"
+        self,
+        console: Console,
+        style: Callable[[str], Style],
+        code_theme: str = DARK_CODE_THEME,
     ) -> None:
         self.console = console
         self.style = style
@@ -158,11 +178,13 @@ class Answer:
             self._kept.pop(item_id, None)
             self._stable.pop(item_id, None)
 
-    def _block(self, source: str, width: int) -> list[Strip]:
+    def _block(
+        self, source: str, width: int, numbers: tuple[int, int] | None = None
+    ) -> list[Strip]:
         # markdown-it and pygments: not on the first frame
         from mm_tui.widgets.markdown_render import BlockMarkdown
 
-        markdown = BlockMarkdown(source, code_theme=self.code_theme)
+        markdown = BlockMarkdown(source, code_theme=self.code_theme, numbers=numbers)
         style = self.style("answer--text")
         return strips(self.console, markdown, width, style, self.style("base"))
 
@@ -217,14 +239,25 @@ class Answer:
         if starts is None or len(starts) < 2:
             kept.items_of = -1
             return self._block(text[start:end], width), 0
-        unchanged = len(kept.items) if kept.items_of == start else 0
-        if kept.items_of != start:
+        number = _first_number(text, start)  # None: a bulleted list
+        last = (number or 0) + len(starts)  # Rich sizes the numbers on one past the last item's
+        digits = len(str(last)) if number is not None else 0
+
+        def numbers(index: int) -> tuple[int, int] | None:
+            return None if number is None else (number + index, last)
+
+        same = kept.items_of == start and kept.items_digits == digits
+        unchanged = len(kept.items) if same else 0
+        if not same:
             kept.items_of, kept.items, kept.items_end = start, [], start
-        for first, after in zip(starts, starts[1:], strict=False):
+            kept.items_digits = digits
+        for index, (first, after) in enumerate(zip(starts, starts[1:], strict=False)):
             if first >= kept.items_end:
-                kept.items.extend(self._item(text[first:after].rstrip("\n"), width, first == start))
+                source = text[first:after].rstrip("\n")
+                kept.items.extend(self._item(source, width, first == start, numbers(index)))
                 kept.items_end = after
-        return [*kept.items, *self._item(text[starts[-1] : end], width, False)], unchanged
+        tail = self._item(text[starts[-1] : end], width, False, numbers(len(starts) - 1))
+        return [*kept.items, *tail], unchanged
 
     def _growing_code(
         self, kept: _Kept, text: str, start: int, end: int, pieces: list[int], width: int
@@ -248,10 +281,12 @@ class Answer:
             return [*kept.code, kept.code_pad]
         return [*kept.code, *self._block(fence + tail, width)[1:]]
 
-    def _item(self, source: str, width: int, first: bool) -> list[Strip]:
-        """One list item drawn alone; Rich opens a list with a blank line, which only the
-        list's first item keeps."""
-        lines = self._block(source, width)
+    def _item(
+        self, source: str, width: int, first: bool, numbers: tuple[int, int] | None
+    ) -> list[Strip]:
+        """One list item drawn alone, numbered as in its list when it is ordered; Rich opens a
+        list with a blank line, which only the list's first item keeps."""
+        lines = self._block(source, width, numbers)
         if first or not lines or lines[0].text.strip():
             return lines
         return lines[1:]

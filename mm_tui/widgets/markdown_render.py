@@ -5,7 +5,8 @@ building the renderable costs as much as drawing it. Rich's `Markdown` builds a 
 parser (compiling linkify's regular expressions) for every document, and its code blocks look
 the Pygments lexer up by name every time they are drawn: a third of the cost of streaming a
 long answer. Here the parser is built once and lexers are looked up once per name; the output
-is the same as Rich's, which a test checks line by line and style by style.
+is the same as Rich's, which a test checks line by line and style by style. Only an ordered list
+can be told its numbers, so that one item of a growing list drawn alone is drawn as in the list.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import CodeBlock, Markdown
+from rich.markdown import CodeBlock, ListElement, Markdown
 from rich.syntax import Syntax
 
 
@@ -44,12 +45,45 @@ class _CodeBlock(CodeBlock):
         yield Syntax(code, _lexer(self.lexer_name), theme=self.theme, word_wrap=True, padding=1)
 
 
+class _ListElement(ListElement):
+    """An ordered list whose numbers can be given: an item of a growing list drawn alone takes
+    the number and the number width it has in the whole list (Rich numbers a list from its
+    first marker and sizes the numbers on its length, which one item alone does not know)."""
+
+    numbers: tuple[int, int] | None = None
+
+    @classmethod
+    def create(cls, markdown: Markdown, token: Any) -> ListElement:
+        element = super().create(markdown, token)
+        if token.level == 0 and isinstance(element, _ListElement):
+            element.numbers = getattr(markdown, "numbers", None)
+        return element
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.numbers is None:
+            yield from super().__rich_console__(console, options)
+            return
+        number, last_number = self.numbers
+        for index, item in enumerate(self.items):
+            yield from item.render_number(console, options, number + index, last_number)
+
+
 class BlockMarkdown(Markdown):
-    """`Markdown(markup, code_theme=…, hyperlinks=False)`, built without a new parser."""
+    """`Markdown(markup, code_theme=…, hyperlinks=False)`, built without a new parser.
 
-    elements = {**Markdown.elements, "fence": _CodeBlock, "code_block": _CodeBlock}
+    `numbers`, (first number, last number) as Rich's list passes them to its items, numbers the
+    top-level ordered list of `markup` as if it were part of a longer one."""
 
-    def __init__(self, markup: str, code_theme: str = "monokai") -> None:  # noqa: D107
+    elements = {
+        **Markdown.elements,
+        "fence": _CodeBlock,
+        "code_block": _CodeBlock,
+        "ordered_list_open": _ListElement,
+    }
+
+    def __init__(  # noqa: D107
+        self, markup: str, code_theme: str = "monokai", numbers: tuple[int, int] | None = None
+    ) -> None:
         # Rich's own __init__ sets exactly these; the test against Rich keeps them in step.
         self.markup = markup
         self.parsed = _parser().parse(markup)
@@ -59,3 +93,4 @@ class BlockMarkdown(Markdown):
         self.hyperlinks = False
         self.inline_code_lexer = None
         self.inline_code_theme = code_theme
+        self.numbers = numbers  # ours: read by _ListElement

@@ -37,7 +37,7 @@ from mm_tui.transcript import (
     UserItem,
 )
 from mm_tui.widgets.agent_header import ChildHeader
-from mm_tui.widgets.answer import Answer
+from mm_tui.widgets.answer import DARK_CODE_THEME, LIGHT_CODE_THEME, Answer
 from mm_tui.widgets.recap import Recap
 from mm_tui.widgets.theme_style import theme_style
 from mm_tui.widgets.thought import Thought
@@ -82,6 +82,10 @@ STYLES: dict[str, tuple[str | None, str]] = {
     "notice--info": ("text-muted", ""),
     "child--header": ("secondary", "bold"),
 }
+# In a light theme, the colours of STYLES that would vanish into the background: the panel's
+# lighter shade is near white there. `text-disabled` is the contrasting text at 38% in every
+# theme, so it shows on any background and stays dimmer than the recap's muted text.
+LIGHT_STYLES: dict[str, str] = {"recap--rule": "text-disabled"}
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -166,13 +170,21 @@ class TranscriptView(ScrollView, can_focus=True):
             return self.base_style
         style = self._styles.get(name)
         if style is None:
-            style = self._styles[name] = theme_style(self, *STYLES[name])
+            color, text_style = STYLES[name]
+            if not self.app.current_theme.dark:
+                color = LIGHT_STYLES.get(name, color)
+            style = self._styles[name] = theme_style(self, color, text_style)
         return style
+
+    def _code_theme(self) -> str:
+        """The answers' code blocks follow the theme: Monokai's dark panel is a black box on a
+        light background."""
+        return DARK_CODE_THEME if self.app.current_theme.dark else LIGHT_CODE_THEME
 
     def _make_renderers(self) -> None:
         console = self.app.console
         self.tool_line = ToolLine(console, self.style)
-        self.answer = Answer(console, self.style)
+        self.answer = Answer(console, self.style, code_theme=self._code_theme())
         self.thought = Thought(console, self.style)
         self.recap = Recap(console, self.style)
         self.user = UserMessage(console, self.style)
@@ -184,6 +196,8 @@ class TranscriptView(ScrollView, can_focus=True):
         self._styles.clear()
         self._bar = None
         self._base = None
+        if self._renderers_ready:  # drawn answers draw their code again, in the new theme's style
+            self.answer.code_theme = self._code_theme()
         self._invalidate_all()
 
     @property
