@@ -313,7 +313,8 @@ async def test_the_config_overrides_the_server(tmp_path: Path) -> None:
         settings = Settings(baseUrl=server.base_url, model="scripted-model", contextWindow=4096)
         started = await start(settings, tmp_path)
         assert "context window: 4,096 tokens (contextWindow in the config)" in started.notes
-        assert server.lookups == []  # the server was not even asked
+        # the window was not asked for: only the start-up check's GET /models reached the server
+        assert [(r.method, r.path) for r in server.lookups] == [("GET", "/v1/models")]
         await started.engine.aclose()
 
 

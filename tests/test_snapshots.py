@@ -25,6 +25,7 @@ from mm_tui.engine.events import (
     Usage,
 )
 from mm_tui.startup import DEMO_NOTE
+from mm_tui.transcript import ToolItem
 
 SIZE = (100, 30)
 
@@ -308,5 +309,37 @@ def test_80_by_24(snap_compare) -> None:
     async def run_before(pilot) -> None:
         await ready(pilot)
         await send(pilot, "do three things")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_queued_request(snap_compare) -> None:
+    """A request sent while a turn runs waits, said as queued, under the running tool line."""
+    model = ScriptedModel(call("bash", {"command": "sleep 30"}), say("done"), say("then"))
+    app = app_on(model)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await pilot.press(*"run the long job", "enter")
+        while app.engine is None or not any(isinstance(i, ToolItem) for i in app.transcript.items):
+            await pilot.pause(0.05)
+        await settle(pilot, app, idle=False)
+        await pilot.press(*"and then this", "enter")
+        await settle(pilot, app, idle=False)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_permission_box_at_80_by_24(snap_compare) -> None:
+    """The a/s/r/n choices stay in view on the smallest common terminal."""
+    command = "python -m pytest -q tests/test_greet.py && git commit -am 'fix the typo'"
+    app = app_on(ScriptedModel(call("bash", {"command": command})), yolo=False)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await pilot.press(*"run the tests and commit", "enter")
+        while app.box.request is None:
+            await pilot.pause(0.05)
+        await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
