@@ -142,7 +142,13 @@ async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
                 stderr=subprocess.DEVNULL,
             )
             try:
-                server.wait_for_requests(1, timeout=30)  # the session file exists from here
+                server.wait_for_requests(1, timeout=30)
+                # The journal's writer thread renames the first batch into place a moment after
+                # the turn starts (on a busy machine, after the request): from then on there is
+                # a session to keep. A kill before it finds nothing on disk, and loses nothing.
+                deadline = time.monotonic() + 30
+                while not list(folder.glob("*.jsonl")) and time.monotonic() < deadline:
+                    time.sleep(0.01)
                 moment = rng.uniform(0.0, 0.8)
                 moments.append(moment)
                 time.sleep(moment)
