@@ -217,7 +217,7 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
     used during the turn."""
     from mm_tui.app import MMApp
     from mm_tui.config import Settings
-    from mm_tui.engine.events import TextDelta
+    from mm_tui.core.events import TextDelta
     from mm_tui.startup import start
     from mm_tui.transcript import AnswerItem, RecapItem
 

@@ -194,8 +194,8 @@ def timed_write(fd: int, data: bytes) -> float:
 def old_save(session: Any, folder: Path, messages: int) -> float:
     """Format 1's save of a history of `messages` messages: one JSON document, indent=1,
     written to a temporary file, fsynced, renamed over the session file, the folder fsynced."""
+    from mm_tui.core.redact import Redactor
     from mm_tui.engine.journal import fsync_folder
-    from mm_tui.engine.redact import in_json
 
     data = session.to_dict()
     data["messages"] = data["messages"][:messages]
@@ -203,7 +203,7 @@ def old_save(session: Any, folder: Path, messages: int) -> float:
     temp = folder / ".old-format.json.tmp"
     t = time.perf_counter()
     payload = json.dumps(data, ensure_ascii=False, indent=1).encode()
-    in_json(payload)
+    Redactor().in_json(payload)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(fd, "wb") as out:
         out.write(payload)

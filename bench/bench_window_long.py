@@ -105,7 +105,7 @@ def build(app, tools: int, answers: int) -> None:  # noqa: ANN001
 
 async def child(tools: int) -> dict[str, float]:
     from mm_tui.app import EngineEvent
-    from mm_tui.engine.events import ToolCallFinished, ToolCallStarted
+    from mm_tui.core.events import ToolCallFinished, ToolCallStarted
     from mm_tui.transcript import ToolItem
 
     answers = ANSWERS if tools > 20 else 0

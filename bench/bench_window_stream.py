@@ -67,7 +67,7 @@ class MMStream:
 
     async def start(self, pilot: Any) -> None:
         from mm_tui.app import EngineEvent
-        from mm_tui.engine.events import TurnStarted
+        from mm_tui.core.events import TurnStarted
 
         self.pilot = pilot
         await pilot.pause()
@@ -84,13 +84,13 @@ class MMStream:
 
     def write(self, chunk: str) -> None:
         from mm_tui.app import EngineEvent
-        from mm_tui.engine.events import TextDelta
+        from mm_tui.core.events import TextDelta
 
         self.app.post_message(EngineEvent(TextDelta(chunk)))
 
     def finish(self) -> None:
         from mm_tui.app import EngineEvent
-        from mm_tui.engine.events import Counters, TurnEnded, Usage
+        from mm_tui.core.events import Counters, TurnEnded, Usage
 
         event = TurnEnded(
             turn=1, counters=Counters(), elapsed=1.0, usage=Usage(), stop_reason="end_turn"

@@ -229,7 +229,7 @@ class Echo:
 
 async def mm_child(base_url: str) -> dict[str, Any]:
     from mm_tui.app import MMApp
-    from mm_tui.engine.events import ToolCallFinished, TurnEnded, TurnStarted
+    from mm_tui.core.events import ToolCallFinished, TurnEnded, TurnStarted
     from mm_tui.startup import start
 
     folder = Path(tempfile.mkdtemp(prefix="mm-bench-turn-"))

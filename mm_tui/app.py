@@ -31,7 +31,7 @@ from mm_tui.widgets.transcript_view import TranscriptView
 W = TypeVar("W")
 
 if TYPE_CHECKING:
-    from mm_tui.engine.events import Event
+    from mm_tui.core.events import Event
     from mm_tui.engine.session import Session
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
@@ -274,7 +274,7 @@ class MMApp(App[int]):
 
     @on(EngineEvent)
     def on_engine_event(self, message: EngineEvent) -> None:
-        from mm_tui.engine.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
+        from mm_tui.core.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
 
         event = message.event
         if isinstance(event, ContextUsage):

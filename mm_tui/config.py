@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
-
-from mm_tui.engine.redact import remember
 
 
 class _Strict(BaseModel):
@@ -75,6 +73,15 @@ class Settings(_Strict):
     acp: AcpSettings = Field(default_factory=AcpSettings)
     theme: str = "mm-dark"
     sessions_dir: str = Field(".mm/sessions", alias="sessionsDir")
+    # Every api key the layers gave, even those a later layer overrode: each is still a secret
+    # (`cat` shows the file that holds it), kept out of what mm shows and writes.
+    _read_keys: tuple[str, ...] = PrivateAttr(default=())
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The api keys these settings know, for a `Redactor`: the one in force and every one
+        the configuration read."""
+        key = self.api_key.get_secret_value() if self.api_key is not None else None
+        return (*self._read_keys, key) if key else self._read_keys
 
 
 # --- Loading ------------------------------------------------------------------------------------
@@ -169,8 +176,11 @@ def load_settings(
         if value is not None  # a flag not given
     ]
     layers = [layer for layer in layers if layer.data]
-    for layer in layers:
-        remember(layer.data.get("apiKey"))  # from here on, no session file or tool output shows it
+    read_keys = tuple(
+        _secret_text(layer.data["apiKey"])
+        for layer in layers
+        if layer.data.get("apiKey") is not None
+    )
 
     # Made per call because its sources are this call's layers.
     class _Merged(BaseSettings, Settings):
@@ -188,7 +198,14 @@ def load_settings(
         merged = _Merged()
     except ValidationError as exc:
         raise _explain(exc, layers) from None
-    return Settings.model_construct(_fields_set=merged.model_fields_set, **dict(merged))
+    settings = Settings.model_construct(_fields_set=merged.model_fields_set, **dict(merged))
+    settings._read_keys = read_keys  # from here on, no session file or tool output shows them
+    return settings
+
+
+def _secret_text(value: Any) -> str:
+    """A key as a layer holds it: text, or a SecretStr (whose str() is the stars)."""
+    return value.get_secret_value() if isinstance(value, SecretStr) else str(value)
 
 
 def resolve_dir(settings_value: str, cwd: Path) -> Path:

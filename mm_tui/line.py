@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mm_tui.agent_title import header_text
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
     Decision,

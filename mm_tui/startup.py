@@ -3,16 +3,18 @@ session (new or resumed), which tools. Every front end starts through here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui.config import Settings, resolve_dir
+from mm_tui.core.asking import AgentEntry, AgentRunner
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import Session, SessionError
 from mm_tui.engine.turn import Engine
+from mm_tui.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from mm_tui.engine.provider import Preset
@@ -151,13 +153,28 @@ async def start(
             provider=client.provider,
             base_url=client.base_url,
         )
-    engine = Engine(settings, client, cwd=cwd, session=session)
+    engine = Engine(
+        settings, client, cwd=cwd, session=session, registry=tool_registry(settings, cwd)
+    )
     engine.server_answering = picked.answering
     notes.extend(await engine.learn_context_window())
     notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)
     warnings = [n for n in picked.notes if picked.answering is False]
     return Started(engine=engine, notes=notes, warnings=warnings)
+
+
+def agent_runners(entries: Mapping[str, AgentEntry], command: Sequence[str] | None) -> AgentRunner:
+    """Asked agents run as child `mm -acp` processes of the ACP client's pool, loaded at the
+    first call (an mm without agents never loads the ACP package)."""
+    from mm_tui.acp.client import AgentPool
+
+    return AgentPool.acquire(entries, command)
+
+
+def tool_registry(settings: Settings, cwd: Path) -> ToolRegistry:
+    """The tools of an agent made here, the one place that knows how asked agents run."""
+    return ToolRegistry.from_settings(settings, cwd, runners=agent_runners)
 
 
 def _resumed_model(settings: Settings, session: Session, demo: bool) -> Settings:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from mm_tui.engine.events import Event, HistoryCompacted, PermissionRequested
+    from mm_tui.core.events import Event, HistoryCompacted, PermissionRequested
 
 
 class Item:
@@ -278,7 +278,7 @@ class Transcript:
 
     def apply(self, event: Event) -> list[Item]:
         # The events module loads on the first event, not before the first frame.
-        from mm_tui.engine.events import (
+        from mm_tui.core.events import (
             AgentFinished,
             AgentStarted,
             ComposingToolCall,
@@ -473,7 +473,7 @@ def transcript_from_records(
     errors and warnings as notices; a compaction as its foldable line; a run of shortened tool
     outputs as one notice. Messages a compaction replaced stay: they were on screen before it.
     """
-    from mm_tui.engine.events import HistoryCompacted
+    from mm_tui.core.events import HistoryCompacted
     from mm_tui.engine.session import INTERRUPTED
 
     added: list[Item] = []
@@ -568,7 +568,7 @@ def _finish(item: ToolItem, message: dict[str, Any], tool: Any, interrupted: str
 
 def _recap(record: dict[str, Any], turn: int) -> RecapItem:
     """A turn record's recap line, made by the same `TurnEnded.recap` as the live one."""
-    from mm_tui.engine.events import Counters, TurnEnded, Usage
+    from mm_tui.core.events import Counters, TurnEnded, Usage
 
     counted = record.get("counters")
     counted = counted if isinstance(counted, dict) else {}

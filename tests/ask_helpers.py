@@ -16,10 +16,11 @@ import yaml
 from scripted_server import ScriptedServer
 
 from mm_tui.config import Settings
-from mm_tui.engine.events import Decision, Event, PermissionRequested
+from mm_tui.core.events import Decision, Event, PermissionRequested
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
+from mm_tui.startup import tool_registry
 
 CHILD_MODEL = "child-model"
 TESTS = Path(__file__).parent
@@ -60,7 +61,7 @@ def parent_engine(cwd: Path, server: ScriptedServer, **settings: Any) -> Engine:
         provider=client.provider,
         base_url=client.base_url,
     )
-    return Engine(s, client, cwd=cwd, session=session)
+    return Engine(s, client, cwd=cwd, session=session, registry=tool_registry(s, cwd))
 
 
 class Recorder:

@@ -24,11 +24,12 @@ from scripted_server import ScriptedServer
 from session_helpers import journal_files
 
 from mm_tui.config import Settings
-from mm_tui.engine.events import Event, PermissionRequested, TurnEnded
+from mm_tui.core.events import Event, PermissionRequested, TurnEnded
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
+from mm_tui.startup import tool_registry
 
 MM = [sys.executable, "-m", "mm_tui.cli"]
 SECRET_VARIABLES = ("MM_API_KEY", "OPENAI_API_KEY")
@@ -58,7 +59,7 @@ def engine_on(
         provider=client.provider,
         base_url=client.base_url,
     )
-    return Engine(s, client, cwd=cwd, session=session)
+    return Engine(s, client, cwd=cwd, session=session, registry=tool_registry(s, cwd))
 
 
 async def turn(

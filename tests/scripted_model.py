@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from mm_tui.engine.events import Usage
+from mm_tui.core.events import Usage
 from mm_tui.engine.model_stream import (
     ModelChunk,
     ModelError,

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ask_helpers import (
@@ -29,7 +30,7 @@ from session_helpers import journal_files
 from session_helpers import saved as saved_session
 
 from mm_tui.config import AgentRef, Settings
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
     Decision,
@@ -39,9 +40,15 @@ from mm_tui.engine.events import (
     ToolCallStarted,
     TurnEnded,
 )
-from mm_tui.tools.ask_agent import DESCRIPTION, AskAgentTool, context_text
+from mm_tui.startup import agent_runners
+from mm_tui.tools.ask_agent import DESCRIPTION, NO_RUNNER, AskAgentTool, context_text
 from mm_tui.tools.base import ToolCancelled, ToolContext, truncate
 from mm_tui.tools.registry import ToolRegistry
+
+
+def asking_tool(*args: Any, **kw: Any) -> AskAgentTool:
+    """The tool as start-up makes it: its agents run by the ACP client's pool."""
+    return AskAgentTool(*args, runners=agent_runners, **kw)
 
 
 @pytest.fixture
@@ -63,7 +70,7 @@ def parent_server():
 
 def helper_tool(work: Path, child_server: ScriptedServer, **entry) -> AskAgentTool:
     write_agent(work / "helper.yaml", child_server, acp={"title": "reviewer"})
-    return AskAgentTool({"helper": AgentRef(config="helper.yaml", **entry)}, work)
+    return asking_tool({"helper": AgentRef(config="helper.yaml", **entry)}, work)
 
 
 def ctx_for(work: Path, emit=None, **settings) -> ToolContext:
@@ -94,7 +101,7 @@ def test_description_lists_agents_sorted_with_their_purpose(tmp_path: Path) -> N
     (tmp_path / "titled.yaml").write_text("acp:\n  title: Test runner\n")
     (tmp_path / "builtin.yaml").write_text("acp:\n  title: mm\n")
     (tmp_path / "plain.yaml").write_text("model: x\n")
-    tool = AskAgentTool(
+    tool = asking_tool(
         {
             "zeta": AgentRef(config="plain.yaml", description="Reviews  diffs\nfor style"),
             "beta": AgentRef(config="titled.yaml"),
@@ -120,7 +127,7 @@ def test_description_lists_agents_sorted_with_their_purpose(tmp_path: Path) -> N
 
 async def test_unknown_agent_and_empty_prompt_start_nothing(work: Path) -> None:
     (work / "a.yaml").write_text("model: x\n")
-    tool = AskAgentTool({"b": AgentRef(config="a.yaml"), "a": AgentRef(config="a.yaml")}, work)
+    tool = asking_tool({"b": AgentRef(config="a.yaml"), "a": AgentRef(config="a.yaml")}, work)
     ctx = ctx_for(work)
     unknown = await tool.run(tool.Args(agent="x", prompt="do it"), ctx)
     assert unknown.output == '[ask_agent: unknown agent "x" — agents: a, b]'
@@ -143,8 +150,16 @@ async def test_depth_limit_refuses_a_third_level(
     assert tool.pid("helper") is None and child_server.requests == []
 
 
+async def test_without_a_runner_the_tool_says_it_cannot_start_agents(work: Path) -> None:
+    """The tool depends on a runner start-up gives; one made without it starts nothing."""
+    tool = AskAgentTool({"helper": AgentRef(config="helper.yaml")}, work)
+    result = await tool.run(tool.Args(agent="helper", prompt="hi"), ctx_for(work))
+    assert result.output == f"[ask_agent: helper failed: {NO_RUNNER}]"
+    assert result.status == "error" and tool.pid("helper") is None
+
+
 async def test_a_child_that_cannot_start_fails_with_its_reason(work: Path) -> None:
-    tool = AskAgentTool({"helper": AgentRef(config="nowhere.yaml")}, work)
+    tool = asking_tool({"helper": AgentRef(config="nowhere.yaml")}, work)
     result = await tool.run(tool.Args(agent="helper", prompt="hi"), ctx_for(work))
     assert result.output.startswith("[ask_agent: helper failed: its process exited with status 2")
     assert "nowhere.yaml: no such file" in result.output
@@ -355,7 +370,7 @@ async def test_child_calls_decided_by_yolo_without_asking(
     """Entry yolo true runs the child's calls even when this agent asks; no entry yolo takes
     this agent's (true here)."""
     write_agent(work / "helper.yaml", child_server)
-    tool = AskAgentTool(
+    tool = asking_tool(
         {
             "helper": AgentRef(config="helper.yaml", yolo=True),
             "other": AgentRef(config="helper.yaml"),
@@ -390,7 +405,7 @@ async def test_watchdog_ends_a_silent_child_and_the_next_call_starts_fresh(
     work: Path, child_server: ScriptedServer
 ) -> None:
     write_agent(work / "helper.yaml", child_server, watchdogTimeout=120)
-    tool = AskAgentTool({"helper": AgentRef(config="helper.yaml")}, work)
+    tool = asking_tool({"helper": AgentRef(config="helper.yaml")}, work)
     child_server.script(
         Reply("warm"),
         silence_after(1, [text_chunks("partial ")[0], *text_chunks("never")]),
@@ -511,7 +526,7 @@ async def test_garbage_on_stdout_stops_the_call_and_the_next_starts_fresh(
 ) -> None:
     monkeypatch.setenv("GARBAGE_FLAG", str(work / "garbage-sent"))
     write_agent(work / "helper.yaml", child_server)
-    tool = AskAgentTool(
+    tool = asking_tool(
         {"helper": AgentRef(config="helper.yaml")},
         work,
         command=[sys.executable, str(TESTS / "garbage_child.py")],

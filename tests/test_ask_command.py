@@ -22,7 +22,7 @@ from session_helpers import journal_files
 from session_helpers import saved as saved_session
 from window_helpers import make_app, screen_text, settle
 
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
     TextDelta,

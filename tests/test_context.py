@@ -25,15 +25,15 @@ from scripted_server import (
 from session_helpers import saved
 
 from mm_tui.config import Settings
-from mm_tui.engine.context import ContextMeter, reserve_for_answer, summary_request
-from mm_tui.engine.context_window import ContextWindow
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     ContextUsage,
     HistoryCompacted,
     HistoryShortened,
     ToolCallFinished,
     TurnEnded,
 )
+from mm_tui.engine.context import ContextMeter, reserve_for_answer, summary_request
+from mm_tui.engine.context_window import ContextWindow
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import UNKNOWN_WINDOW

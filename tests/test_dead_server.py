@@ -13,7 +13,7 @@ from scripted_server import Error, Reply, ScriptedServer, closed_port_url
 from window_helpers import started_app
 
 from mm_tui.config import Settings
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     Event,
     ModelRetrying,
     ServerState,

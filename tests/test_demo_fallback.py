@@ -9,8 +9,8 @@ from pathlib import Path
 from fault_parts import of, turn
 
 from mm_tui.config import Settings
+from mm_tui.core.events import Decision, TextDelta, ToolCallFinished
 from mm_tui.engine.demo import DemoModel
-from mm_tui.engine.events import Decision, TextDelta, ToolCallFinished
 from mm_tui.playground import make_playground
 from mm_tui.startup import start
 

@@ -9,7 +9,7 @@ import re
 from rich.console import Console
 from rich.text import Text
 
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     ContextUsage,
     Counters,
     HistoryCompacted,

@@ -503,7 +503,7 @@ async def test_through_the_engine_with_permissions(tmp_path: Path) -> None:
     asks; refused, the model hears the reference's text and nothing is written."""
     from scripted_model import ScriptedModel, calls, say
 
-    from mm_tui.engine.events import (
+    from mm_tui.core.events import (
         Decision,
         PermissionRequested,
         ToolCallFinished,

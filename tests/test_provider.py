@@ -35,7 +35,7 @@ from scripted_server import (
     usage_chunk,
 )
 
-from mm_tui.engine.events import Usage
+from mm_tui.core.events import Usage
 from mm_tui.engine.model_stream import (
     ModelError,
     ReasoningChunk,

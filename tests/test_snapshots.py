@@ -10,8 +10,7 @@ import asyncio
 from scripted_model import ScriptedModel, call, calls, say
 from window_helpers import FIXED_FOLDER, make_app, playground, settle, started_app
 
-from mm_tui.engine.demo import DemoModel
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
     Counters,
@@ -24,6 +23,7 @@ from mm_tui.engine.events import (
     TurnStarted,
     Usage,
 )
+from mm_tui.engine.demo import DemoModel
 from mm_tui.startup import DEMO_NOTE
 from mm_tui.transcript import ToolItem
 

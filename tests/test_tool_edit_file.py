@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from scripted_model import ScriptedModel, call, say
 
 from mm_tui.config import Settings
+from mm_tui.core.events import Decision, PermissionRequested, ToolCallFinished
 from mm_tui.engine.demo import DemoModel
-from mm_tui.engine.events import Decision, PermissionRequested, ToolCallFinished
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 from mm_tui.playground import make_playground

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     ComposingToolCall,
     ContextUsage,
     Counters,

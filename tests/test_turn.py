@@ -12,8 +12,7 @@ from scripted_model import ScriptedModel, call, calls, say
 from session_helpers import saved as saved_session
 
 from mm_tui.config import Settings
-from mm_tui.engine.demo import DemoModel
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     ComposingToolCall,
     Decision,
     EngineError,
@@ -26,6 +25,7 @@ from mm_tui.engine.events import (
     TurnEnded,
     TurnStarted,
 )
+from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.guards import LOOP_WARNING
 from mm_tui.engine.model_stream import ModelError, StreamEnd, ToolCallChunk
 from mm_tui.engine.session import Session

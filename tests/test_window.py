@@ -11,14 +11,14 @@ from textual.command import CommandList, CommandPalette
 from window_helpers import all_text, make_app, playground, screen_text, settle
 
 from mm_tui.app import MMApp
-from mm_tui.engine.demo import DemoModel
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
+from mm_tui.engine.demo import DemoModel
 from mm_tui.screens.help import HelpScreen
 from mm_tui.transcript import NoticeItem, RecapItem, ToolItem
 from mm_tui.widgets.agent_header import AgentHeader

@@ -17,7 +17,7 @@ from fault_parts import engine_on, of, turn
 from scripted_server import Error, Reply, ScriptedServer, call
 from window_helpers import all_text, playground, screen_text, settle, started_app
 
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     ContextUsage,
     Decision,
     HistoryCompacted,

@@ -12,7 +12,7 @@ from mm_tui.config import Settings
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 from mm_tui.playground import PLAYGROUND
-from mm_tui.startup import Started, start
+from mm_tui.startup import Started, start, tool_registry
 from mm_tui.transcript import Item
 
 FIXED_FOLDER = Path("/tmp/mm-test-playground")
@@ -50,7 +50,8 @@ def make_app(
             base_url=model.base_url,
         )
         kwargs = {"clock": (lambda: 0.0)} if frozen else {}
-        engine = Engine(s, model, cwd=folder, session=session, **kwargs)
+        registry = tool_registry(s, folder)
+        engine = Engine(s, model, cwd=folder, session=session, registry=registry, **kwargs)
         return Started(engine, list(notes))
 
     app = MMApp(boot, clock=clock, theme=app_theme) if clock else MMApp(boot, theme=app_theme)

@@ -98,7 +98,7 @@ from acp.schema import (
 from mm_tui import __version__
 from mm_tui.acp import meta
 from mm_tui.config import Settings, resolve_dir
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     ContextUsage,
     Decision,
     EngineError,
@@ -363,7 +363,15 @@ class MMAgent(acp.Agent):
     # -- sessions ----------------------------------------------------------------------------
 
     async def _open(self, session: Session, folder: Path, client: ModelClient) -> _AcpSession:
-        engine = Engine(self.settings, client, cwd=folder, session=session)
+        from mm_tui.startup import tool_registry
+
+        engine = Engine(
+            self.settings,
+            client,
+            cwd=folder,
+            session=session,
+            registry=tool_registry(self.settings, folder),
+        )
         for warning in engine.registry.warnings:
             log.warning("%s", warning)
         for warning in session.warnings:

@@ -53,7 +53,8 @@ from acp import schema
 from mm_tui import __version__
 from mm_tui.acp import meta
 from mm_tui.config import ENV_NAMES
-from mm_tui.engine.events import (
+from mm_tui.core.asking import BUILTIN_TITLE, DEPTH_VAR, AgentEntry, Asked, current_depth
+from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
     Decision,
@@ -65,7 +66,6 @@ from mm_tui.engine.events import (
     ToolCallStarted,
     ToolStatus,
 )
-from mm_tui.tools.ask_agent import BUILTIN_TITLE, DEPTH_VAR, current_depth
 
 CANCEL_GRACE = 5.0  # seconds a cancelled child has to answer its prompt before it is killed
 STOP_GRACE = 2.0  # seconds between closing a child's stdin, SIGTERM and SIGKILL
@@ -97,17 +97,6 @@ def stopped(name: str, reason: str) -> str:
 
 def no_answer(name: str) -> str:
     return f"[ask_agent: {name} gave no answer]"
-
-
-@dataclass
-class Asked:
-    """How a call went: what the agent answered, and the quoted error when it did not finish
-    (`failed`, `stopped before finishing`, `gave no answer`)."""
-
-    name: str
-    answer: str = ""
-    error: str | None = None
-    cancelled: bool = False
 
 
 @dataclass
@@ -606,15 +595,6 @@ class Child:
             await asyncio.gather(self._pump_task, return_exceptions=True)
         if self._log is not None and hasattr(self._log, "close"):
             self._log.close()
-
-
-@dataclass
-class AgentEntry:
-    """An agent of mmConfigs as the pool needs it."""
-
-    name: str
-    config: Path
-    yolo: bool | None = None
 
 
 @dataclass

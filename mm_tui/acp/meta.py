@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mm_tui.engine.events import Decision
+from mm_tui.core.events import Decision
 
 KEY = "mm"
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from mm_tui.engine.events import Usage
+from mm_tui.core.events import Usage
 from mm_tui.engine.model_stream import (
     ModelChunk,
     ReasoningChunk,

@@ -34,18 +34,18 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from mm_tui.engine.redact import in_json, redact_data
+from mm_tui.core.redact import Redactor
 
 TEMP_SUFFIX = ".tmp"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def encode_record(record: dict[str, Any]) -> bytes:
+def encode_record(record: dict[str, Any], redactor: Redactor) -> bytes:
     """One line of the journal. A known secret found in it is redacted (the last guard: whatever
     way an api key got into the history, not into a file)."""
     line = _dumps(record)
-    if in_json(line):
-        line = _dumps(redact_data(record))
+    if redactor.in_json(line):
+        line = _dumps(redactor.data(record))
     return line + b"\n"
 
 
@@ -70,6 +70,8 @@ class Journal:
         self._temp = temp  # until the first batch is renamed over `path`
         self._failure: OSError | None = None
         self._closed = False
+        # the secrets kept out of the file: the session's (its engine's), set at each save
+        self.redactor = Redactor()
 
     # -- opening (the caller's thread) ---------------------------------------------------------
 
@@ -125,7 +127,8 @@ class Journal:
     def _write(self, records: Sequence[dict[str, Any]], meta: dict[str, Any] | None) -> None:
         if self._fd is None:
             return
-        data = b"".join(encode_record(r) for r in records)
+        redactor = self.redactor
+        data = b"".join(encode_record(r, redactor) for r in records)
         try:
             view = memoryview(data)
             while view:

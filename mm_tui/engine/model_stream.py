@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mm_tui.engine.events import Usage
+from mm_tui.core.events import Usage
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ remembered for the rest of the session."""
 
 from __future__ import annotations
 
-from mm_tui.engine.events import Decision
+from mm_tui.core.events import Decision
 
 
 class Permissions:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mm_tui.engine.events import Usage
+from mm_tui.core.events import Usage
 from mm_tui.engine.model_stream import (
     CONTEXT_ADVICE,
     ModelChunk,

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.redact import Redactor
 from mm_tui.engine.journal import (
     Journal,
     JournalDamaged,
@@ -111,6 +112,8 @@ class Session:
         self._written = 0  # records handed to the journal
         self._journal: Journal | None = None
         self._reopen_at: int | None = None  # a loaded journal: append after this many bytes
+        # What is kept out of the file: the environment's keys until an engine gives its own.
+        self.redactor = Redactor()
         self._titled = False
 
     @classmethod
@@ -285,6 +288,7 @@ class Session:
         if created or any(_changes_meta(r) for r in new):
             meta = self.meta()
         self._reopen_at = None
+        self._journal.redactor = self.redactor
         self._journal.append(new, meta)
 
     def sync(self) -> Future[None] | None:

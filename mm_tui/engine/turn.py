@@ -18,12 +18,11 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mm_tui.config import Settings
-from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
-from mm_tui.engine.context_window import ContextWindow, window_from_error
-from mm_tui.engine.events import (
+from mm_tui.core.asking import NO_AGENTS, AgentAsker
+from mm_tui.core.events import (
     ComposingToolCall,
     ContextUsage,
     Counters,
@@ -45,6 +44,9 @@ from mm_tui.engine.events import (
     TurnStarted,
     Usage,
 )
+from mm_tui.core.redact import Redactor
+from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
+from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, RunawayDetector, loop_stop_message
 from mm_tui.engine.model_stream import (
     CONTEXT_ADVICE,
@@ -58,7 +60,6 @@ from mm_tui.engine.model_stream import (
     ToolCallChunk,
 )
 from mm_tui.engine.permissions import Permissions
-from mm_tui.engine.redact import redact
 from mm_tui.engine.session import Session
 from mm_tui.tools.base import CANCELLED, NothingToAsk, ToolCancelled, ToolContext
 from mm_tui.tools.registry import ToolRegistry
@@ -122,6 +123,8 @@ class Engine:
         self.name = name
         self.clock = clock
         self.permissions = Permissions(settings.yolo)
+        self.redactor = Redactor(settings.secret_values())
+        session.redactor = self.redactor
         self.loop_detector = LoopDetector()
         self.turn_number = _turns_in(session)
         self._task: asyncio.Task[TurnEnded] | None = None
@@ -286,6 +289,7 @@ class Engine:
         if session is not self.session:
             self.session.close()
         self.session = session
+        session.redactor = self.redactor
         self.loop_detector.reset()
         self.permissions.reset()
         self.turn_number = _turns_in(session)
@@ -412,8 +416,6 @@ class Engine:
         self._save(emit)
 
     async def _ask_turn(self, agent: str, prompt: str, emit: Emit) -> TurnEnded:
-        from mm_tui.tools.ask_agent import NO_AGENTS, AskAgentTool
-
         self.turn_number += 1
         turn = self.turn_number
         started = self.clock()
@@ -423,9 +425,9 @@ class Engine:
         self._save(emit)
         reason: StopReason = "end_turn"
         error: str | None = None
-        tool = self.registry.get("ask_agent")
+        tool = cast("AgentAsker | None", self.registry.get("ask_agent"))
         ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=lambda e: self._emit(emit, e))
-        if not isinstance(tool, AskAgentTool):
+        if tool is None:
             answer = error = NO_AGENTS
         else:
             try:
@@ -821,7 +823,8 @@ class Engine:
     ) -> None:
         """The model gets `output`; the front ends show `display` when the tool gave one."""
         # A tool may print the api key (`echo $MM_API_KEY`): neither history nor screen get it.
-        output, display, diff = (t and redact(t, self.settings) for t in (output, display, diff))
+        text = self.redactor.text
+        output, display, diff = (t and text(t) for t in (output, display, diff))
         elapsed = self.clock() - started
         self.session.add_message(
             {"role": "tool", "tool_call_id": call.id, "content": output},

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from mm_tui.engine.events import Decision
+from mm_tui.core.events import Decision
 
 KEYS = (
     ("Enter", "send the request (while a turn runs, it waits for the turn's end)"),

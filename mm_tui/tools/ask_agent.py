@@ -1,8 +1,9 @@
 """The ask_agent tool: hand a task to another agent of mmConfigs and return its answer.
 
-The agent runs as a child `mm -acp` (mm_tui/acp/client.py, imported only when a call is made, so
-that an mm without agents never loads the ACP package); `/ask` and `mm --ask` use the same
-machinery through `AskAgentTool.ask` (see `Engine.run_ask`).
+The agent runs as a child `mm -acp`, through an `AgentRunner` (core/asking.py) that start-up gives:
+the ACP client's pool (mm_tui/acp/client.py), made at the first call, so that an mm without
+agents never loads the ACP package. `/ask` and `mm --ask` use the same machinery through
+`AskAgentTool.ask` (see `Engine.run_ask`).
 
 What the model gets and what the person sees differ on purpose: the answer streams into the
 front end as the child writes it, so the tool line only says `<agent> answered (N characters)`,
@@ -12,7 +13,6 @@ both what was answered and the reference's `[ask_agent: … stopped before finis
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,15 +20,20 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from mm_tui.config import AgentRef
+from mm_tui.core.asking import (
+    BUILTIN_TITLE,
+    DEPTH_VAR,
+    MAX_DEPTH,
+    AgentEntry,
+    AgentRunner,
+    Asked,
+    RunnerFactory,
+    current_depth,
+)
 from mm_tui.tools.base import Tool, ToolArgs, ToolCancelled, ToolContext, ToolResult, truncate
 
 if TYPE_CHECKING:
-    from mm_tui.acp.client import AgentPool, Asked
     from mm_tui.tools.registry import ToolRegistry
-
-BUILTIN_TITLE = "mm"  # acp.title's default: says nothing about an agent's purpose
-DEPTH_VAR = "MM_ASK_DEPTH"  # how many levels of asked agents are above this process
-MAX_DEPTH = 2  # asked agents nest at most this many levels below the agent a person talks to
 
 DESCRIPTION = (
     "Hand a task to another agent and get its answer back as this tool's result. Each agent "
@@ -40,10 +45,7 @@ DESCRIPTION = (
     "is text: check what it says before relying on it."
 )
 
-NO_AGENTS = (
-    "[/ask: no agent is configured — name one under mmConfigs "
-    "(name: {config: agent file, description, yolo}) in the configuration]"
-)
+NO_RUNNER = "this mm was started without a way to start agents"
 
 CONTEXT_HEAD = (
     "The conversation so far between a person and the agent asking you, for context "
@@ -136,13 +138,17 @@ class AskAgentTool(Tool):
         cwd: Path,
         *,
         command: Sequence[str] | None = None,
+        runners: RunnerFactory | None = None,
     ) -> None:
-        """`command` replaces `python -m mm_tui.cli` as the child's program (tests wrap it)."""
+        """`command` replaces `python -m mm_tui.cli` as the child's program (tests wrap it);
+        `runners` makes the runner at the first call (start-up gives the ACP client's pool;
+        without one, a call says that this mm cannot start agents)."""
         self.agents = dict(agents)
         self.configs = {name: agent_file(ref, cwd) for name, ref in self.agents.items()}
         self.command = list(command) if command else None
+        self.runners = runners
         self._purposes = {name: self._purpose(name) for name in self.agents}
-        self._pool: AgentPool | None = None
+        self._pool: AgentRunner | None = None
 
     def _purpose(self, name: str) -> str:
         description = self.agents[name].description
@@ -197,18 +203,18 @@ class AskAgentTool(Tool):
         self, agent: str, prompt: str, ctx: ToolContext, *, with_context: bool = False
     ) -> Asked:
         """One call to `agent` through its child; the child's events go to `ctx.emit`."""
-        from mm_tui.acp.client import AgentEntry, AgentPool, Asked
-
         refusal = self.check(agent, prompt)
         if refusal is not None:
             return Asked(name=agent, error=refusal)
         if self._pool is None:
-            self._pool = AgentPool.acquire(
+            if self.runners is None:
+                return Asked(name=agent, error=f"[ask_agent: {agent} failed: {NO_RUNNER}]")
+            self._pool = self.runners(
                 {
                     name: AgentEntry(name, self.configs[name], ref.yolo)
                     for name, ref in self.agents.items()
                 },
-                command=self.command,
+                self.command,
             )
         text = prompt
         if with_context:
@@ -268,15 +274,6 @@ class AskAgentTool(Tool):
             return None
         child = self._pool.children.get(agent)
         return child.pid if child is not None else None
-
-
-def current_depth(environ: Mapping[str, str] | None = None) -> int:
-    """How deep this process is among asked agents: 0 for the mm a person runs."""
-    raw = (os.environ if environ is None else environ).get(DEPTH_VAR, "")
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        return 0
 
 
 def _agent_file_title(path: Path) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from mm_tui.config import Settings
-from mm_tui.engine.events import Event
+from mm_tui.core.events import Event
 
 
 class ToolArgs(BaseModel):

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mm_tui.config import Settings, resolve_dir
+from mm_tui.core.asking import RunnerFactory
 from mm_tui.tools.base import Tool, ToolArgs
 
 
@@ -21,8 +22,11 @@ class ToolRegistry:
         self.warnings: list[str] = list(warnings or [])
 
     @classmethod
-    def from_settings(cls, settings: Settings, cwd: Path) -> ToolRegistry:
-        """The tools the configuration declares, in the order the reference lists them."""
+    def from_settings(
+        cls, settings: Settings, cwd: Path, *, runners: RunnerFactory | None = None
+    ) -> ToolRegistry:
+        """The tools the configuration declares, in the order the reference lists them.
+        `runners` starts asked agents for ask_agent (start-up gives the ACP client's pool)."""
         from mm_tui.tools.bash import BashTool
         from mm_tui.tools.edit_file import EditFileTool
         from mm_tui.tools.read_file import ReadFileTool
@@ -55,7 +59,7 @@ class ToolRegistry:
         if settings.mm_configs:
             from mm_tui.tools.ask_agent import AskAgentTool
 
-            tools.append(AskAgentTool(settings.mm_configs, cwd))
+            tools.append(AskAgentTool(settings.mm_configs, cwd, runners=runners))
         return cls(tools, warnings)
 
     async def aclose(self) -> None:

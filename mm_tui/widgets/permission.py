@@ -18,7 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 if TYPE_CHECKING:  # the engine's events load after the first frame
-    from mm_tui.engine.events import Decision, PermissionRequested
+    from mm_tui.core.events import Decision, PermissionRequested
 
 
 DIFF_TOOLS = {"write_file", "edit_file", "lsp"}
@@ -120,7 +120,7 @@ class PermissionBox(Widget, can_focus=True):
         request = self.request
         if request is None:
             return
-        from mm_tui.engine.events import Decision
+        from mm_tui.core.events import Decision
 
         decision = Decision(key)
         self.close()

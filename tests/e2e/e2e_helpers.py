@@ -18,7 +18,7 @@ from session_helpers import journal_files
 from session_helpers import saved as saved_journal
 
 from mm_tui.config import Settings, load_settings
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     Event,
     TextDelta,
     ToolCallFinished,

@@ -22,7 +22,7 @@ from e2e_helpers import (
 )
 from window_helpers import screen_text, settle
 
-from mm_tui.engine.events import ToolCallStarted, TurnEnded
+from mm_tui.core.events import ToolCallStarted, TurnEnded
 from mm_tui.transcript import AnswerItem, RecapItem
 
 QUESTION = "What is the capital of France? Answer in one sentence."

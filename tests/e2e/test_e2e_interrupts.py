@@ -23,7 +23,7 @@ from e2e_helpers import (
 )
 from window_helpers import all_text, settle
 
-from mm_tui.engine.events import EngineError, Event, TextDelta
+from mm_tui.core.events import EngineError, Event, TextDelta
 from mm_tui.transcript import AnswerItem, NoticeItem, RecapItem
 
 LONG = "Write a long story about a dragon who learns to write Python. Use at least 600 words."

@@ -21,7 +21,7 @@ from e2e_helpers import (
     write_config,
 )
 
-from mm_tui.engine.events import EngineError, ToolCallStarted
+from mm_tui.core.events import EngineError, ToolCallStarted
 
 # One model round trip a turn. This model never sees a tool's result (llama-cpp-python's
 # chatml-function-calling template leaves tool messages out of the prompt), so after a call it

@@ -31,7 +31,7 @@ from scripted_server import (
 from session_helpers import saved as saved_session
 
 from mm_tui.config import Settings
-from mm_tui.engine.events import (
+from mm_tui.core.events import (
     EngineError,
     Event,
     TextDelta,

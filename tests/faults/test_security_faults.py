@@ -28,10 +28,10 @@ from scripted_server import Reply, ScriptedServer, call
 from session_helpers import saved as saved_session
 from window_helpers import all_text, make_app, playground, screen_text, settle
 
-from mm_tui.engine.events import ToolCallFinished
+from mm_tui.core.events import ToolCallFinished
+from mm_tui.core.redact import MARK
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.provider import OpenAIProvider
-from mm_tui.engine.redact import MARK
 from mm_tui.engine.session import Session
 
 ENV_KEY = "sk-env-0123456789abcdef0123"

@@ -35,7 +35,7 @@ from fault_parts import (
 )
 from scripted_server import Reply, ScriptedServer, call
 
-from mm_tui.engine.events import ToolCallFinished
+from mm_tui.core.events import ToolCallFinished
 from mm_tui.tools.bash import QUIET_ENV, TOO_LARGE
 
 SLEEPERS = "sh -c 'sleep 60 & sleep 60 & wait'"
