@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from typing import assert_never
 
 from rich.console import Console
 from rich.text import Text
@@ -25,6 +26,8 @@ from mm_tui.agent_title import header_text
 from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
+    ComposingToolCall,
+    ContextUsage,
     Decision,
     EngineError,
     Event,
@@ -34,10 +37,13 @@ from mm_tui.core.events import (
     PermissionRequested,
     ServerState,
     TextDelta,
+    Thinking,
     ThoughtDelta,
     ToolCallFinished,
+    ToolCallRunning,
     ToolCallStarted,
     TurnEnded,
+    TurnStarted,
 )
 from mm_tui.engine.turn import Engine
 from mm_tui.line_history import (
@@ -168,49 +174,55 @@ class LinePrinter:
             return
         self._close_stream()
         prefix = f"[{event.agent}] " if event.agent else ""
-        if isinstance(event, ToolCallStarted):
-            if event.display:  # ask_agent has none: its line comes with AgentStarted
-                c.print(Text(prefix + event.display))
-        elif isinstance(event, PermissionRequested):
-            if event.details and event.details not in event.title:
-                lines = event.details.rstrip("\n").splitlines()[:40]
-                if has_colour(c) and is_unified_diff(event.details):
-                    styles = unified_diff_styles(lines, "dim")
+        match event:
+            case ToolCallStarted():
+                if event.display:  # ask_agent has none: its line comes with AgentStarted
+                    c.print(Text(prefix + event.display))
+            case PermissionRequested():
+                if event.details and event.details not in event.title:
+                    lines = event.details.rstrip("\n").splitlines()[:40]
+                    if has_colour(c) and is_unified_diff(event.details):
+                        styles = unified_diff_styles(lines, "dim")
+                    else:
+                        styles = ["dim"] * len(lines)
+                    for line, style in zip(lines, styles, strict=True):
+                        c.print(Text("    " + line, style=style))
+                self.ask(event)
+            case ToolCallFinished():
+                if event.tool in SILENT_TOOLS and event.status == "ok":
+                    return
+                style = "dim" if event.status == "ok" else "dim red"
+                diff = bool(event.diff) and has_colour(c)
+                for line in preview(event.output, self.preview_lines):
+                    line_style = numbered_diff_style(line, style) if diff else style
+                    c.print(Text("    " + line, style=line_style))
+            case EngineError():
+                c.print(Text(prefix + event.message, style="bold red"))
+            case AgentStarted():
+                if event.asked_by is None:
+                    c.print(header_text(event.title, event.model, event.provider))
                 else:
-                    styles = ["dim"] * len(lines)
-                for line, style in zip(lines, styles, strict=True):
-                    c.print(Text("    " + line, style=style))
-            self.ask(event)
-        elif isinstance(event, ToolCallFinished):
-            if event.tool in SILENT_TOOLS and event.status == "ok":
-                return
-            style = "dim" if event.status == "ok" else "dim red"
-            diff = bool(event.diff) and has_colour(c)
-            for line in preview(event.output, self.preview_lines):
-                line_style = numbered_diff_style(line, style) if diff else style
-                c.print(Text("    " + line, style=line_style))
-        elif isinstance(event, EngineError):
-            c.print(Text(prefix + event.message, style="bold red"))
-        elif isinstance(event, AgentStarted):
-            if event.asked_by is None:
-                c.print(header_text(event.title, event.model, event.provider))
-            else:
-                c.print(Text(asked_line(event), style="bold"))
-        elif isinstance(event, HistoryShortened):
-            c.print(Text(prefix + event.message, style="dim"))
-        elif isinstance(event, HistoryCompacted):
-            c.print(Text(prefix + event.title, style="dim"))
-        elif isinstance(event, ModelRetrying):
-            c.print(Text(prefix + event.text, style="yellow"))
-        elif isinstance(event, ServerState):
-            pass  # a dead server is said by the retries and the error; line mode has no header
-        elif isinstance(event, AgentFinished):
-            pass  # the stream it wrote is closed above
-        # ContextUsage prints nothing: the recap that ends the turn says how full the context is.
-        elif isinstance(event, TurnEnded):
-            if event.agent is None:
-                self.last_end = event
-                c.print(Text(event.recap(token_detail=True), style="cyan"))
+                    c.print(Text(asked_line(event), style="bold"))
+            case HistoryShortened():
+                c.print(Text(prefix + event.message, style="dim"))
+            case HistoryCompacted():
+                c.print(Text(prefix + event.title, style="dim"))
+            case ModelRetrying():
+                c.print(Text(prefix + event.text, style="yellow"))
+            case TurnEnded():
+                if event.agent is None:
+                    self.last_end = event
+                    c.print(Text(event.recap(token_detail=True), style="cyan"))
+            case ServerState():
+                pass  # a dead server is said by the retries and the error; no header here
+            case AgentFinished():
+                pass  # the stream it wrote is closed above
+            case ContextUsage():
+                pass  # the recap that ends the turn says how full the context is
+            case TurnStarted() | Thinking() | ComposingToolCall() | ToolCallRunning():
+                pass  # the request was typed on the line above; no spinner in line mode
+            case _:
+                assert_never(event)
 
 
 def asked_line(event: AgentStarted) -> str:

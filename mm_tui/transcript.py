@@ -13,7 +13,7 @@ that a session looks the same after `--resume` or `/sessions` as it did while it
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -293,145 +293,152 @@ class Transcript:
             Thinking,
             ThoughtDelta,
             ToolCallFinished,
+            ToolCallRunning,
             ToolCallStarted,
             TurnEnded,
             TurnStarted,
         )
 
         agent = event.agent
-        if isinstance(event, TextDelta):
-            answer = self._answer.get(agent)
-            changed: list[Item] = []
-            if answer is None:
-                thought = self._thought.pop(agent, None)
-                if thought is not None:  # the answer starts: reasoning folds away
-                    thought.done = True
-                    thought.folded = True
-                    thought.touch()
-                    changed.append(thought)
-                label = None
+        match event:
+            case TextDelta():
+                answer = self._answer.get(agent)
+                changed: list[Item] = []
+                if answer is None:
+                    thought = self._thought.pop(agent, None)
+                    if thought is not None:  # the answer starts: reasoning folds away
+                        thought.done = True
+                        thought.folded = True
+                        thought.touch()
+                        changed.append(thought)
+                    label = None
+                    if agent is not None:
+                        label = f"‣ mm [{self._agent_titles.get(agent, agent)}]"
+                    answer = AnswerItem(agent=agent, label=label)
+                    self.add(answer)
+                    self._answer[agent] = answer
+                answer.pieces.append(event.text)
+                answer.touch()
+                self.state = None if agent is None else self.state
+                changed.append(answer)
+                return changed
+            case ThoughtDelta():
+                thought = self._thought.get(agent)
+                if thought is None:
+                    thought = ThoughtItem(agent=agent)
+                    self.add(thought)
+                    self._thought[agent] = thought
+                thought.pieces.append(event.text)
+                thought.touch()
+                return [thought]
+            case Thinking():
+                if agent is None:
+                    self.state = event.state
+                return []
+            case ComposingToolCall():
+                if agent is None:
+                    self.state = event.state
+                return []
+            case ModelRetrying():
+                if agent is None:  # the status line: `Retrying in 2 s, attempt 2/5: <reason>`
+                    self.state = event.text[:1].upper() + event.text[1:]
+                return []
+            case ServerState():
+                return []  # the header shows it
+            case TurnStarted():
                 if agent is not None:
-                    label = f"‣ mm [{self._agent_titles.get(agent, agent)}]"
-                answer = AnswerItem(agent=agent, label=label)
-                self.add(answer)
-                self._answer[agent] = answer
-            answer.pieces.append(event.text)
-            answer.touch()
-            self.state = None if agent is None else self.state
-            changed.append(answer)
-            return changed
-        if isinstance(event, ThoughtDelta):
-            thought = self._thought.get(agent)
-            if thought is None:
-                thought = ThoughtItem(agent=agent)
-                self.add(thought)
-                self._thought[agent] = thought
-            thought.pieces.append(event.text)
-            thought.touch()
-            return [thought]
-        if isinstance(event, Thinking):
-            if agent is None:
-                self.state = event.state
-            return []
-        if isinstance(event, ComposingToolCall):
-            if agent is None:
-                self.state = event.state
-            return []
-        if isinstance(event, ModelRetrying):
-            if agent is None:  # the status line: `Retrying in 2 s, attempt 2/5: <reason>`
-                self.state = event.text[:1].upper() + event.text[1:]
-            return []
-        if isinstance(event, ServerState):
-            return []  # the header shows it
-        if isinstance(event, TurnStarted):
-            if agent is not None:
-                return []
-            self.state = "Thinking"
-            return [self.add(UserItem(text=event.text))]
-        if isinstance(event, ToolCallStarted):
-            changed = self._close_streams(agent)
-            title = event.title
-            if agent is not None:
-                title = f"{agent} · {title}"
-            item = ToolItem(
-                agent=agent,
-                call_id=event.call_id,
-                tool=event.tool,
-                title=title,
-                kind=event.kind,
-                arguments=dict(event.arguments),
-                started=self.clock(),
-            )
-            self._tools[(agent, event.call_id)] = item
-            if agent is None:
-                self.state = "Fetching" if event.tool == "fetch_content" else "Running"
-            changed.append(self.add(item))
-            return changed
-        if isinstance(event, ToolCallFinished):
-            item = self._tools.get((agent, event.call_id))
-            if item is None:
-                return []
-            item.status = event.status
-            item.output = event.output
-            item.diff = event.diff
-            item.elapsed = event.elapsed
-            item.waiting = False
-            item.touch()
-            if agent is None:
+                    return []
                 self.state = "Thinking"
-            return [item]
-        if isinstance(event, PermissionRequested):
-            item = self._tools.get((agent, event.call_id))
-            self.state = WAITING
-            if item is None:
-                return []
-            item.waiting = True
-            item.touch()
-            return [item]
-        if isinstance(event, AgentStarted):
-            if event.asked_by is None:
-                return []
-            self._agent_titles[event.name] = event.title
-            return [
-                self.add(
-                    AgentHeaderItem(
-                        agent=event.name,
-                        title=event.title,
-                        model=event.model,
-                        provider=event.provider,
-                        asked_by=event.asked_by,
-                    )
+                return [self.add(UserItem(text=event.text))]
+            case ToolCallStarted():
+                changed = self._close_streams(agent)
+                title = event.title
+                if agent is not None:
+                    title = f"{agent} · {title}"
+                item = ToolItem(
+                    agent=agent,
+                    call_id=event.call_id,
+                    tool=event.tool,
+                    title=title,
+                    kind=event.kind,
+                    arguments=dict(event.arguments),
+                    started=self.clock(),
                 )
-            ]
-        if isinstance(event, AgentFinished):
-            return self._close_streams(event.name)
-        if isinstance(event, ContextUsage):
-            return []  # the header shows it
-        if isinstance(event, HistoryCompacted):
-            changed = self._close_streams(agent)
-            changed.append(self.add(compaction_item(event, agent)))
-            return changed
-        if isinstance(event, HistoryShortened):
-            return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
-        if isinstance(event, EngineError):
-            changed = self._close_streams(agent)
-            level = "warning" if event.message.startswith("[warning") else "error"
-            changed.append(self.add(NoticeItem(agent=agent, text=event.message, level=level)))
-            return changed
-        if isinstance(event, TurnEnded):
-            if agent is not None:
-                return self._close_streams(agent)
-            changed = self._close_streams(None)
-            for key, item in list(self._tools.items()):
-                if item.running:  # nothing may spin for ever after its turn
-                    item.status = "cancelled"
-                    item.touch()
-                    changed.append(item)
-                del self._tools[key]
-            self.state = None
-            changed.append(self.add(RecapItem(text=event.recap(), stop_reason=event.stop_reason)))
-            return changed
-        return []
+                self._tools[(agent, event.call_id)] = item
+                if agent is None:
+                    self.state = "Fetching" if event.tool == "fetch_content" else "Running"
+                changed.append(self.add(item))
+                return changed
+            case ToolCallRunning():
+                return []  # the line already shows the call as running
+            case ToolCallFinished():
+                item = self._tools.get((agent, event.call_id))
+                if item is None:
+                    return []
+                item.status = event.status
+                item.output = event.output
+                item.diff = event.diff
+                item.elapsed = event.elapsed
+                item.waiting = False
+                item.touch()
+                if agent is None:
+                    self.state = "Thinking"
+                return [item]
+            case PermissionRequested():
+                item = self._tools.get((agent, event.call_id))
+                self.state = WAITING
+                if item is None:
+                    return []
+                item.waiting = True
+                item.touch()
+                return [item]
+            case AgentStarted():
+                if event.asked_by is None:
+                    return []
+                self._agent_titles[event.name] = event.title
+                return [
+                    self.add(
+                        AgentHeaderItem(
+                            agent=event.name,
+                            title=event.title,
+                            model=event.model,
+                            provider=event.provider,
+                            asked_by=event.asked_by,
+                        )
+                    )
+                ]
+            case AgentFinished():
+                return self._close_streams(event.name)
+            case ContextUsage():
+                return []  # the header shows it
+            case HistoryCompacted():
+                changed = self._close_streams(agent)
+                changed.append(self.add(compaction_item(event, agent)))
+                return changed
+            case HistoryShortened():
+                return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
+            case EngineError():
+                changed = self._close_streams(agent)
+                level = "warning" if event.message.startswith("[warning") else "error"
+                changed.append(self.add(NoticeItem(agent=agent, text=event.message, level=level)))
+                return changed
+            case TurnEnded():
+                if agent is not None:
+                    return self._close_streams(agent)
+                changed = self._close_streams(None)
+                for key, item in list(self._tools.items()):
+                    if item.running:  # nothing may spin for ever after its turn
+                        item.status = "cancelled"
+                        item.touch()
+                        changed.append(item)
+                    del self._tools[key]
+                self.state = None
+                changed.append(
+                    self.add(RecapItem(text=event.recap(), stop_reason=event.stop_reason))
+                )
+                return changed
+            case _:
+                assert_never(event)
 
     def answered(self, request: PermissionRequested) -> list[Item]:
         """The person decided: the call's line stops waiting."""

@@ -8,7 +8,8 @@ events become `session/update` notifications and `session/request_permission` re
 | engine event | ACP |
 |---|---|
 | `TextDelta`, `ThoughtDelta` | `agent_message_chunk`, `agent_thought_chunk` |
-| `ToolCallStarted` | `tool_call` (pending; kind, title, absolute locations, raw input), then a `tool_call_update` in_progress when the call runs |
+| `ToolCallStarted` | `tool_call` (pending; kind, title, absolute locations, raw input) |
+| `ToolCallRunning` | `tool_call_update` in_progress |
 | `PermissionRequested` | `session/request_permission`, four options, ids `a` `s` `r` `n` (the `Decision` values) |
 | `ToolCallFinished` | `tool_call_update` completed (ok) or failed (error, rejected, cancelled): the output as text, a file change as diff content |
 | `EngineError` | an `agent_message_chunk` with the message, so an editor shows it; also logged |
@@ -40,10 +41,8 @@ edit (edit_file handles 50 MB files), and would race with the write; the hunks a
 changed, computed once, and the same parsing serves the permission request (whose details are
 the diff of the change to come) and the finished call.
 
-`in_progress`: the engine has no event for "the tool starts running"; a call runs right after
-`ToolCallStarted` unless it waits for permission, and the engine's own rule decides that
-(`Permissions`, `Tool.needs_permission`), so the agent asks the same rule at the moment the
-event is emitted, and otherwise sends in_progress when the person allows the call.
+`in_progress`: sent when the engine says the call runs (`ToolCallRunning`), after any question;
+an asked agent's call (its events come through the ACP client) is in progress at once.
 
 Nothing but protocol messages may reach stdout: the protocol writes to a duplicate of the real
 stdout, and file descriptor 1 is then pointed at stderr, so a stray `print` of a library, or a
@@ -60,7 +59,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 from urllib.parse import unquote, urlparse
 
 import acp
@@ -99,6 +98,9 @@ from mm_tui import __version__
 from mm_tui.acp import meta
 from mm_tui.config import Settings, resolve_dir
 from mm_tui.core.events import (
+    AgentFinished,
+    AgentStarted,
+    ComposingToolCall,
     ContextUsage,
     Decision,
     EngineError,
@@ -109,9 +111,13 @@ from mm_tui.core.events import (
     PermissionRequested,
     ServerState,
     TextDelta,
+    Thinking,
     ThoughtDelta,
     ToolCallFinished,
+    ToolCallRunning,
     ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
 )
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import INTERRUPTED, Session, SessionError, list_sessions
@@ -331,16 +337,10 @@ class MMAgent(acp.Agent):
         text = prompt_text(prompt)
         state.prompting, state.cancel_requested, state.text_sent = True, False, False
         state.ids.clear()
-        queue: asyncio.Queue[tuple[Event, bool] | None] = asyncio.Queue()
-
-        def emit(event: Event) -> None:
-            # Decided here, when the engine emits: the permission state is the engine's now.
-            runs_now = isinstance(event, ToolCallStarted) and _runs_now(state.engine, event)
-            queue.put_nowait((event, runs_now))
-
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
         sender = asyncio.create_task(self._send_events(state, queue))
         try:
-            ended = await state.engine.run_turn(text, emit)
+            ended = await state.engine.run_turn(text, queue.put_nowait)
         except BaseException:
             sender.cancel()
             await asyncio.gather(sender, return_exceptions=True)
@@ -408,65 +408,74 @@ class MMAgent(acp.Agent):
 
     # -- events to updates -------------------------------------------------------------------
 
-    async def _send_events(
-        self, state: _AcpSession, queue: asyncio.Queue[tuple[Event, bool] | None]
-    ) -> None:
+    async def _send_events(self, state: _AcpSession, queue: asyncio.Queue[Event | None]) -> None:
         """Translate the turn's events, in order. A failure to send one is logged and the
         next goes on: the engine may be waiting on a permission future further down."""
-        while (item := await queue.get()) is not None:
-            event, runs_now = item
+        while (event := await queue.get()) is not None:
             try:
-                await self._translate(state, event, runs_now)
+                await self._translate(state, event)
             except Exception:
                 log.exception("cannot send %s", type(event).__name__)
                 if isinstance(event, PermissionRequested) and not event.future.done():
                     event.future.set_result(Decision.REJECT)
 
-    async def _translate(self, state: _AcpSession, event: Event, runs_now: bool) -> None:
+    async def _translate(self, state: _AcpSession, event: Event) -> None:
         child = event.agent is not None
         mine = meta.put(agent=event.agent) if child else None
-        if isinstance(event, TextDelta):
-            if event.text:
+        match event:
+            case TextDelta():
+                if event.text:
+                    state.text_sent = True
+                    await self._update(state, _message(event.text, mine))
+            case ThoughtDelta():
+                if event.text:
+                    await self._update(state, _thought(event.text, mine))
+            case ToolCallStarted():
+                await self._tool_started(state, event)
+            case ToolCallRunning():
+                acp_id = state.acp_id(event.agent, event.call_id)
+                await self._update(state, _progress(acp_id, "in_progress"))
+            case PermissionRequested():
+                await self._ask(state, event)
+            case ToolCallFinished():
+                await self._tool_finished(state, event)
+            case EngineError():
+                log.warning("%s error: %s", event.where, event.message)
+                text = f"\n\n{event.message}\n" if state.text_sent else f"{event.message}\n"
                 state.text_sent = True
-                await self._update(state, _message(event.text, mine))
-        elif isinstance(event, ThoughtDelta):
-            if event.text:
-                await self._update(state, _thought(event.text, mine))
-        elif isinstance(event, ToolCallStarted):
-            await self._tool_started(state, event, runs_now or child)
-        elif isinstance(event, PermissionRequested):
-            await self._ask(state, event)
-        elif isinstance(event, ToolCallFinished):
-            await self._tool_finished(state, event)
-        elif isinstance(event, EngineError):
-            log.warning("%s error: %s", event.where, event.message)
-            text = f"\n\n{event.message}\n" if state.text_sent else f"{event.message}\n"
-            state.text_sent = True
-            await self._update(state, _message(text, mine))
-        elif isinstance(event, ContextUsage):
-            if not child and event.window:  # an asked agent's context is not this session's
-                await self._update(
-                    state,
-                    UsageUpdate(
-                        session_update="usage_update",
-                        used=event.used,
-                        size=event.window,
-                    ),
-                )
-        elif isinstance(event, HistoryShortened):
-            log.info("%s", event.message)
-        elif isinstance(event, HistoryCompacted):
-            log.info("%s", event.title)
-        elif isinstance(event, ModelRetrying):
-            log.info("%s", event.text)
-        elif isinstance(event, ServerState) and not event.answering:
-            log.warning("the model server does not answer: %s", event.message)
-        # TurnStarted, Thinking, ComposingToolCall, AgentStarted/Finished and TurnEnded have
-        # no ACP counterpart: spinners are the client's, and TurnEnded is the prompt's answer.
+                await self._update(state, _message(text, mine))
+            case ContextUsage():
+                if not child and event.window:  # an asked agent's context is not this session's
+                    await self._update(
+                        state,
+                        UsageUpdate(
+                            session_update="usage_update",
+                            used=event.used,
+                            size=event.window,
+                        ),
+                    )
+            case HistoryShortened():
+                log.info("%s", event.message)
+            case HistoryCompacted():
+                log.info("%s", event.title)
+            case ModelRetrying():
+                log.info("%s", event.text)
+            case ServerState():
+                if not event.answering:
+                    log.warning("the model server does not answer: %s", event.message)
+            case (
+                TurnStarted()
+                | Thinking()
+                | ComposingToolCall()
+                | AgentStarted()
+                | AgentFinished()
+                | TurnEnded()
+            ):
+                pass  # no ACP counterpart: spinners are the client's; TurnEnded is the answer
+            case _:
+                assert_never(event)
 
-    async def _tool_started(
-        self, state: _AcpSession, event: ToolCallStarted, runs_now: bool
-    ) -> None:
+    async def _tool_started(self, state: _AcpSession, event: ToolCallStarted) -> None:
         acp_id = state.acp_id(event.agent, event.call_id, new=True)
         state.locations[acp_id] = event.locations
         extra: dict[str, Any] = {"tool": event.tool}
@@ -485,7 +494,7 @@ class MMAgent(acp.Agent):
                 field_meta=meta.put(**extra),
             ),
         )
-        if runs_now:
+        if event.agent is not None:  # an asked agent's call: it runs in the child, now
             await self._update(state, _progress(acp_id, "in_progress"))
 
     async def _ask(self, state: _AcpSession, event: PermissionRequested) -> None:
@@ -521,9 +530,7 @@ class MMAgent(acp.Agent):
             decision = Decision.REJECT
         else:
             decision = _decision(answer.outcome)
-        future.set_result(decision)
-        if decision.allows:
-            await self._update(state, _progress(acp_id, "in_progress"))
+        future.set_result(decision)  # allowed, the engine says ToolCallRunning next
 
     async def _tool_finished(self, state: _AcpSession, event: ToolCallFinished) -> None:
         acp_id = state.acp_id(event.agent, event.call_id)
@@ -648,24 +655,6 @@ def _results(records: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, A
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _runs_now(engine: Engine, event: ToolCallStarted) -> bool:
-    """Whether the engine runs this call without asking first, by the engine's own rule. A call
-    whose arguments did not parse is never run (it ends as an error at once)."""
-    if event.agent is not None:
-        return True
-    tool = engine.registry.get(event.tool)
-    if tool is None:
-        return False
-    try:
-        args = tool.Args.model_validate(event.arguments)
-    except Exception:  # noqa: BLE001 - the engine refused these arguments
-        return False
-    if not tool.needs_permission(args) or engine.permissions.yolo:
-        return True
-    decision = engine.permissions.remembered(tool.name)
-    return decision is not None and decision.allows
 
 
 def _decision(outcome: Any) -> Decision:

@@ -69,7 +69,7 @@ class Usage:
 
 
 @dataclass(frozen=True)
-class Event:
+class BaseEvent:
     """Base of every event. `agent` names the agent that emitted it: None for the top agent,
     the asked agent's name for a child, so that a front end can nest a child's events."""
 
@@ -77,13 +77,13 @@ class Event:
 
 
 @dataclass(frozen=True)
-class TurnStarted(Event):
+class TurnStarted(BaseEvent):
     turn: int
     text: str
 
 
 @dataclass(frozen=True)
-class Thinking(Event):
+class Thinking(BaseEvent):
     """Spinner state: `Thinking`, `Composing a tool call`, `Fetching`, `Running`."""
 
     state: str = "Thinking"
@@ -95,7 +95,7 @@ def seconds_text(delay: float) -> str:
 
 
 @dataclass(frozen=True)
-class ModelRetrying(Event):
+class ModelRetrying(BaseEvent):
     """The model request failed before any answer and goes again after `delay` seconds:
     `attempt` is the try to come, of `attempts` in all; `reason` is what went wrong."""
 
@@ -112,7 +112,7 @@ class ModelRetrying(Event):
 
 
 @dataclass(frozen=True)
-class ServerState(Event):
+class ServerState(BaseEvent):
     """Whether the model server answers, when that changes (and once at start-up when it does
     not): a front end marks its header, since a dead server otherwise looks like a slow one."""
 
@@ -121,7 +121,7 @@ class ServerState(Event):
 
 
 @dataclass(frozen=True)
-class ComposingToolCall(Event):
+class ComposingToolCall(BaseEvent):
     """A tool call whose arguments are still streaming; `chars` is how much arrived so far."""
 
     index: int
@@ -131,17 +131,17 @@ class ComposingToolCall(Event):
 
 
 @dataclass(frozen=True)
-class TextDelta(Event):
+class TextDelta(BaseEvent):
     text: str
 
 
 @dataclass(frozen=True)
-class ThoughtDelta(Event):
+class ThoughtDelta(BaseEvent):
     text: str
 
 
 @dataclass(frozen=True)
-class ToolCallStarted(Event):
+class ToolCallStarted(BaseEvent):
     call_id: str
     tool: str
     title: str
@@ -152,7 +152,17 @@ class ToolCallStarted(Event):
 
 
 @dataclass(frozen=True)
-class ToolCallFinished(Event):
+class ToolCallRunning(BaseEvent):
+    """The call runs now: no question stands before it any more (yolo, a standing decision, an
+    allowed answer, or nothing to ask). Front ends that show a call's progress (ACP's
+    `in_progress`) take it from here instead of guessing the engine's rule."""
+
+    call_id: str
+    tool: str
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(BaseEvent):
     """`output` is what the front ends show: the result the model got, or the tool's own
     display of it when it has one (ask_agent: `<agent> answered (N characters)`)."""
 
@@ -165,7 +175,7 @@ class ToolCallFinished(Event):
 
 
 @dataclass(frozen=True)
-class PermissionRequested(Event):
+class PermissionRequested(BaseEvent):
     call_id: str
     tool: str
     title: str
@@ -174,7 +184,7 @@ class PermissionRequested(Event):
 
 
 @dataclass(frozen=True)
-class AgentStarted(Event):
+class AgentStarted(BaseEvent):
     """An asked agent starts on a task. `prompt` is the task as it was handed over (without
     the conversation sent along), for line mode's `🗣 ask_agent:` line."""
 
@@ -187,7 +197,7 @@ class AgentStarted(Event):
 
 
 @dataclass(frozen=True)
-class AgentFinished(Event):
+class AgentFinished(BaseEvent):
     name: str
     title: str
     model: str
@@ -204,7 +214,7 @@ def context_text(used: int, window: int | None) -> str:
 
 
 @dataclass(frozen=True)
-class ContextUsage(Event):
+class ContextUsage(BaseEvent):
     """How full the model's context is: tokens of the history as the next request would send it
     (the server's count of the last request plus an estimate of what was added since), against
     the window the server really runs the model with (None while unknown). Sent when the window
@@ -221,7 +231,7 @@ class ContextUsage(Event):
 
 
 @dataclass(frozen=True)
-class HistoryShortened(Event):
+class HistoryShortened(BaseEvent):
     """mm shortened old tool outputs in what it sends, to keep the request inside the window;
     the session journal keeps them whole. `message` is the notice line for a person."""
 
@@ -231,7 +241,7 @@ class HistoryShortened(Event):
 
 
 @dataclass(frozen=True)
-class HistoryCompacted(Event):
+class HistoryCompacted(BaseEvent):
     """The history was replaced by the model's summary of it (`/compact`, or automatically near
     the window). The messages it replaces stay in the journal and on screen; `summary` is what
     the model will see from now on."""
@@ -256,7 +266,7 @@ StopReason = Literal["end_turn", "max_turns", "cancelled", "error", "loop_detect
 
 
 @dataclass(frozen=True)
-class TurnEnded(Event):
+class TurnEnded(BaseEvent):
     turn: int
     counters: Counters
     elapsed: float
@@ -286,6 +296,31 @@ class TurnEnded(Event):
 
 
 @dataclass(frozen=True)
-class EngineError(Event):
+class EngineError(BaseEvent):
     where: str
     message: str
+
+
+Event = (
+    TurnStarted
+    | Thinking
+    | ModelRetrying
+    | ServerState
+    | ComposingToolCall
+    | TextDelta
+    | ThoughtDelta
+    | ToolCallStarted
+    | ToolCallRunning
+    | ToolCallFinished
+    | PermissionRequested
+    | AgentStarted
+    | AgentFinished
+    | ContextUsage
+    | HistoryShortened
+    | HistoryCompacted
+    | TurnEnded
+    | EngineError
+)
+"""Every event there is. A front end takes them with `match` and ends with `assert_never`, so
+that a new kind of event is a type error in each front end that forgets it, not an event
+silently dropped."""

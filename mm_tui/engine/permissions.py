@@ -1,5 +1,6 @@
 """Who decides whether a tool call runs: yolo, or the person, with decisions `s` and `n`
-remembered for the rest of the session."""
+remembered for the rest of the session. The rule lives here alone: the engine applies it, and
+tells front ends when a call runs (`ToolCallRunning`) rather than letting them guess."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ class Permissions:
         self.yolo = yolo
         self._remembered: dict[str, Decision] = {}
 
-    def must_ask(self, tool: str, tool_wants_permission: bool) -> bool:
-        return not self.yolo and tool_wants_permission and tool not in self._remembered
+    def without_asking(self, tool: str, tool_wants_permission: bool) -> Decision | None:
+        """The decision that stands for a call without a question: allowed under yolo or for a
+        tool that never asks, else the one remembered (`s` or `n`); None when the person must
+        be asked."""
+        if self.yolo or not tool_wants_permission:
+            return Decision.ALLOW_ONCE
+        return self._remembered.get(tool)
 
     def remembered(self, tool: str) -> Decision | None:
         """The standing decision for a tool (`s` or `n`), or None. Meaningless under yolo."""

@@ -39,6 +39,7 @@ from mm_tui.core.events import (
     Thinking,
     ThoughtDelta,
     ToolCallFinished,
+    ToolCallRunning,
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
@@ -110,7 +111,6 @@ class Engine:
         cwd: Path,
         session: Session,
         registry: ToolRegistry | None = None,
-        name: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
@@ -120,7 +120,6 @@ class Engine:
         self.registry = (
             registry if registry is not None else ToolRegistry.from_settings(settings, cwd)
         )
-        self.name = name
         self.clock = clock
         self.permissions = Permissions(settings.yolo)
         self.redactor = Redactor(settings.secret_values())
@@ -227,7 +226,7 @@ class Engine:
     def _report_context(self, emit: Emit | None) -> None:
         usage = self.context_usage()
         if usage is not None and emit is not None:
-            self._emit(emit, usage)
+            emit(usage)
 
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """`/compact`: the model summarises the conversation, and the summary replaces the
@@ -263,8 +262,7 @@ class Engine:
             summary, history, auto=auto, tokens={"tokens_before": before, "tokens_after": after}
         )
         if emit is not None:
-            self._emit(
-                emit,
+            emit(
                 HistoryCompacted(
                     summary=summary,
                     replaced=replaced,
@@ -299,11 +297,6 @@ class Engine:
 
     # -- the turn --------------------------------------------------------------------------
 
-    def _emit(self, emit: Emit, event: Event) -> None:
-        if self.name is not None and event.agent is None:
-            object.__setattr__(event, "agent", self.name)
-        emit(event)
-
     def _save(self, emit: Emit, change: Callable[[], None] | None = None) -> None:
         """Save the session (after `change`, a Session method that records and saves). A session
         folder that cannot be written costs a warning, never the turn."""
@@ -312,8 +305,7 @@ class Engine:
         except OSError as exc:
             if not self._session_warned:
                 self._session_warned = True
-                self._emit(
-                    emit,
+                emit(
                     EngineError(
                         where="session",
                         message=f"[warning: the session file cannot be written ({exc}) — "
@@ -326,7 +318,7 @@ class Engine:
         turn = self.turn_number
         started = self.clock()
         state = _TurnState()
-        self._emit(emit, TurnStarted(turn=turn, text=text))
+        emit(TurnStarted(turn=turn, text=text))
         self.session.messages.append({"role": "user", "content": text})
         state.history = list(self.session.messages)
         self._save(emit)
@@ -397,7 +389,7 @@ class Engine:
             ),
         )
         await self._synced(emit)
-        self._emit(emit, ended)
+        emit(ended)
         return ended
 
     async def _synced(self, emit: Emit) -> None:
@@ -420,13 +412,13 @@ class Engine:
         turn = self.turn_number
         started = self.clock()
         text = f"/ask {agent} {prompt}".rstrip()
-        self._emit(emit, TurnStarted(turn=turn, text=text))
+        emit(TurnStarted(turn=turn, text=text))
         self.session.messages.append({"role": "user", "content": text})
         self._save(emit)
         reason: StopReason = "end_turn"
         error: str | None = None
         tool = cast("AgentAsker | None", self.registry.get("ask_agent"))
-        ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=lambda e: self._emit(emit, e))
+        ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=emit)
         if tool is None:
             answer = error = NO_AGENTS
         else:
@@ -450,7 +442,7 @@ class Engine:
 
     def _record_error(self, emit: Emit, where: str, message: str) -> None:
         self._save(emit, lambda: self.session.add_error(where, message))
-        self._emit(emit, EngineError(where=where, message=message))
+        emit(EngineError(where=where, message=message))
 
     def _answer_pending(self, state: _TurnState, output: str, emit: Emit) -> None:
         """Give every call of the model's last message a result, so the history stays well
@@ -462,8 +454,7 @@ class Engine:
                 tool={"status": "cancelled", "elapsed": 0.0, "title": title},
             )
             if title is not None:
-                self._emit(
-                    emit,
+                emit(
                     ToolCallFinished(
                         call_id=call.id,
                         tool=call.name,
@@ -477,7 +468,7 @@ class Engine:
     async def _generate(self, emit: Emit, state: _TurnState) -> list[ToolCall]:
         """One model round trip: stream the answer, return the tool calls it asked for."""
         await self._make_room(emit)
-        self._emit(emit, Thinking(state="Thinking"))
+        emit(Thinking(state="Thinking"))
         text: list[str] = []
         runaway = RunawayDetector()
         end: StreamEnd | None = None
@@ -499,21 +490,20 @@ class Engine:
                     watchdog.reschedule(loop.time() + timeout)
                     if retried:  # answering at last: the status line says so again
                         retried = False
-                        self._emit(emit, Thinking(state="Thinking"))
+                        emit(Thinking(state="Thinking"))
                     if self.server_answering is not True:
                         self._server_state(True, "", emit)
                     if isinstance(chunk, TextChunk):
                         text.append(chunk.text)
-                        self._emit(emit, TextDelta(text=chunk.text))
+                        emit(TextDelta(text=chunk.text))
                     elif isinstance(chunk, ReasoningChunk):
-                        self._emit(emit, ThoughtDelta(text=chunk.text))
+                        emit(ThoughtDelta(text=chunk.text))
                     elif isinstance(chunk, ToolCallChunk):
                         problem = runaway.check(chunk.arguments)
                         if problem:
                             self._keep_partial(text)
                             raise _StopTurn("error", problem, "generation")
-                        self._emit(
-                            emit,
+                        emit(
                             ComposingToolCall(
                                 index=chunk.index, name=chunk.name, chars=len(chunk.arguments)
                             ),
@@ -581,8 +571,7 @@ class Engine:
     def _retrying(self, retrying: Retrying, emit: Emit) -> None:
         if retrying.unreachable and self.server_answering is not False:
             self._server_state(False, retrying.reason, emit)
-        self._emit(
-            emit,
+        emit(
             ModelRetrying(
                 attempt=retrying.attempt,
                 attempts=retrying.attempts,
@@ -593,7 +582,7 @@ class Engine:
 
     def _server_state(self, answering: bool, message: str, emit: Emit) -> None:
         self.server_answering = answering
-        self._emit(emit, ServerState(answering=answering, message=message))
+        emit(ServerState(answering=answering, message=message))
 
     async def _make_room(self, emit: Emit) -> None:
         """Before a request: when it would not fit the window (the answer's reserve kept free),
@@ -611,8 +600,7 @@ class Engine:
         done = self.meter.shorten_old_outputs(messages, tools, target, keep, self.session.shorten)
         if done.outputs:
             self._save(emit)
-            self._emit(
-                emit,
+            emit(
                 HistoryShortened(
                     outputs=done.outputs,
                     chars_cut=done.chars_cut,
@@ -625,7 +613,7 @@ class Engine:
         # Compacting helps only a history with more than the system prompt and the question.
         if self.meter.estimate(self.session.messages, tools) > budget and len(messages) > 2:
             tried = "shortening and compacting"
-            self._emit(emit, Thinking(state="Compacting the conversation"))
+            emit(Thinking(state="Compacting the conversation"))
             try:
                 await self.compact(emit, auto=True)
             except (ModelError, TimeoutError) as exc:
@@ -674,7 +662,7 @@ class Engine:
         ctx = ToolContext(
             cwd=self.cwd,
             settings=self.settings,
-            emit=lambda e: self._emit(emit, e),
+            emit=emit,
             history=state.history,
         )
         for call in calls:
@@ -682,8 +670,7 @@ class Engine:
             parsed = self.registry.parse(call.name, call.arguments)
             if isinstance(parsed, str):
                 short = _short(call.arguments)
-                self._emit(
-                    emit,
+                emit(
                     ToolCallStarted(
                         call_id=call.id,
                         tool=call.name,
@@ -701,8 +688,7 @@ class Engine:
             tool, args = parsed
             arguments = args.model_dump()
             state.titles[call.id] = title = f"{tool.name}  {tool.title(args)}"
-            self._emit(
-                emit,
+            emit(
                 ToolCallStarted(
                     call_id=call.id,
                     tool=tool.name,
@@ -713,16 +699,16 @@ class Engine:
                     locations=tool.locations(args, ctx),
                 ),
             )
-            if tool.needs_permission(args) and not self.permissions.yolo:
-                decision = self.permissions.remembered(tool.name)
-                if decision is None:
-                    decision = await self._ask(call, tool, args, ctx, emit)
-                    if decision is not None:
-                        self.permissions.record(tool.name, decision)
-                if decision is not None and not decision.allows:
-                    self._finish(call, "rejected", tool.rejection(), None, started, emit, state)
-                    state.count(tool.counter)
-                    continue
+            decision = self.permissions.without_asking(tool.name, tool.needs_permission(args))
+            if decision is None:
+                decision = await self._ask(call, tool, args, ctx, emit)
+                if decision is not None:  # None: nothing to ask (the call fails by itself)
+                    self.permissions.record(tool.name, decision)
+            if decision is not None and not decision.allows:
+                self._finish(call, "rejected", tool.rejection(), None, started, emit, state)
+                state.count(tool.counter)
+                continue
+            emit(ToolCallRunning(call_id=call.id, tool=tool.name))
             try:
                 result = await tool.run(args, ctx)
             except ToolCancelled as cancelled:
@@ -794,8 +780,7 @@ class Engine:
         except NothingToAsk:
             return None
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
-        self._emit(
-            emit,
+        emit(
             PermissionRequested(
                 call_id=call.id,
                 tool=tool.name,
@@ -839,8 +824,7 @@ class Engine:
         self._fair_share(call.name, emit)
         state.pending = [c for c in state.pending if c.id != call.id]
         self._save(emit)
-        self._emit(
-            emit,
+        emit(
             ToolCallFinished(
                 call_id=call.id,
                 tool=call.name,
@@ -867,8 +851,7 @@ class Engine:
         self.session.shorten(len(self.session.messages) - 1, {**message, "content": shorter}, cut)
         window = self.meter.window
         assert window is not None
-        self._emit(
-            emit,
+        emit(
             HistoryShortened(
                 outputs=1,
                 chars_cut=cut,

@@ -1,0 +1,82 @@
+"""The engine says when a call runs (`ToolCallRunning`), after any question, by its one permission
+rule (`Permissions.without_asking`): front ends no longer guess it (issue 16, item 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fault_parts import of
+from fault_parts import turn as run
+from scripted_model import ScriptedModel, calls, say
+
+from mm_tui.config import Settings
+from mm_tui.core.events import (
+    Decision,
+    PermissionRequested,
+    ToolCallFinished,
+    ToolCallRunning,
+    ToolCallStarted,
+)
+from mm_tui.engine.permissions import Permissions
+from mm_tui.engine.session import Session
+from mm_tui.engine.turn import Engine
+
+
+def engine_for(tmp_path: Path, model: ScriptedModel, **settings: object) -> Engine:
+    session = Session.new(tmp_path / "s", cwd=str(tmp_path), model="m", provider="p", base_url="u")
+    return Engine(Settings(**settings), model, cwd=tmp_path, session=session)
+
+
+def test_the_rule() -> None:
+    asking = Permissions(yolo=False)
+    assert asking.without_asking("read_file", False) == Decision.ALLOW_ONCE  # never asks
+    assert asking.without_asking("bash", True) is None  # the person is asked
+    asking.record("bash", Decision.ALLOW_ONCE)  # once: not remembered
+    assert asking.without_asking("bash", True) is None
+    asking.record("bash", Decision.ALLOW_SESSION)
+    assert asking.without_asking("bash", True) == Decision.ALLOW_SESSION
+    asking.record("write_file", Decision.NEVER)
+    assert asking.without_asking("write_file", True) == Decision.NEVER
+    assert Permissions(yolo=True).without_asking("bash", True) == Decision.ALLOW_ONCE
+
+
+async def test_running_comes_after_the_answer_and_never_for_a_rejected_call(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("old\n")
+    model = ScriptedModel(
+        calls(
+            ("bash", {"command": "echo allowed"}, "c1"),
+            ("bash", {"command": "echo refused"}, "c2"),
+            ("read_file", {"path": "a.txt"}, "c3"),
+            # the edit's preview fails (no such text): nothing to ask, and it runs to its error
+            ("edit_file", {"path": "a.txt", "edits": [{"old": "absent", "new": "x"}]}, "c4"),
+        ),
+        say("done"),
+    )
+    engine = engine_for(tmp_path, model, yolo=False)
+    answers = iter([Decision.ALLOW_ONCE, Decision.REJECT])
+    events = await run(engine, "go", lambda request: next(answers))
+    order = [
+        (type(e).__name__, e.call_id)
+        for e in events
+        if isinstance(e, ToolCallStarted | PermissionRequested | ToolCallRunning | ToolCallFinished)
+    ]
+    assert order == [
+        ("ToolCallStarted", "c1"),
+        ("PermissionRequested", "c1"),
+        ("ToolCallRunning", "c1"),
+        ("ToolCallFinished", "c1"),
+        ("ToolCallStarted", "c2"),
+        ("PermissionRequested", "c2"),
+        ("ToolCallFinished", "c2"),  # rejected: it never ran
+        ("ToolCallStarted", "c3"),
+        ("ToolCallRunning", "c3"),  # read_file never asks
+        ("ToolCallFinished", "c3"),
+        ("ToolCallStarted", "c4"),
+        ("ToolCallRunning", "c4"),  # nothing to ask: it runs, and fails by itself
+        ("ToolCallFinished", "c4"),
+    ]
+    finished = {e.call_id: e.status for e in of(events, ToolCallFinished)}
+    assert finished == {"c1": "ok", "c2": "rejected", "c3": "ok", "c4": "error"}
+    assert [e.tool for e in of(events, ToolCallRunning)] == ["bash", "read_file", "edit_file"]
