@@ -419,7 +419,7 @@ class Transcript:
                 return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
             case EngineError():
                 changed = self._close_streams(agent)
-                level = "warning" if event.message.startswith("[warning") else "error"
+                level = event.level
                 changed.append(self.add(NoticeItem(agent=agent, text=event.message, level=level)))
                 return changed
             case TurnEnded():
@@ -529,8 +529,11 @@ def transcript_from_records(
             add(_recap(record, turns))
         elif kind == "error":
             text = str(record.get("message") or "")
-            level = "warning" if text.startswith("[warning") else "error"
-            add(NoticeItem(text=text, level=level))
+            add(
+                NoticeItem(
+                    text=text, level="warning" if record.get("level") == "warning" else "error"
+                )
+            )
         elif kind == "compaction":
             event = HistoryCompacted(
                 summary=str(record.get("summary") or ""),

@@ -110,7 +110,7 @@ def test_child_agent_lines_are_titled_with_the_agent() -> None:
 def test_errors_become_notices() -> None:
     t = Transcript()
     t.apply(EngineError(where="provider", message="[error: boom]"))
-    t.apply(EngineError(where="session", message="[warning: cannot write]"))
+    t.apply(EngineError(where="session", message="[warning: cannot write]", level="warning"))
     assert [(i.level, i.text) for i in t.items if isinstance(i, NoticeItem)] == [
         ("error", "[error: boom]"),
         ("warning", "[warning: cannot write]"),
@@ -189,7 +189,13 @@ def test_a_session_is_redrawn_from_its_records() -> None:
             "elapsed": 4.75,
             "stop_reason": "end_turn",
         },
-        {"type": "error", "time": "", "where": "session", "message": "[warning: disk full]"},
+        {
+            "type": "error",
+            "time": "",
+            "where": "session",
+            "message": "[warning: disk full]",
+            "level": "warning",
+        },
         {"type": "error", "time": "", "where": "provider", "message": "[error: 500]"},
         {
             "type": "compaction",

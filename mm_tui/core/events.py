@@ -297,8 +297,13 @@ class TurnEnded(BaseEvent):
 
 @dataclass(frozen=True)
 class EngineError(BaseEvent):
+    """Something went wrong outside a tool call (the model connection, a guard, the session
+    file). `level` is "warning" when the turn goes on regardless (a session file that cannot
+    be written), said here rather than read back from the message's `[warning` prefix."""
+
     where: str
     message: str
+    level: Literal["error", "warning"] = "error"
 
 
 Event = (

@@ -668,6 +668,8 @@ def _old_records(data: dict[str, Any]) -> list[dict[str, Any]]:
         record = {"type": "message", "message": message}
         if message.get("role") == "tool":
             content = str(message.get("content") or "")
+            # Format 1 kept no status: the text is all there is to tell one from (new records
+            # carry the real status, and nothing else reads it back from the text).
             status = "error" if content.startswith("[error") else "ok"
             if content.endswith("rejected by the user]"):
                 status = "rejected"

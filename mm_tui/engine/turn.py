@@ -308,6 +308,7 @@ class Engine:
                 emit(
                     EngineError(
                         where="session",
+                        level="warning",
                         message=f"[warning: the session file cannot be written ({exc}) — "
                         "the turn goes on, but this session will not be resumable]",
                     ),
