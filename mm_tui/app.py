@@ -358,7 +358,7 @@ class MMApp(App[int]):
             return
         asked = split_ask(rest)
         if asked is None:
-            self._notice(ask_usage(self.engine.registry), "warning")
+            self._notice(ask_usage(self.engine.registry.get("ask_agent")), "warning")
             return
         if self.engine.busy:
             self._queue(f"/ask {rest}")

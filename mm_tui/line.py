@@ -454,7 +454,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
 
                 asked = split_ask(text[len("/ask") :])
                 if asked is None:
-                    console.print(Text(ask_usage(engine.registry), style="yellow"))
+                    console.print(Text(ask_usage(engine.registry.get("ask_agent")), style="yellow"))
                     continue
                 await engine.run_ask(*asked, printer)
             else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
@@ -31,9 +31,6 @@ from mm_tui.core.asking import (
     current_depth,
 )
 from mm_tui.tools.base import Tool, ToolArgs, ToolCancelled, ToolContext, ToolResult, truncate
-
-if TYPE_CHECKING:
-    from mm_tui.tools.registry import ToolRegistry
 
 DESCRIPTION = (
     "Hand a task to another agent and get its answer back as this tool's result. Each agent "
@@ -87,9 +84,9 @@ def split_ask(rest: str) -> tuple[str, str] | None:
     return parts[0], (parts[1].strip() if len(parts) > 1 else "")
 
 
-def ask_usage(registry: ToolRegistry) -> str:
-    """What `/ask` without an agent says: how to use it, and the agents there are."""
-    tool = registry.get("ask_agent")
+def ask_usage(tool: Tool | None) -> str:
+    """What `/ask` without an agent says: how to use it, and the agents there are (`tool`: the
+    registry's ask_agent, None when no agent is configured)."""
     names = ", ".join(sorted(tool.agents)) if isinstance(tool, AskAgentTool) else "none configured"
     return f"usage: /ask AGENT request — hands the request to an agent of mmConfigs ({names})"
 

@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import Field
 
+import mm_tui.tools.lsp.edits as edit_ops
 from mm_tui.config import LspServer, Settings
 from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.diff import compute_diff
-from mm_tui.tools.lsp import edits as edit_ops
 from mm_tui.tools.lsp.client import (
     INITIALIZE_TIMEOUT,
     REQUEST_TIMEOUT,
