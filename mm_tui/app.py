@@ -21,14 +21,16 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
+from textual.widget import Widget
 
+from mm_tui.core.text import one_line
 from mm_tui.transcript import NoticeItem, Transcript
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import COMMANDS, Prompt
 from mm_tui.widgets.status_line import StatusLine
 from mm_tui.widgets.transcript_view import TranscriptView
 
-W = TypeVar("W")
+W = TypeVar("W", bound=Widget)
 
 if TYPE_CHECKING:
     from mm_tui.core.events import Event
@@ -259,7 +261,7 @@ class MMApp(App[int]):
         """Keep a request for when mm is free, and say so."""
         self._queued.append(text)
         why = "mm is starting" if self.engine is None else "a turn is running"
-        self._notice(f"queued ({why}): {_one_line(text)} — Esc takes it back", "info")
+        self._notice(f"queued ({why}): {one_line(text, 60)} — Esc takes it back", "info")
         self.view.action_scroll_end()
 
     def _run_queued(self) -> None:
@@ -462,7 +464,7 @@ class MMApp(App[int]):
             self.action_hide_help_panel()
         elif self._queued:
             text = self._queued.pop()
-            self._notice(f"taken back: {_one_line(text)}", "info")
+            self._notice(f"taken back: {one_line(text, 60)}", "info")
         elif self.engine is not None and self.engine.busy:
             self.engine.cancel()
         elif self.box.request is not None:
@@ -503,8 +505,3 @@ class MMApp(App[int]):
         if self.engine is not None:
             self.engine.cancel()
             await self.engine.aclose()
-
-
-def _one_line(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

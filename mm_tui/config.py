@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Valid
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mm_tui.core.files import resolve_path
+
 
 class _Strict(BaseModel):
     """Unknown keys are an error: a misspelt key silently ignored is worse than a clear stop."""
@@ -183,9 +185,10 @@ def load_settings(
     )
 
     # Made per call because its sources are this call's layers.
-    class _Merged(BaseSettings, Settings):
+    class _Merged(BaseSettings, Settings):  # pyright: ignore[reportIncompatibleVariableOverride]
         # YAML spelling only: accepting `max_output` too would let two spellings of one key
-        # fight silently across layers.
+        # fight silently across layers. (A settings class's config on a model's: pydantic
+        # merges the two dicts, which the checker cannot see.)
         model_config = SettingsConfigDict(validate_by_name=False, populate_by_name=False)
 
         @classmethod
@@ -195,7 +198,7 @@ def load_settings(
             return tuple(_LayerSource(settings_cls, layer) for layer in reversed(layers))
 
     try:
-        merged = _Merged()
+        merged = _Merged()  # pyright: ignore[reportCallIssue] - the layers give the fields
     except ValidationError as exc:
         raise _explain(exc, layers) from None
     settings = Settings.model_construct(_fields_set=merged.model_fields_set, **dict(merged))
@@ -210,8 +213,7 @@ def _secret_text(value: Any) -> str:
 
 def resolve_dir(settings_value: str, cwd: Path) -> Path:
     """sessionsDir and skillsDir name folders of the project, so relative ones start at cwd."""
-    path = Path(settings_value).expanduser()
-    return path if path.is_absolute() else cwd / path
+    return resolve_path(settings_value, cwd)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -22,7 +22,6 @@ from typing import assert_never
 from rich.console import Console
 from rich.text import Text
 
-from mm_tui.agent_title import header_text
 from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
@@ -45,6 +44,7 @@ from mm_tui.core.events import (
     TurnEnded,
     TurnStarted,
 )
+from mm_tui.core.text import agent_header, agent_title
 from mm_tui.engine.turn import Engine
 from mm_tui.line_history import (
     LineHistory,
@@ -200,7 +200,8 @@ class LinePrinter:
                 c.print(Text(prefix + event.message, style="bold red"))
             case AgentStarted():
                 if event.asked_by is None:
-                    c.print(header_text(event.title, event.model, event.provider))
+                    name, rest = agent_header(event.title, event.model, event.provider)
+                    c.print(Text.assemble((name, "bold"), rest))
                 else:
                     c.print(Text(asked_line(event), style="bold"))
             case HistoryShortened():
@@ -237,12 +238,13 @@ def asked_line(event: AgentStarted) -> str:
 
 def permission_title(request: PermissionRequested) -> str:
     """The call a permission request is about; an asked agent's calls name the agent."""
-    return request.title if request.agent is None else f"{request.agent} · {request.title}"
+    return agent_title(request.agent, request.title)
 
 
 def banner(console: Console, engine: Engine, notes: list[str]) -> None:
     client = engine.client
-    header = header_text(engine.settings.acp.title, client.model, client.provider)
+    name, rest = agent_header(engine.settings.acp.title, client.model, client.provider)
+    header = Text.assemble((name, "bold"), rest)
     if engine.permissions.yolo:
         header.append(" · ").append(" yolo ", style="reverse")
     console.print(header)

@@ -9,14 +9,14 @@ Requests typed at the `›` prompt are kept in `$XDG_STATE_HOME/mm/line_history`
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+
+from mm_tui.core.files import NotRegularFile, open_regular, write_atomically
 
 HISTORY_LIMIT = 1000
 # Commands that leave mm are not worth recalling: Up at the next start would offer to quit.
@@ -75,9 +75,11 @@ def read_history(path: Path, limit: int = HISTORY_LIMIT) -> tuple[list[str], int
     line that is not UTF-8 or holds a NUL byte is skipped: a damaged file loses those lines, not
     the others. Raises OSError when the file cannot be read (FileNotFoundError at the first
     run)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block, /dev/zero never end
-        raise OSError(errno.EINVAL, "not a regular file")
-    with path.open("rb") as f:
+    try:
+        f = open_regular(path)  # a FIFO would block, /dev/zero never end
+    except IsADirectoryError:  # a folder in the way is said as any other file that is none
+        raise NotRegularFile(path) from None
+    with f:
         size = f.seek(0, os.SEEK_END)
         start = max(0, size - HISTORY_READ_LIMIT)
         f.seek(start)
@@ -148,15 +150,9 @@ class LineHistory:
         """The file cut back to `entries`, through a new file renamed over it: a crash leaves the
         old one or the new one."""
         assert self.path is not None
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write("".join(_escape(e) + "\n" for e in entries).encode("utf-8", "replace"))
-            os.replace(temporary, self.path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+        data = "".join(_escape(e) + "\n" for e in entries).encode("utf-8", "replace")
+        with contextlib.suppress(OSError):
+            write_atomically(self.path, data, new_mode=0o600)
 
     def _stop(self, exc: OSError) -> None:
         self.warn(f"history not kept: {self.path}: {exc.strerror or exc}")

@@ -17,7 +17,7 @@ from mm_tui.engine.turn import Engine
 from mm_tui.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from mm_tui.engine.provider import Preset
+    from mm_tui.engine.servers import Preset
 
 
 class StartupError(Exception):
@@ -61,7 +61,8 @@ async def pick_model(
         return Picked(
             DemoModel(), ["demo mode: the built-in demo model, in a throw-away playground"]
         )
-    from mm_tui.engine.provider import OpenAIProvider, detect_local_server, list_models
+    from mm_tui.engine.provider import OpenAIProvider
+    from mm_tui.engine.servers import detect_local_server, list_models
 
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     if settings.base_url:

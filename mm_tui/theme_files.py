@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual.color import Color
 from textual.theme import Theme
@@ -49,7 +50,8 @@ def load_themes(folder: Path = THEMES_DIR) -> list[Theme]:
             for key, value in data.items():
                 if isinstance(value, str) and key not in ("variables",):
                     Color.parse(value)  # a colour Textual cannot read fails here, not on screen
-            themes.append(Theme(name=name, **{k: v for k, v in data.items() if k in FIELDS}))
+            fields: dict[str, Any] = {k: v for k, v in data.items() if k in FIELDS}
+            themes.append(Theme(name=name, **fields))  # Theme checks each field's type
         except Exception:  # noqa: BLE001, S112 - one bad theme file must not stop start-up
             continue
     return themes

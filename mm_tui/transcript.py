@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, assert_never
 
+from mm_tui.core.text import agent_name, agent_title, one_line
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -313,7 +315,7 @@ class Transcript:
                         changed.append(thought)
                     label = None
                     if agent is not None:
-                        label = f"‣ mm [{self._agent_titles.get(agent, agent)}]"
+                        label = f"‣ {agent_name(self._agent_titles.get(agent, agent))}"
                     answer = AnswerItem(agent=agent, label=label)
                     self.add(answer)
                     self._answer[agent] = answer
@@ -352,9 +354,7 @@ class Transcript:
                 return [self.add(UserItem(text=event.text))]
             case ToolCallStarted():
                 changed = self._close_streams(agent)
-                title = event.title
-                if agent is not None:
-                    title = f"{agent} · {title}"
+                title = agent_title(agent, event.title)
                 item = ToolItem(
                     agent=agent,
                     call_id=event.call_id,
@@ -514,7 +514,7 @@ def transcript_from_records(
                     item = ToolItem(
                         call_id=call_id,
                         tool=name,
-                        title=f"{name}  {_short(str(function.get('arguments') or ''))}",
+                        title=f"{name}  {one_line(str(function.get('arguments') or ''), 100)}",
                         status="cancelled",  # until its result says otherwise
                         output=INTERRUPTED,
                     )
@@ -621,8 +621,3 @@ def _int(value: Any) -> int:
 
 def _float(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-
-def _short(text: str, limit: int = 100) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

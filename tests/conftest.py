@@ -1,4 +1,5 @@
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,13 @@ from hypothesis import settings
 settings.register_profile("mm", deadline=None)
 settings.load_profile("mm")
 
-# Test helpers (the scripted server, the scripted model) are imported by name.
+# Test helpers (the scripted server, the scripted model, the support package) are imported by
+# name.
 sys.path.insert(0, str(Path(__file__).parent))
+
+from support import folders, processes  # noqa: E402
+from support.env import isolate  # noqa: E402
+from support.waiting import wait_until  # noqa: E402
 
 
 def _snapshots_dirname(cls, *, test_location) -> str:  # noqa: ANN001
@@ -40,3 +46,41 @@ def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
         "all_proxy",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """The demo's small project (greet.py, its test, a README) in this test's own folder."""
+    return folders.playground(tmp_path / "project")
+
+
+@pytest.fixture
+def fixed_folder() -> Iterator[Path]:
+    """The demo's small project in the one folder whose path the window pictures show
+    (/tmp/mm-test-playground), held by this test alone until it ends: another run waits."""
+    with folders.fixed_folder() as folder:
+        yield folder
+
+
+@pytest.fixture
+def work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """This process's environment isolated (no MM_* or OPENAI_* of the developer's, HOME in
+    tmp_path/home) for tests whose code starts `mm` itself; returns a working folder."""
+    isolate(monkeypatch, tmp_path / "home")
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def no_process_left() -> Iterator[None]:
+    """After the test, no process it started is still running (within 5 s)."""
+    before = set(processes.descendants())
+    yield
+    left: list[int] = []
+
+    def none_left() -> bool:
+        left[:] = [p for p in processes.descendants() if p not in before]
+        return not left
+
+    assert wait_until(none_left, 5), [processes.cmdline(pid) for pid in left]

@@ -52,6 +52,7 @@ class WebServer:
         self.routes: dict[str, Route] = {}
         self.requests: list[Hit] = []
         self.sent: dict[str, int] = {}  # body bytes written per path
+        self.finished: list[str] = []  # paths whose body is over: all written, or cut off
         self._stop = threading.Event()
         server = self
 
@@ -93,6 +94,8 @@ class WebServer:
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
+                finally:
+                    server.finished.append(self.path)
 
         self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]

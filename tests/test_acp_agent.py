@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 import time
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -36,27 +35,28 @@ from acp.schema import (
 )
 from fetch_server import WebServer
 from scripted_server import Reply, ScriptedServer, call
+from support.editor import Editor
+from support.env import clean_env
+from support.processes import processes_mentioning
+from support.program import MM
+from support.waiting import await_until, until
 
 from mm_tui import __version__
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import INTERRUPTED, Session
 
-MM = [sys.executable, "-m", "mm_tui.cli"]
 MODEL = "m1"
 
 
-class Recorder(acp.Client):
+class Recorder(Editor):
     """An editor: keeps every update and permission request, answers permission requests from
     `answers` in order (an option id, or "cancelled"); with `hold` set, it never answers."""
 
     def __init__(self, answers: list[str] | None = None, *, hold: bool = False) -> None:
-        self.updates: list[Any] = []
+        super().__init__()
         self.permissions: list[tuple[Any, list[Any]]] = []
         self.answers = list(answers or [])
         self.hold = hold
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append(update)
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
@@ -110,10 +110,8 @@ def diffs_of(update: Any) -> list[FileEditToolCallContent]:
     return [c for c in update.content or [] if c.type == "diff"]
 
 
-def mm_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MM_") and k != "OPENAI_API_KEY"}
-    env["HOME"] = str(home)  # no personal ~/.config/mm/config.yaml
-    return env
+# The editor of each connection mm_acp opened, for `ask` to wait on.
+EDITOR_OF: weakref.WeakKeyDictionary[Any, Recorder] = weakref.WeakKeyDictionary()
 
 
 @asynccontextmanager
@@ -138,10 +136,12 @@ async def mm_acp(
             "--model",
             MODEL,
             *args,
-            env=mm_env(home),
+            env=clean_env(home),
             cwd=cwd or tmp_path,
             transport_kwargs={"stderr": stderr},
+            observers=[client.observe],
         ) as (conn, _process):
+            EDITOR_OF[conn] = client
             yield conn, log
 
 
@@ -150,9 +150,14 @@ async def start(conn: Any, cwd: Path) -> str:
     return (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
 
 
+async def caught_up(client: Recorder) -> None:
+    """Until the editor has handled every update mm sent (before its last answer)."""
+    assert await await_until(client.caught_up), "updates sent by mm were never handled"
+
+
 async def ask(conn: Any, session_id: str, text: str) -> str:
     response = await conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
-    await asyncio.sleep(0.05)  # let the last notifications' handlers run
+    await caught_up(EDITOR_OF[conn])  # the updates sent before the answer, handled
     return response.stop_reason
 
 
@@ -207,7 +212,7 @@ async def test_stdout_carries_protocol_messages_only(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=tmp_path,
-            env=mm_env(home),
+            env=clean_env(home),
         )
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         try:
@@ -264,7 +269,7 @@ def test_stdout_that_is_a_file_is_refused(tmp_path: Path) -> None:
             stdout=stdout,
             stderr=subprocess.PIPE,
             cwd=tmp_path,
-            env=mm_env(home),
+            env=clean_env(home),
             timeout=30,
         )
     assert result.returncode == 2
@@ -517,23 +522,8 @@ async def test_permission_always_and_never_are_remembered(tmp_path: Path) -> Non
 
 
 def running(marker: str) -> bool:
-    """Whether a process whose command line holds `marker` is alive (Linux /proc)."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
-
-
-async def wait_for(predicate: Any, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the condition never came true")
-        await asyncio.sleep(0.05)
+    """Whether a process whose command line holds `marker` is alive."""
+    return bool(processes_mentioning(marker))
 
 
 async def test_cancel_stops_a_long_command(tmp_path: Path) -> None:
@@ -544,15 +534,15 @@ async def test_cancel_stops_a_long_command(tmp_path: Path) -> None:
         async with mm_acp(tmp_path, server, client) as (conn, _):
             session_id = await start(conn, tmp_path)
             prompt = asyncio.create_task(ask(conn, session_id, "wait"))
-            await wait_for(lambda: "in_progress" in client.statuses("c1"))
-            await wait_for(lambda: running("31.4159"))
+            await until(lambda: "in_progress" in client.statuses("c1"), "in progress", 20)
+            await until(lambda: running("31.4159"), "the command", 20)
             cancelled_at = time.monotonic()
             await conn.cancel(session_id=session_id)
             assert await asyncio.wait_for(prompt, timeout=10) == "cancelled"
             assert time.monotonic() - cancelled_at < 5
             assert client.statuses("c1") == ["pending", "in_progress", "failed"]
             assert client.last("c1").field_meta["mm"]["status"] == "cancelled"
-            await wait_for(lambda: not running("31.4159"), timeout=5)
+            await until(lambda: not running("31.4159"), "the command's end", 5)
             assert await ask(conn, session_id, "and now?") == "end_turn"
         later = server.requests[-1]
     assert tool_messages(later)[-1].endswith("[error: cancelled]")
@@ -565,7 +555,7 @@ async def test_cancel_while_a_permission_is_pending(tmp_path: Path) -> None:
         async with mm_acp(tmp_path, server, client, "--no-yolo") as (conn, _):
             session_id = await start(conn, tmp_path)
             prompt = asyncio.create_task(ask(conn, session_id, "go"))
-            await wait_for(lambda: client.permissions)
+            await until(lambda: client.permissions, "the question", 20)
             await conn.cancel(session_id=session_id)
             assert await asyncio.wait_for(prompt, timeout=10) == "cancelled"
             assert client.statuses("c1") == ["pending", "failed"]
@@ -592,7 +582,7 @@ async def test_load_replays_the_session(tmp_path: Path) -> None:
             loaded = await conn.load_session(
                 cwd=str(tmp_path), session_id=session_id, mcp_servers=[]
             )
-            await asyncio.sleep(0.05)
+            await caught_up(again)  # the replay, sent before the answer
             replayed = list(again.updates)
             assert await ask(conn, session_id, "and again") == "end_turn"
             with pytest.raises(acp.RequestError):
@@ -663,7 +653,7 @@ async def test_load_replays_each_call_with_the_status_it_really_had(tmp_path: Pa
         async with mm_acp(tmp_path, server, again) as (conn, _):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
-            await asyncio.sleep(0.05)
+            await caught_up(again)
     starts = again.starts()
     assert [u.tool_call_id for u in starts] == ["c1", "c2", "c3", "c4"]
     assert [u.status for u in starts] == ["completed", "failed", "failed", "failed"]

@@ -117,7 +117,11 @@ def styled_rows(answer: Answer, text: str, *, done: bool = False) -> list[list[t
     ]
 
 
-@pytest.mark.parametrize("name", CODE)
+@pytest.mark.parametrize(
+    "name",
+    # the long one renders every prefix of 40 lines of code: about 5 s
+    [pytest.param(name, marks=pytest.mark.slow) if "python" in name else name for name in CODE],
+)
 def test_a_growing_code_block_draws_as_the_whole_block_would(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,17 +17,15 @@ from ask_helpers import (
     CHILD_MODEL,
     TESTS,
     Recorder,
-    alive,
-    gone,
-    isolate,
     messages_text,
     parent_engine,
-    processes_mentioning,
     write_agent,
 )
 from scripted_server import Reply, ScriptedServer, call, silence_after, text_chunks
 from session_helpers import journal_files
 from session_helpers import saved as saved_session
+from support.processes import alive, processes_mentioning
+from support.waiting import await_until
 
 from mm_tui.config import AgentRef, Settings
 from mm_tui.core.events import (
@@ -52,11 +50,6 @@ def asking_tool(*args: Any, **kw: Any) -> AskAgentTool:
 
 
 @pytest.fixture
-def work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    return isolate(monkeypatch, tmp_path)
-
-
-@pytest.fixture
 def child_server():
     with ScriptedServer(models=[CHILD_MODEL]) as server:
         yield server
@@ -66,6 +59,16 @@ def child_server():
 def parent_server():
     with ScriptedServer(models=["parent-model"]) as server:
         yield server
+
+
+async def gone(pid: int | None) -> bool:
+    """Whether the process exits within 10 s."""
+    return await await_until(lambda: not alive(pid), 10, 0.05)
+
+
+async def none_left(agent_file: Path) -> bool:
+    """Whether, within 5 s, no process runs the agent of `agent_file`."""
+    return await await_until(lambda: not processes_mentioning(str(agent_file)), 5, 0.05)
 
 
 def helper_tool(work: Path, child_server: ScriptedServer, **entry) -> AskAgentTool:
@@ -437,6 +440,7 @@ async def test_watchdog_ends_a_silent_child_and_the_next_call_starts_fresh(
         await tool.aclose()
 
 
+@pytest.mark.slow  # the answer takes 3.6 s by design, beside a child's start
 async def test_each_event_of_the_child_feeds_the_watchdog(
     work: Path, child_server: ScriptedServer
 ) -> None:
@@ -538,20 +542,15 @@ async def test_garbage_on_stdout_stops_the_call_and_the_next_starts_fresh(
             "[ask_agent: helper stopped before finishing: it wrote something that is not ACP "
             "on stdout: 'garbage: this is not ACP']"
         )
-        for _ in range(100):  # the broken child is stopped, not only forgotten
-            if not processes_mentioning(str(work / "helper.yaml")):
-                break
-            await asyncio.sleep(0.05)
-        assert processes_mentioning(str(work / "helper.yaml")) == []
+        # the broken child is stopped, not only forgotten
+        assert await none_left(work / "helper.yaml"), processes_mentioning(
+            str(work / "helper.yaml")
+        )
         clean = await tool.run(tool.Args(agent="helper", prompt="hi"), ctx_for(work))
         assert clean.output == "clean"
     finally:
         await tool.aclose()
-    for _ in range(100):
-        if not processes_mentioning(str(work / "helper.yaml")):
-            break
-        await asyncio.sleep(0.05)
-    assert processes_mentioning(str(work / "helper.yaml")) == []
+    assert await none_left(work / "helper.yaml"), processes_mentioning(str(work / "helper.yaml"))
 
 
 async def test_cancelling_the_turn_cancels_the_childs_prompt(
@@ -672,11 +671,8 @@ async def test_three_levels_the_third_refused(
         finally:
             await engine.aclose()
         assert ended.stop_reason == "end_turn"
-        for _ in range(100):  # helper stops its grandchild as it exits
-            if not processes_mentioning(str(work / "grand.yaml")):
-                break
-            await asyncio.sleep(0.05)
-        assert processes_mentioning(str(work / "grand.yaml")) == []
+        # helper stops its grandchild as it exits
+        assert await none_left(work / "grand.yaml"), processes_mentioning(str(work / "grand.yaml"))
         refused = grand_server.requests[1].messages[-1]["content"]
         assert refused == (
             "[ask_agent: cannot ask deeper: asked agents nest at most 2 levels deep and this "

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from ask_helpers import CHILD_MODEL, alive, isolate, write_agent
+from ask_helpers import CHILD_MODEL, write_agent
 from rich.console import Console
 from scripted_model import ScriptedModel, say
 from scripted_model import call as scripted_call
 from scripted_server import Reply, ScriptedServer, call, silence_after, text_chunks
 from session_helpers import journal_files
 from session_helpers import saved as saved_session
+from support.processes import alive
+from support.program import mm
+from support.waiting import await_until
 from window_helpers import make_app, screen_text, settle
 
 from mm_tui.core.events import (
@@ -32,13 +32,6 @@ from mm_tui.core.events import (
 from mm_tui.line import LinePrinter
 from mm_tui.tools.ask_agent import split_ask
 from mm_tui.transcript import RecapItem
-
-MM = [sys.executable, "-m", "mm_tui.cli"]
-
-
-@pytest.fixture
-def work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    return isolate(monkeypatch, tmp_path)
 
 
 @pytest.fixture
@@ -59,18 +52,6 @@ def configure(work: Path, child_server: ScriptedServer, **entry: object) -> None
     lines += [f"    {key}: {json.dumps(value)}" for key, value in entry.items()]
     (work / ".mm").mkdir(exist_ok=True)
     (work / ".mm" / "config.yaml").write_text("\n".join(lines) + "\n")
-
-
-def mm(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*MM, *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        env=dict(os.environ),  # isolated by the `work` fixture
-    )
 
 
 def exchanges(work: Path) -> list[list[dict]]:
@@ -145,7 +126,14 @@ def test_mm_ask_prints_the_exchange_and_records_it(work: Path, child_server) -> 
     child_server.script(
         Reply(tool_calls=[call("bash", {"command": "echo checked"})]), Reply("All tests pass.")
     )
-    result = mm("--ask", "helper", "run the tests\nthen report", cwd=work)
+    result = mm(
+        "--ask",
+        "helper",
+        "run the tests\nthen report",
+        cwd=work,
+        home=work.parent / "home",
+        timeout=90,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == f"🗣 ask_agent: helper (127.0.0.1/{CHILD_MODEL}) — run the tests"
@@ -166,7 +154,7 @@ def test_mm_ask_rejects_a_call_that_would_ask(work: Path, child_server) -> None:
     child_server.script(
         Reply(tool_calls=[call("bash", {"command": "rm -rf build"})]), Reply("I could not.")
     )
-    result = mm("--ask", "helper", "clean up", cwd=work)
+    result = mm("--ask", "helper", "clean up", cwd=work, home=work.parent / "home", timeout=90)
     assert result.returncode == 0, result.stderr
     assert "🔐 helper · bash  rm -rf build: rejected (mm --ask does not ask)" in result.stdout
     assert child_server.requests[1].messages[-1]["content"] == "[command rejected by the user]"
@@ -175,7 +163,7 @@ def test_mm_ask_rejects_a_call_that_would_ask(work: Path, child_server) -> None:
 
 def test_mm_ask_errors_exit_non_zero(work: Path, child_server) -> None:
     configure(work, child_server)
-    result = mm("--ask", "nobody", "hello", cwd=work)
+    result = mm("--ask", "nobody", "hello", cwd=work, home=work.parent / "home", timeout=90)
     assert result.returncode == 1
     assert '[ask_agent: unknown agent "nobody" — agents: helper]' in result.stdout
     (history,) = exchanges(work)
@@ -183,7 +171,7 @@ def test_mm_ask_errors_exit_non_zero(work: Path, child_server) -> None:
         {"role": "user", "content": "/ask nobody hello"},
         {"role": "assistant", "content": '[ask_agent: unknown agent "nobody" — agents: helper]'},
     ]
-    empty = mm("--ask", "helper", " ", cwd=work)
+    empty = mm("--ask", "helper", " ", cwd=work, home=work.parent / "home", timeout=90)
     assert empty.returncode == 1
     assert "[ask_agent: the prompt is empty — say what helper must do]" in empty.stdout
     assert child_server.requests == []
@@ -203,6 +191,8 @@ def test_line_mode_ask_command(work: Path, child_server) -> None:
             "--model",
             "parent-model",
             cwd=work,
+            home=work.parent / "home",
+            timeout=90,
             stdin="/ask\n/ask helper review greet.py\nwhat did it say?\n/quit\n",
         )
         assert result.returncode == 0, result.stderr
@@ -293,12 +283,8 @@ async def test_window_escape_cancels_an_ask(work: Path, child_server) -> None:
         await settle(pilot, app)
         await pilot.press(*"/ask helper take your time")
         await pilot.press("enter")
-        for _ in range(600):
-            await pilot.pause(0.05)
-            if "Half of it" in screen_text(app):
-                break
-        else:
-            pytest.fail("the child's text never appeared")
+        shown = await await_until(lambda: "Half of it" in screen_text(app), 30, pilot=pilot)
+        assert shown, "the child's text never appeared"
         await pilot.press("escape")
         await settle(pilot, app, timeout=30)
         assert app.engine.session.messages[-2:] == [

@@ -2,29 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-MM = [sys.executable, "-m", "mm_tui.cli"]
-
-
-def mm(
-    *args: str, cwd: Path, stdin: str | None = None, env: dict | None = None, timeout: float = 60
-):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MM_")}
-    full_env["HOME"] = str(cwd)  # no personal ~/.config/mm/config.yaml
-    full_env.update(env or {})
-    return subprocess.run(
-        [*MM, *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-    )
+from support.program import mm
 
 
 def test_print_on_the_demo_model_lists_the_files(tmp_path: Path) -> None:
@@ -40,15 +20,7 @@ def test_print_on_the_demo_model_lists_the_files(tmp_path: Path) -> None:
 def test_print_in_a_terminal_without_utf_8_writes_ascii(tmp_path: Path) -> None:
     """`LC_ALL=C PYTHONUTF8=0`: no UnicodeEncodeError at the first tool line, ASCII instead."""
     env = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "", "LANG": "C"}
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("MM_", "LC_"))}
-    full_env.update(HOME=str(tmp_path), **env)
-    result = subprocess.run(
-        [*MM, "--demo", "-p", "list the files"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=60,
-        env=full_env,
-    )
+    result = mm("--demo", "-p", "list the files", cwd=tmp_path, env=env, text=False)
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode("ascii")  # nothing but ASCII
     assert "$>  bash: ls -la" in out
@@ -62,8 +34,8 @@ def test_print_rejects_calls_that_would_ask(tmp_path: Path) -> None:
     assert "[command rejected by the user]" in result.stdout
 
 
-def test_version() -> None:
-    result = subprocess.run([*MM, "--version"], capture_output=True, text=True)
+def test_version(tmp_path: Path) -> None:
+    result = mm("--version", cwd=tmp_path)
     assert result.stdout.strip() == "mm 0.1.0"
 
 

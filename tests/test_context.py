@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_parts import engine_on, of, turn
 from scripted_server import (
     Received,
     Reply,
@@ -23,6 +22,7 @@ from scripted_server import (
     scripted_prompt_tokens,
 )
 from session_helpers import saved
+from support.engine import make_engine, of, turn
 
 from mm_tui.config import Settings
 from mm_tui.core.events import (
@@ -167,7 +167,7 @@ async def test_a_60_call_turn_finishes_under_a_2048_token_window(
         on_empty=long_task(60),
     )
     with server:
-        engine = engine_on(server, tmp_path, maxTurns=200)
+        engine = make_engine(tmp_path, server, maxTurns=200)
         notes = await engine.learn_context_window()
         events = await asyncio.wait_for(turn(engine, "run sixty commands"), 120)
     end = events[-1]
@@ -214,7 +214,7 @@ async def test_a_refusal_teaches_the_window_and_the_request_is_made_again(tmp_pa
         report_usage=True,
     )
     with server:
-        engine = engine_on(server, tmp_path)
+        engine = make_engine(tmp_path, server)
         assert await engine.learn_context_window() == [UNKNOWN_WINDOW]
         assert UNKNOWN_WINDOW == (
             "the model's context window is unknown: mm learns it from the server's first "
@@ -242,7 +242,7 @@ async def test_a_tool_result_gets_a_fair_share_and_the_journal_the_whole(tmp_pat
         Reply("done"),
     ]
     with ScriptedServer(*script, context_window=2048, report_usage=True) as server:
-        engine = engine_on(server, tmp_path, contextWindow=2048)
+        engine = make_engine(tmp_path, server, contextWindow=2048)
         assert await engine.learn_context_window() == [
             "context window: 2,048 tokens (contextWindow in the config)"
         ]
@@ -267,7 +267,7 @@ async def test_a_tool_result_gets_a_fair_share_and_the_journal_the_whole(tmp_pat
 
 async def test_a_request_that_cannot_fit_ends_the_turn_with_the_advice(tmp_path: Path) -> None:
     with ScriptedServer("never", context_window=2048) as server:
-        engine = engine_on(server, tmp_path, contextWindow=2048)
+        engine = make_engine(tmp_path, server, contextWindow=2048)
         await engine.learn_context_window()
         events = await asyncio.wait_for(turn(engine, "q" * 20_000), 30)
     end = events[-1]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from scripted_server import Error, Reply, ScriptedServer, closed_port_url
+from support.engine import make_engine
+from support.waiting import await_until, until
 from window_helpers import started_app
 
 from mm_tui.config import Settings
@@ -24,7 +26,6 @@ from mm_tui.core.events import (
 from mm_tui.engine.model_stream import ModelError, Retrying, TextChunk
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.server_check import base_url_problem, check_server
-from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 from mm_tui.startup import StartupError, start
 from mm_tui.widgets.agent_header import AgentHeader
@@ -187,14 +188,13 @@ def test_the_retry_text_reads_as_the_issue_spells_it() -> None:
     )
 
 
-def engine_on(url: str, tmp_path: Path) -> Engine:
-    session = Session.new(tmp_path / "s", cwd=str(tmp_path), model="m", provider="p", base_url=url)
-    provider = OpenAIProvider(url, "m", retries=2, backoff=0.01)
-    return Engine(Settings(), provider, cwd=tmp_path, session=session)
+def retrying_engine(url: str, tmp_path: Path) -> Engine:
+    """An engine whose client tries three times, quickly."""
+    return make_engine(tmp_path, OpenAIProvider(url, "m", retries=2, backoff=0.01))
 
 
 async def test_the_engine_tells_retries_and_the_server_state(tmp_path: Path) -> None:
-    engine = engine_on(closed_port_url(), tmp_path)
+    engine = retrying_engine(closed_port_url(), tmp_path)
     events: list[Event] = []
     try:
         end = await engine.run_turn("hi", events.append)
@@ -212,7 +212,7 @@ async def test_the_engine_tells_retries_and_the_server_state(tmp_path: Path) -> 
 async def test_a_server_that_comes_back_is_marked_answering(tmp_path: Path) -> None:
     busy = Error(503, "loading model")
     with ScriptedServer(busy, Reply("back")) as server:
-        engine = engine_on(server.base_url, tmp_path)
+        engine = retrying_engine(server.base_url, tmp_path)
         engine.server_answering = False  # as start-up leaves it when the server was down
         events: list[Event] = []
         try:
@@ -234,10 +234,7 @@ async def test_a_server_that_comes_back_is_marked_answering(tmp_path: Path) -> N
 async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Path) -> None:
     app = started_app(closed_port_url(), tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if app.engine is not None:
-                break
+        await until(lambda: app.engine is not None, "the start-up", pilot=pilot)
         header = app.screen.query_one(AgentHeader)
         assert not header.answering
         assert "no answer" in header.render().plain
@@ -247,12 +244,14 @@ async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Pat
         app.engine.client.backoff = 0.5
         seen = ""
         app.submit("hi")
-        for _ in range(300):
-            await pilot.pause(0.02)
-            state = app.transcript.state or ""
-            if state.startswith("Retrying in"):
+
+        def retrying() -> bool:
+            nonlocal seen
+            if (app.transcript.state or "").startswith("Retrying in"):
                 seen = str(app.status.render())
-                break
+            return bool(seen)
+
+        await await_until(retrying, 6, pilot=pilot)
         assert "Retrying in" in seen and "attempt 2/5" in seen, seen
         assert "connection refused" in seen
         app.action_cancel()

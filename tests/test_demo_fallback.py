@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fault_parts import of, turn
+from support.engine import of, turn
 
 from mm_tui.config import Settings
 from mm_tui.core.events import Decision, TextDelta, ToolCallFinished

@@ -9,12 +9,12 @@ import contextlib
 import os
 import shutil
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_tmux import tmux, wait_for
+from support.terminal import mm_in_tmux, screen_of, session_exists, tmux, until_screen
+from support.waiting import await_until
 
 from mm_tui.line import KeyboardReader
 from mm_tui.line_history import LineHistory, history_path, read_history, readline_prompt
@@ -129,20 +129,10 @@ def test_escape_codes_of_a_prompt_take_no_room_for_readline() -> None:
 # --------------------------------------------------------------------------- the real program
 
 
-def screen_of(session: str) -> str:
-    """The whole pane, scrollback included: two turns of `ls -la` fill more than one screen."""
-    return tmux("capture-pane", "-t", session, "-p", "-S", "-")
-
-
 def until(session: str, condition: Callable[[str], bool], what: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = screen_of(session)
-        if condition(screen):
-            return screen
-        time.sleep(0.1)
-    raise AssertionError(f"{what} never happened; the screen was:\n{screen}")
+    """The whole pane once `condition` holds, scrollback included: two turns of `ls -la` fill
+    more than one screen."""
+    return until_screen(session, condition, what, timeout, scrollback=True)
 
 
 def prompt_line(screen: str) -> str:
@@ -153,18 +143,9 @@ def prompt_line(screen: str) -> str:
 def line_mode(tmp_path: Path, name: str, *flags: str) -> Iterator[str]:
     """`mm --demo --line` in a 100x30 tmux session, its state folder in `tmp_path`, up to its
     first prompt; yields the session's name and kills it at the end."""
-    session = f"mm-line-{name}-{os.getpid()}"
-    mm = Path(sys.executable).parent / "mm"
-    command = (
-        f"cd {tmp_path} && HOME={tmp_path} XDG_STATE_HOME={tmp_path / 'state'} "
-        f"TERM=xterm-256color {mm} --demo --line {' '.join(flags)}"
-    )
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
-    try:
-        wait_for(session, "Type a request")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
+    with mm_in_tmux(tmp_path, f"line-{name}", "--demo", "--line", *flags, env=env) as session:
         yield session
-    finally:
-        tmux("kill-session", "-t", session)
 
 
 @needs_tmux
@@ -172,7 +153,7 @@ def test_up_recalls_earlier_requests_in_this_run_and_the_next(tmp_path: Path) ->
     history_file = tmp_path / "state" / "mm" / "line_history"
     with line_mode(tmp_path, "recall", "--no-yolo") as session:
         tmux("send-keys", "-t", session, "list the files", "Enter")
-        wait_for(session, "🔐 allow bash  ls -la?")
+        until_screen(session, "🔐 allow bash  ls -la?")
         tmux("send-keys", "-t", session, "s", "Enter")  # a permission answer: not a request
         until(session, lambda s: "command(s)" in s and prompt_line(s) == "›", "the first turn")
         tmux("send-keys", "-t", session, "Up")
@@ -181,7 +162,7 @@ def test_up_recalls_earlier_requests_in_this_run_and_the_next(tmp_path: Path) ->
         until(session, lambda s: s.count("command(s)") == 2, "the second turn")
         assert history_file.read_text() == "list the files\n"
         tmux("send-keys", "-t", session, "/quit", "Enter")
-        until(session, lambda s: session not in tmux("list-sessions"), "mm quitting", 10)
+        until(session, lambda s: not session_exists(session), "mm quitting", 10)
 
     with line_mode(tmp_path, "recall-again") as session:  # a new process, the same state folder
         tmux("send-keys", "-t", session, "Up")
@@ -194,7 +175,7 @@ def test_up_recalls_earlier_requests_in_this_run_and_the_next(tmp_path: Path) ->
 def test_a_broken_history_file_does_not_stop_line_mode(tmp_path: Path) -> None:
     (tmp_path / "state" / "mm" / "line_history").mkdir(parents=True)  # a folder in the way
     with line_mode(tmp_path, "broken") as session:
-        screen = wait_for(session, "history not kept")
+        screen = until_screen(session, "history not kept")
         assert "Traceback" not in screen
         tmux("send-keys", "-t", session, "list the files", "Enter")
         until(session, lambda s: "command(s)" in s, "the turn")
@@ -206,8 +187,8 @@ def test_a_broken_history_file_does_not_stop_line_mode(tmp_path: Path) -> None:
 def test_the_diff_of_an_edit_is_coloured_in_a_terminal(tmp_path: Path) -> None:
     with line_mode(tmp_path, "diff", "--no-yolo") as session:
         tmux("send-keys", "-t", session, "fix the typo in greet.py", "Enter")
-        wait_for(session, "🔐 allow")
-        screen = tmux("capture-pane", "-t", session, "-p", "-e")
+        until_screen(session, "🔐 allow")
+        screen = screen_of(session, escapes=True)
         added = next(line for line in screen.splitlines() if "+    return" in line)
         removed = next(line for line in screen.splitlines() if "-    return" in line)
         assert "\x1b[32m" in added and "\x1b[31m" in removed, screen
@@ -219,7 +200,7 @@ def test_a_request_typed_after_a_cancelled_question_is_not_lost(tmp_path: Path) 
     stay in input() and swallow the next request typed."""
     with line_mode(tmp_path, "void", "--no-yolo") as session:
         tmux("send-keys", "-t", session, "list the files", "Enter")
-        wait_for(session, "🔐 allow bash  ls -la?")
+        until_screen(session, "🔐 allow bash  ls -la?")
         tmux("send-keys", "-t", session, "C-c")
         until(session, lambda s: prompt_line(s) == "›", "the request prompt after the cancel")
         tmux("send-keys", "-t", session, "fix the typo in greet.py", "Enter")
@@ -227,17 +208,29 @@ def test_a_request_typed_after_a_cancelled_question_is_not_lost(tmp_path: Path) 
 
 
 async def test_a_line_typed_at_a_question_that_went_away_goes_to_the_next_reader(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The keyboard through a real pipe: the question's reader is cancelled while its thread
     waits in input(); the next reader gets the line, and knows at which prompt it was typed (an
     answer typed there is no request; a line typed after the next prompt showed is one)."""
+
+    async def shown(prompt: str) -> None:
+        """Until the keyboard has written `prompt` (to the captured stdout) since last asked."""
+        said = ""
+
+        def last() -> bool:
+            nonlocal said
+            said += capsys.readouterr().out
+            return said.endswith(prompt)
+
+        assert await await_until(last, 5), f"{prompt!r} never shown: {said!r}"
+
     read_end, write_end = os.pipe()
     monkeypatch.setattr(sys, "stdin", os.fdopen(read_end, "r"))
     try:
         keyboard = KeyboardReader()
         asking = asyncio.create_task(keyboard.read("question? "))
-        await asyncio.sleep(0.05)
+        await shown("question? ")  # the question's thread waits in input()
         asking.cancel()
         os.write(write_end, b"a\n")  # typed as the question went away
         pending = keyboard._read
@@ -247,10 +240,10 @@ async def test_a_line_typed_at_a_question_that_went_away_goes_to_the_next_reader
         assert keyboard.prompt_of_last == "question? "
         # the next read shows its own prompt while the old one waits; a line then is its own
         asking = asyncio.create_task(keyboard.read("question? "))
-        await asyncio.sleep(0.05)
+        await shown("question? ")
         asking.cancel()
         reading = asyncio.create_task(keyboard.read("› "))
-        await asyncio.sleep(0.05)
+        await shown("\n› ")  # the next reader said its prompt: what is typed now is for it
         os.write(write_end, b"list the files\n")
         assert await asyncio.wait_for(reading, 5) == "list the files"
         assert keyboard.prompt_of_last == "› "

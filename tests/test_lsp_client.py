@@ -5,9 +5,12 @@ the cases a real server will not show on demand."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from lsp_fixtures.support import fake_server, read_log
+from support.processes import alive
+from support.waiting import await_until, wait_until
 
 from mm_tui.config import LspServer, Settings
 from mm_tui.tools.base import ToolContext
@@ -18,12 +21,14 @@ from mm_tui.tools.lsp.client import LspClient, ResponseError, path_to_uri
 async def logged(log: Path, wanted, timeout: float = 5.0) -> list[dict]:
     """The messages of the log that `wanted` takes, once there is one (the server writes its
     log while the client goes on)."""
-    for _ in range(int(timeout / 0.02)):
-        found = [m for m in read_log(log) if wanted(m)]
-        if found:
-            return found
-        await asyncio.sleep(0.02)
-    return []
+    found: list[dict] = []
+
+    def seen() -> bool:
+        found[:] = [m for m in read_log(log) if wanted(m)]
+        return bool(found)
+
+    await await_until(seen, timeout)
+    return found
 
 
 def make(tmp_path: Path, *options: str, name: str = "fake", ext: str = ".py", **kw):
@@ -219,25 +224,16 @@ def test_a_server_stranded_on_a_closed_event_loop_is_replaced(tmp_path: Path) ->
     second = tool.manager.running()[0].client
     second_pid = second.pid
     assert second is not first and first_pid != second_pid
-    assert _gone(first_pid)
+    assert wait_until(lambda: exited(first_pid), 2)
     asyncio.run(tool.aclose())  # from yet another loop: the process is killed, not awaited
-    assert _gone(second_pid)
+    assert wait_until(lambda: exited(second_pid), 2)
 
 
-def _gone(pid: int | None) -> bool:
-    import os
-    import time
-
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:  # a killed child of this process lingers as a zombie until reaped
-            done, _status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        if done:
-            return True
-        time.sleep(0.02)
-    return False
+def exited(pid: int) -> bool:
+    """Whether the process has exited, reaped here when it is a child of ours (its event loop,
+    which would have reaped it, is gone)."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not ours, or reaped already
+        return not alive(pid)
+    return done != 0

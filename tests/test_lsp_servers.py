@@ -502,6 +502,7 @@ async def test_through_the_engine_with_permissions(tmp_path: Path) -> None:
     """The engine reads the kind per call: navigation is `read` and runs, rename is `edit` and
     asks; refused, the model hears the reference's text and nothing is written."""
     from scripted_model import ScriptedModel, calls, say
+    from support.engine import make_engine
 
     from mm_tui.core.events import (
         Decision,
@@ -510,8 +511,6 @@ async def test_through_the_engine_with_permissions(tmp_path: Path) -> None:
         ToolCallStarted,
         TurnEnded,
     )
-    from mm_tui.engine.session import Session
-    from mm_tui.engine.turn import Engine
 
     clangd = require("clangd")
     root = copy_project("c", tmp_path / "project")
@@ -527,10 +526,7 @@ async def test_through_the_engine_with_permissions(tmp_path: Path) -> None:
         ),
         say("done"),
     )
-    session = Session.new(
-        tmp_path / "sessions", cwd=str(root), model="m", provider="p", base_url="u"
-    )
-    engine = Engine(settings, model, cwd=root, session=session)
+    engine = make_engine(root, model, settings=settings, sessions=tmp_path / "sessions")
     events: list = []
     asked: list[PermissionRequested] = []
 

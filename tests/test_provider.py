@@ -44,10 +44,10 @@ from mm_tui.engine.model_stream import (
     ToolCall,
     ToolCallChunk,
 )
-from mm_tui.engine.provider import (
+from mm_tui.engine.provider import OpenAIProvider
+from mm_tui.engine.servers import (
     PRESETS,
     DetectedServer,
-    OpenAIProvider,
     Preset,
     detect_local_server,
     find_preset,
@@ -790,6 +790,16 @@ async def test_non_streamed_fallback_is_retried_too(server, provider):
     server.script(EmptyBody(), Error(502, "bad gateway"), Completion("at last"))
     assert text_of(await collect(provider, TOOLS)) == "at last"
     assert [r.stream for r in server.requests] == [True, False, False]
+
+
+async def test_an_empty_200_after_a_cut_stream_falls_back_too(server, provider):
+    """The retry of a stream cut before any text is an empty 200: the fallback asks with the
+    request's own tool_choice (before the parser was split, its loop variable took that name,
+    and this ended in a TypeError)."""
+    server.script(SSE([role_chunk()], done=False), EmptyBody(), Completion("at last"))
+    assert text_of(await collect(provider, TOOLS)) == "at last"
+    assert [r.stream for r in server.requests] == [True, True, False]
+    assert server.requests[2]["tool_choice"] == "auto"
 
 
 # --------------------------------------------------------------------------- detection

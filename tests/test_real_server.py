@@ -3,10 +3,8 @@ code path as a real local server, a `kill -9` in the middle of a turn, `--resume
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,25 +18,13 @@ from scripted_server import (
 )
 from session_helpers import journal_files
 from session_helpers import saved as saved_session
+from support.env import clean_env
+from support.program import MM, mm
 
 from mm_tui.config import Settings
-from mm_tui.engine.provider import Preset
+from mm_tui.engine.servers import Preset
 from mm_tui.engine.session import Session
 from mm_tui.startup import pick_model
-
-MM = [sys.executable, "-m", "mm_tui.cli"]
-
-
-def env_for(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MM_") and k != "OPENAI_API_KEY"}
-    env["HOME"] = str(home)
-    return env
-
-
-def mm(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*MM, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env_for(cwd)
-    )
 
 
 def sessions(cwd: Path) -> list[dict]:
@@ -114,7 +100,7 @@ def test_kill_9_in_the_middle_of_a_turn_leaves_a_session_that_resumes(tmp_path: 
         proc = subprocess.Popen(
             [*MM, "--base-url", server.base_url, "--model", "m", "-p", "work"],
             cwd=tmp_path,
-            env=env_for(tmp_path),
+            env=clean_env(tmp_path),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

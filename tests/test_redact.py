@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from scripted_model import ScriptedModel
 from session_helpers import saved as saved_session
+from support.engine import make_engine
 
 from mm_tui.config import Settings, load_settings
 from mm_tui.core.redact import MARK, MIN_LENGTH, Redactor
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import Session
-from mm_tui.engine.turn import Engine
 
 
 @pytest.fixture(autouse=True)
@@ -63,8 +64,8 @@ def test_load_settings_keeps_every_key_it_reads(tmp_path: Path) -> None:
 
 def test_the_engine_gives_its_secrets_to_its_sessions(tmp_path: Path) -> None:
     settings = Settings(apiKey="sk-configured-0123456789")
-    session = Session.new(tmp_path, cwd=str(tmp_path), model="m", provider="p", base_url="u")
-    engine = Engine(settings, None, cwd=tmp_path, session=session)  # type: ignore[arg-type]
+    engine = make_engine(tmp_path, ScriptedModel(), settings=settings, sessions=tmp_path)
+    session = engine.session
     assert session.redactor is engine.redactor
     session.set_messages([{"role": "user", "content": "sk-configured-0123456789"}])
     assert saved_session(session)["messages"][-1]["content"] == MARK

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.env import clean_env
 
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import (
@@ -294,7 +295,7 @@ def test_sigkill_at_random_moments_leaves_a_loadable_journal(tmp_path: Path) -> 
     folder = tmp_path / "sessions"
     script = tmp_path / "writer.py"
     script.write_text(WRITER, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = clean_env(tmp_path, PYTHONPATH=str(ROOT))
     rng = random.Random(1234)
     torn = 0
     for _ in range(12):
@@ -306,7 +307,7 @@ def test_sigkill_at_random_moments_leaves_a_loadable_journal(tmp_path: Path) -> 
         )
         assert proc.stdout is not None
         session_id = proc.stdout.readline().strip()
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.0, 0.25))  # the scenario: a kill at a random moment
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         acknowledged = [int(line) for line in proc.stdout.read().split()]

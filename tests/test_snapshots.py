@@ -1,14 +1,21 @@
 """Pictures of window mode (pytest-textual-snapshot). Deterministic: clocks frozen (spinners and
 elapsed times), no blinking cursor, a fixed size and folder, scripted models with fixed output.
 An SVG changes only on purpose: look at the new picture before accepting it
-(`pytest tests/test_snapshots.py --snapshot-update`)."""
+(`pytest tests/test_snapshots.py --snapshot-update`).
+
+The folder is the one fixed path /tmp/mm-test-playground, not a per-test folder: the header
+shows the working folder, so any other path would change every picture. The `fixed_folder`
+fixture holds a lock on it (support/folders.py) for the whole test, so runs side by side take
+turns instead of emptying each other's folder."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from scripted_model import ScriptedModel, call, calls, say
-from window_helpers import FIXED_FOLDER, make_app, playground, settle, started_app
+from support.waiting import until
+from window_helpers import make_app, settle, started_app
 
 from mm_tui.core.events import (
     AgentFinished,
@@ -44,10 +51,6 @@ EDIT_DIFF = "\n".join(
 )
 
 
-def app_on(model, **kw):
-    return make_app(model, playground(FIXED_FOLDER), **kw)
-
-
 async def ready(pilot) -> None:
     app = pilot.app
     await settle(pilot, app)
@@ -71,28 +74,24 @@ def tool_turn_model() -> ScriptedModel:
     )
 
 
-def test_welcome_on_the_demo_model(snap_compare) -> None:
-    app = app_on(DemoModel(delay=0), notes=(DEMO_NOTE,))
+def test_welcome_on_the_demo_model(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(DemoModel(delay=0), fixed_folder, notes=(DEMO_NOTE,))
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
 
 
-def test_dead_server_at_start_up(snap_compare) -> None:
+def test_dead_server_at_start_up(snap_compare, fixed_folder: Path) -> None:
     """A configured server that does not answer (nothing listens on the discard port): the
     header says `no answer` and the start-up warning says how to fix it."""
-    app = started_app("http://127.0.0.1:9/v1", playground(FIXED_FOLDER))
+    app = started_app("http://127.0.0.1:9/v1", fixed_folder)
 
     async def run_before(pilot) -> None:
-        for _ in range(200):  # the real start-up, in the boot worker
-            await pilot.pause(0.02)
-            if pilot.app.engine is not None:
-                break
-        await ready(pilot)
+        await ready(pilot)  # the real start-up, in the boot worker
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_answer_half_streamed(snap_compare) -> None:
-    app = app_on(ScriptedModel())
+def test_answer_half_streamed(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(ScriptedModel(), fixed_folder)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -110,8 +109,8 @@ def test_answer_half_streamed(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_tool_lines_folded(snap_compare) -> None:
-    app = app_on(tool_turn_model())
+def test_tool_lines_folded(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(tool_turn_model(), fixed_folder)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -120,8 +119,8 @@ def test_tool_lines_folded(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_tool_lines_unfolded(snap_compare) -> None:
-    app = app_on(tool_turn_model())
+def test_tool_lines_unfolded(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(tool_turn_model(), fixed_folder)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -134,8 +133,8 @@ def test_tool_lines_unfolded(snap_compare) -> None:
     assert snap_compare(app, terminal_size=(100, 40), run_before=run_before)
 
 
-def test_light_theme(snap_compare) -> None:
-    app = app_on(tool_turn_model(), app_theme="mm-light", theme="mm-light")
+def test_light_theme(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(tool_turn_model(), fixed_folder, app_theme="mm-light", theme="mm-light")
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -146,14 +145,14 @@ def test_light_theme(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_light_theme_rule_and_code_block(snap_compare) -> None:
+def test_light_theme_rule_and_code_block(snap_compare, fixed_folder: Path) -> None:
     """mm-light's recap rule (visible on the light background) and a code block in a light
     style (not Monokai's dark panel)."""
     answer = (
         "The fix:\n\n```python\ndef greet(name: str) -> str:\n"
         '    return f"Hello, {name}!"  # was Helo\n```\n\n1. edit greet.py\n2. run the tests\n'
     )
-    app = app_on(ScriptedModel(say(answer)), app_theme="mm-light", theme="mm-light")
+    app = make_app(ScriptedModel(say(answer)), fixed_folder, app_theme="mm-light", theme="mm-light")
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -162,22 +161,23 @@ def test_light_theme_rule_and_code_block(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_permission_box_for_bash(snap_compare) -> None:
-    app = app_on(ScriptedModel(call("bash", {"command": "rm -rf build && make"})), yolo=False)
+def test_permission_box_for_bash(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(
+        ScriptedModel(call("bash", {"command": "rm -rf build && make"})), fixed_folder, yolo=False
+    )
 
     async def run_before(pilot) -> None:
         await ready(pilot)
         await pilot.press(*"rebuild")
         await pilot.press("enter")
-        while app.box.request is None:
-            await pilot.pause(0.02)
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_permission_box_for_edit_file(snap_compare) -> None:
-    app = app_on(ScriptedModel(), yolo=False)
+def test_permission_box_for_edit_file(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(ScriptedModel(), fixed_folder, yolo=False)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -206,8 +206,8 @@ def test_permission_box_for_edit_file(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_cancelled_call(snap_compare) -> None:
-    app = app_on(ScriptedModel())
+def test_cancelled_call(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(ScriptedModel(), fixed_folder)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -246,8 +246,8 @@ def test_cancelled_call(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_child_agent_under_its_header(snap_compare) -> None:
-    app = app_on(ScriptedModel())
+def test_child_agent_under_its_header(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(ScriptedModel(), fixed_folder)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -303,8 +303,8 @@ def test_child_agent_under_its_header(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_80_by_24(snap_compare) -> None:
-    app = app_on(tool_turn_model(), notes=(DEMO_NOTE,))
+def test_80_by_24(snap_compare, fixed_folder: Path) -> None:
+    app = make_app(tool_turn_model(), fixed_folder, notes=(DEMO_NOTE,))
 
     async def run_before(pilot) -> None:
         await ready(pilot)
@@ -313,16 +313,19 @@ def test_80_by_24(snap_compare) -> None:
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
 
-def test_queued_request(snap_compare) -> None:
+def test_queued_request(snap_compare, fixed_folder: Path) -> None:
     """A request sent while a turn runs waits, said as queued, under the running tool line."""
     model = ScriptedModel(call("bash", {"command": "sleep 30"}), say("done"), say("then"))
-    app = app_on(model)
+    app = make_app(model, fixed_folder)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
         await pilot.press(*"run the long job", "enter")
-        while app.engine is None or not any(isinstance(i, ToolItem) for i in app.transcript.items):
-            await pilot.pause(0.05)
+        await until(
+            lambda: any(isinstance(i, ToolItem) for i in app.transcript.items),
+            "the call",
+            pilot=pilot,
+        )
         await settle(pilot, app, idle=False)
         await pilot.press(*"and then this", "enter")
         await settle(pilot, app, idle=False)
@@ -330,16 +333,15 @@ def test_queued_request(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_permission_box_at_80_by_24(snap_compare) -> None:
+def test_permission_box_at_80_by_24(snap_compare, fixed_folder: Path) -> None:
     """The a/s/r/n choices stay in view on the smallest common terminal."""
     command = "python -m pytest -q tests/test_greet.py && git commit -am 'fix the typo'"
-    app = app_on(ScriptedModel(call("bash", {"command": command})), yolo=False)
+    app = make_app(ScriptedModel(call("bash", {"command": command})), fixed_folder, yolo=False)
 
     async def run_before(pilot) -> None:
         await ready(pilot)
         await pilot.press(*"run the tests and commit", "enter")
-        while app.box.request is None:
-            await pilot.pause(0.05)
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support.processes import group_members, running
+from support.waiting import await_until
 
 from mm_tui.config import Settings
 from mm_tui.tools.base import CANCELLED, ToolCancelled, ToolContext
@@ -36,29 +38,14 @@ async def run(command: str, ctx: ToolContext, tool: BashTool | None = None):
     return await tool.run(BashArgs(command=command), ctx)
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether any live (not zombie) process is still in the group."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state != "Z":
-            return True
-    return False
-
-
 async def wait_group_gone(pgid: int, within: float = 2.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not group_alive(pgid):
-            return True
-        await asyncio.sleep(0.05)
-    return False
+    return await await_until(lambda: not group_members(pgid), within)
+
+
+async def sleeping(count: int = 1) -> None:
+    """Until the command runs `count` of its `sleep 60`: what it echoed before is written."""
+    started = await await_until(lambda: len(running("sleep", "60")) >= count)
+    assert started, "the command never reached its sleep"
 
 
 def kill_group(pgid: int) -> None:
@@ -243,7 +230,7 @@ async def test_background_job_returns_at_once(ctx: ToolContext, command: str) ->
     try:
         assert elapsed < 2
         assert result.status == "ok"
-        assert group_alive(pgid), "the job keeps running: that is usually the point"
+        assert group_members(pgid), "the job keeps running: that is usually the point"
     finally:
         kill_group(pgid)
 
@@ -276,7 +263,7 @@ async def test_timeout_without_output(ctx: ToolContext) -> None:
 
 async def test_cancellation_kills_the_whole_group(ctx: ToolContext) -> None:
     task = asyncio.create_task(run("echo started; echo pgid=$$; sleep 60 & sleep 60 & wait", ctx))
-    await asyncio.sleep(0.5)
+    await sleeping(2)
     task.cancel()
     with pytest.raises(ToolCancelled) as caught:
         await task
@@ -290,7 +277,7 @@ async def test_cancellation_kills_the_whole_group(ctx: ToolContext) -> None:
 
 async def test_cancellation_kills_jobs_that_ignore_sigterm(ctx: ToolContext) -> None:
     task = asyncio.create_task(run("trap '' TERM; echo pgid=$$; sleep 60 & sleep 60; wait", ctx))
-    await asyncio.sleep(0.5)
+    await sleeping(2)
     start = time.monotonic()
     task.cancel()
     with pytest.raises(ToolCancelled) as caught:
@@ -302,7 +289,7 @@ async def test_cancellation_kills_jobs_that_ignore_sigterm(ctx: ToolContext) -> 
 
 async def test_cancellation_without_output(ctx: ToolContext) -> None:
     task = asyncio.create_task(run("sleep 60", ctx))
-    await asyncio.sleep(0.3)
+    await sleeping()
     task.cancel()
     with pytest.raises(ToolCancelled) as caught:
         await task

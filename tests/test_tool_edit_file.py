@@ -11,12 +11,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scripted_model import ScriptedModel, call, say
+from support.engine import make_engine
 
 from mm_tui.config import Settings
 from mm_tui.core.events import Decision, PermissionRequested, ToolCallFinished
 from mm_tui.engine.demo import DemoModel
-from mm_tui.engine.session import Session
-from mm_tui.engine.turn import Engine
 from mm_tui.playground import make_playground
 from mm_tui.tools.base import NothingToAsk, ToolContext, ToolResult
 from mm_tui.tools.edit_file import EditFileArgs, EditFileTool
@@ -249,8 +248,7 @@ async def test_an_edit_whose_preview_fails_is_not_asked(tmp_path: Path) -> None:
     target = put(tmp_path, "f.txt", "a\nb\n")
     edits = [{"old": "zzz", "new": "c"}]
     model = ScriptedModel(call("edit_file", {"path": "f.txt", "edits": edits}), say("done"))
-    session = Session.new(tmp_path / "s", cwd=str(tmp_path), model="m", provider="p", base_url="u")
-    engine = Engine(Settings(yolo=False), model, cwd=tmp_path, session=session)
+    engine = make_engine(tmp_path, model, yolo=False)
     events: list = []
     await engine.run_turn("go", events.append)
     assert not [e for e in events if isinstance(e, PermissionRequested)]
@@ -266,8 +264,7 @@ async def test_in_a_turn_the_permission_shows_the_diff(tmp_path: Path) -> None:
     target = put(tmp_path, "f.txt", "a\nb\n")
     edits = [{"old": "b", "new": "c"}]
     model = ScriptedModel(call("edit_file", {"path": "f.txt", "edits": edits}), say("done"))
-    session = Session.new(tmp_path / "s", cwd=str(tmp_path), model="m", provider="p", base_url="u")
-    engine = Engine(Settings(yolo=False), model, cwd=tmp_path, session=session)
+    engine = make_engine(tmp_path, model, yolo=False)
     events: list = []
 
     def emit(event) -> None:
@@ -288,8 +285,7 @@ async def test_in_a_turn_the_permission_shows_the_diff(tmp_path: Path) -> None:
 
 async def test_the_demo_fixes_its_typo_with_edit_file(tmp_path: Path) -> None:
     folder = make_playground(tmp_path)
-    session = Session.new(tmp_path / "s", cwd=str(folder), model="m", provider="p", base_url="u")
-    engine = Engine(Settings(), DemoModel(delay=0), cwd=folder, session=session)
+    engine = make_engine(folder, DemoModel(delay=0), sessions=tmp_path / "s")
     events: list = []
     await engine.run_turn("fix the typo", events.append)
     finished = [e for e in events if isinstance(e, ToolCallFinished)]

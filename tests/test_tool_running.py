@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fault_parts import of
-from fault_parts import turn as run
 from scripted_model import ScriptedModel, calls, say
+from support.engine import make_engine, of
+from support.engine import turn as run
 
-from mm_tui.config import Settings
 from mm_tui.core.events import (
     Decision,
     PermissionRequested,
@@ -18,13 +17,6 @@ from mm_tui.core.events import (
     ToolCallStarted,
 )
 from mm_tui.engine.permissions import Permissions
-from mm_tui.engine.session import Session
-from mm_tui.engine.turn import Engine
-
-
-def engine_for(tmp_path: Path, model: ScriptedModel, **settings: object) -> Engine:
-    session = Session.new(tmp_path / "s", cwd=str(tmp_path), model="m", provider="p", base_url="u")
-    return Engine(Settings(**settings), model, cwd=tmp_path, session=session)
 
 
 def test_the_rule() -> None:
@@ -54,7 +46,7 @@ async def test_running_comes_after_the_answer_and_never_for_a_rejected_call(
         ),
         say("done"),
     )
-    engine = engine_for(tmp_path, model, yolo=False)
+    engine = make_engine(tmp_path, model, yolo=False)
     answers = iter([Decision.ALLOW_ONCE, Decision.REJECT])
     events = await run(engine, "go", lambda request: next(answers))
     order = [

@@ -8,12 +8,13 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.env import clean_env
+from support.waiting import wait_until
 
 from mm_tui.config import Settings
 from mm_tui.tools.base import NothingToAsk, ToolContext
@@ -198,25 +199,81 @@ async def test_readers_never_see_half_a_file(ctx: ToolContext, tmp_path: Path) -
     assert seen <= {old, new}
 
 
-async def test_killed_while_writing_leaves_a_whole_file(tmp_path: Path) -> None:
-    target = tmp_path / "f.txt"
-    target.write_text("old\n")
-    line = "new" * 10_000 + "\n"
-    script = (
+# --- a kill in the middle of a write -------------------------------------------------------------
+
+OLD = "old\n"
+LINE = "new" * 10_000 + "\n"
+NEW = LINE * 1000  # 30 MB: writing it takes a while
+WRITERS = {
+    # the tool, as mm runs it
+    "write_file": (
         "import asyncio, sys; from pathlib import Path; from mm_tui.config import Settings; "
         "from mm_tui.tools.base import ToolContext; "
         "from mm_tui.tools.write_file import WriteFileArgs, WriteFileTool; "
         "ctx = ToolContext(cwd=Path(sys.argv[1]), settings=Settings()); "
-        f"content = {line!r} * 1000; "
+        f"content = {LINE!r} * 1000; "
         "asyncio.run(WriteFileTool().run(WriteFileArgs(path='f.txt', content=content), ctx))"
-    )
+    ),
+    # what the test must catch: the file truncated, then written in place a line at a time
+    "naive": (
+        "import sys; from pathlib import Path\n"
+        "with open(Path(sys.argv[1]) / 'f.txt', 'w') as f:\n"
+        f"    for _ in range(1000): f.write({LINE!r})\n"
+    ),
+}
+
+
+def killed_while_writing(folder: Path, writer: str) -> str:
+    """Run `writer` on folder/f.txt (holding OLD), kill it -9 the moment its write has begun
+    (its temporary file appears in the folder, or, for a writer without one, f.txt changes), and
+    return what f.txt holds then."""
+    folder.mkdir()
+    target = folder / "f.txt"
+    target.write_text(OLD)
+    before = target.stat()
+
+    def writing() -> bool:
+        if os.listdir(folder) != ["f.txt"]:
+            return True  # the temporary file of the write
+        now = target.stat()
+        return (now.st_ino, now.st_size, now.st_mtime_ns) != (
+            before.st_ino,
+            before.st_size,
+            before.st_mtime_ns,
+        )
+
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, str(tmp_path)], cwd=Path(__file__).resolve().parent.parent
+        [sys.executable, "-c", WRITERS[writer], str(folder)],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=clean_env(folder),
     )
-    time.sleep(0.3)
-    proc.kill()
-    proc.wait()
-    assert target.read_text() in ("old\n", line * 1000)
+    try:
+        assert wait_until(writing, 60, step=0.0005), "the writer never began"
+    finally:
+        proc.kill()
+        proc.wait()
+    return target.read_text()
+
+
+def whole(content: str) -> bool:
+    return content in (OLD, NEW)
+
+
+@pytest.mark.parametrize(("writer", "atomic"), [("write_file", True), ("naive", False)])
+def test_killed_while_writing_leaves_a_whole_file(
+    tmp_path: Path, writer: str, atomic: bool
+) -> None:
+    """Killed in the middle of a write, write_file leaves the old content or the new, whole.
+    The naive writer shows the check can fail: killed the same way, it leaves a torn file, and
+    its case passes only when the check sees that (in one of the tries at least: a kill may
+    land after the last line)."""
+    contents = [killed_while_writing(tmp_path / f"run{n}", writer) for n in range(3)]
+    torn = [len(c) for c in contents if not whole(c)]
+    if atomic:
+        assert not torn, f"torn files, of these many characters: {torn}"
+        assert OLD in contents, "no kill landed before the write ended: nothing was tested"
+    else:
+        assert torn, "the check missed the naive writer's torn file"
 
 
 # --- diff.py -------------------------------------------------------------------------------

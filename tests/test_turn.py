@@ -6,12 +6,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from fault_parts import of
-from fault_parts import turn as run
 from scripted_model import ScriptedModel, call, calls, say
 from session_helpers import saved as saved_session
+from support.engine import make_engine, of
+from support.engine import turn as run
+from support.processes import running
+from support.waiting import await_until
 
-from mm_tui.config import Settings
 from mm_tui.core.events import (
     ComposingToolCall,
     Decision,
@@ -29,16 +30,7 @@ from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.guards import LOOP_WARNING
 from mm_tui.engine.model_stream import ModelError, StreamEnd, ToolCallChunk
 from mm_tui.engine.session import Session
-from mm_tui.engine.turn import Engine
 from mm_tui.playground import make_playground
-
-
-def make_engine(tmp_path: Path, model, **settings) -> Engine:
-    s = Settings(**settings)
-    session = Session.new(
-        tmp_path / "sessions", cwd=str(tmp_path), model="m", provider="p", base_url="u"
-    )
-    return Engine(s, model, cwd=tmp_path, session=session)
 
 
 async def test_plain_answer(tmp_path: Path) -> None:
@@ -216,11 +208,8 @@ async def test_cancel_stops_the_running_tool(tmp_path: Path) -> None:
     engine = make_engine(tmp_path, model)
     events: list[Event] = []
     turn = asyncio.create_task(engine.run_turn("go", events.append))
-    for _ in range(200):
-        await asyncio.sleep(0.02)
-        if of(events, ToolCallStarted):
-            break
-    await asyncio.sleep(0.3)
+    # cancelled once the command is in its `sleep 30`: `echo started` has run
+    assert await await_until(lambda: running("sleep", "30")), "the command never started"
     assert engine.cancel()
     end = await asyncio.wait_for(turn, 5)
     assert end.stop_reason == "cancelled"
@@ -245,8 +234,7 @@ async def test_cancel_while_waiting_for_permission(tmp_path: Path) -> None:
     engine = make_engine(tmp_path, ScriptedModel(call("bash", {"command": "true"})), yolo=False)
     events: list[Event] = []
     turn = asyncio.create_task(engine.run_turn("go", events.append))
-    while not of(events, PermissionRequested):
-        await asyncio.sleep(0.01)
+    assert await await_until(lambda: of(events, PermissionRequested)), "never asked"
     engine.cancel()
     end = await asyncio.wait_for(turn, 5)
     assert end.stop_reason == "cancelled"

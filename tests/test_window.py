@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 from scripted_model import ScriptedModel, call, say
+from support.processes import running
+from support.waiting import until
 from textual.command import CommandList, CommandPalette
-from window_helpers import all_text, make_app, playground, screen_text, settle
+from textual.widgets import OptionList
+from window_helpers import all_text, make_app, painted, painted_soon, screen_text, settle
 
 from mm_tui.app import MMApp
 from mm_tui.core.events import (
@@ -20,17 +23,13 @@ from mm_tui.core.events import (
 )
 from mm_tui.engine.demo import DemoModel
 from mm_tui.screens.help import HelpScreen
+from mm_tui.screens.sessions import SessionsScreen
 from mm_tui.transcript import NoticeItem, RecapItem, ToolItem
 from mm_tui.widgets.agent_header import AgentHeader
 from mm_tui.widgets.key_bar import KeyBar
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import Prompt
 from mm_tui.widgets.transcript_view import TranscriptView
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return playground(tmp_path / "project")
 
 
 async def type_and_send(pilot, text: str) -> None:
@@ -42,8 +41,11 @@ async def a_turn_running(pilot, app, text: str = "long") -> None:
     """`text` sent, and the turn it started running its first tool call."""
     await settle(pilot, app)
     await type_and_send(pilot, text)
-    while not tools(app) or app.engine is None or not app.engine.busy:
-        await pilot.pause(0.05)
+    await until(
+        lambda: tools(app) and app.engine is not None and app.engine.busy,
+        "the turn's tool call",
+        pilot=pilot,
+    )
 
 
 async def sent(pilot, app, text: str = "go") -> None:
@@ -94,7 +96,7 @@ async def test_fold_and_unfold_with_enter_click_and_ctrl_o(folder: Path) -> None
         assert item.folded
         # A click on the line opens it.
         view = app.view
-        row = view._offsets[item.id - 1] - int(view.scroll_y)
+        row = view.item_top(item) - int(view.scroll_y)
         await pilot.click(TranscriptView, offset=(5, row))
         await settle(pilot, app)
         assert not item.folded
@@ -127,9 +129,8 @@ async def test_permission_box_each_answer(folder: Path, key: str, status: str, o
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await type_and_send(pilot, "go")
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
         await settle(pilot, app, idle=False)
-        while app.box.request is None:
-            await pilot.pause(0.02)
         box = app.screen.query_one(PermissionBox)
         assert box.has_class("-open") and box.has_focus
         assert "waiting for a/s/r/n" in screen_text(app)
@@ -142,8 +143,13 @@ async def test_permission_box_each_answer(folder: Path, key: str, status: str, o
         assert isinstance(app.focused, Prompt)
         # s and n are remembered: the second call does not ask.
         await type_and_send(pilot, "again")
+
+        def second_call_asked_or_done() -> bool:
+            second = tools(app)[1:]
+            return app.box.request is not None or bool(second and not second[0].running)
+
+        await until(second_call_asked_or_done, "the second call", pilot=pilot)
         await settle(pilot, app, idle=False)
-        await pilot.pause(0.3)
         if key in "sn":
             await settle(pilot, app)
             assert app.box.request is None
@@ -161,7 +167,7 @@ async def test_cancellation(folder: Path, how: str) -> None:
     app = make_app(model, folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await a_turn_running(pilot, app)
-        await pilot.pause(0.3)
+        await until(lambda: running("sleep", "30"), "the command's sleep", pilot=pilot)
         if how in ("escape", "ctrl+c"):
             await pilot.press(how)
         else:
@@ -173,6 +179,29 @@ async def test_cancellation(folder: Path, how: str) -> None:
         assert "⊘" in all_text(app)
         tool_messages = [m for m in app.engine.session.messages if m["role"] == "tool"]
         assert tool_messages[0]["content"].endswith("[error: cancelled]")
+
+
+def sessions_listed(app: MMApp) -> bool:
+    """The sessions screen is up, its list taking the keys."""
+    return isinstance(app.screen, SessionsScreen) and isinstance(app.focused, OptionList)
+
+
+def palette_text(app: MMApp) -> str:
+    """The commands the command palette lists (empty when it is not open)."""
+    if not isinstance(app.screen, CommandPalette):
+        return ""
+    listed = app.screen.query_one(CommandList)
+    return "\n".join(str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count))
+
+
+def highlighted(app: MMApp) -> str:
+    """The command the palette would run on Enter (empty when none)."""
+    if not isinstance(app.screen, CommandPalette):
+        return ""
+    listed = app.screen.query_one(CommandList)
+    if listed.highlighted is None:
+        return ""
+    return str(listed.get_option_at_index(listed.highlighted).prompt)
 
 
 def notices(app: MMApp) -> list[str]:
@@ -190,8 +219,9 @@ async def test_a_request_sent_while_a_turn_runs_waits_for_its_end(folder: Path) 
         assert "queued (a turn is running): and then this — Esc takes it back" in notices(app)
         assert app.engine.busy  # the running turn goes on
         await settle(pilot, app, timeout=10)
-        while len(model.requests) < 3 or app.engine.busy:
-            await pilot.pause(0.05)
+        await until(
+            lambda: len(model.requests) == 3 and not app.engine.busy, "the 2nd turn", pilot=pilot
+        )
         await settle(pilot, app)
         assert tools(app)[0].status == "ok"  # not cancelled
         assert model.requests[2][-1] == {"role": "user", "content": "and then this"}
@@ -229,13 +259,12 @@ async def test_a_request_sent_before_the_engine_is_ready_runs_when_it_is(folder:
 
     app.boot = slow_boot
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.1)
+        await pilot.pause()  # the window up, its boot held at the gate
         assert app.engine is None
         await type_and_send(pilot, "early bird")
         assert "queued (mm is starting): early bird — Esc takes it back" in notices(app)
         gate.set()
-        while not model.requests or app.engine.busy:
-            await pilot.pause(0.05)
+        await until(lambda: model.requests and not app.engine.busy, "the queued turn", pilot=pilot)
         await settle(pilot, app)
         assert model.requests[0][-1] == {"role": "user", "content": "early bird"}
         assert "ready now" in all_text(app)
@@ -246,13 +275,14 @@ async def test_ctrl_c_twice_when_idle_quits(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await pilot.press("ctrl+c")
-        await pilot.pause(0.1)
-        assert app.is_running
+        await pilot.pause()  # handled, and mm is still there
+        assert app.is_running and app.return_code is None
         await pilot.press("ctrl+c")
-        await pilot.pause(0.1)
+        await until(lambda: app.return_code is not None, "quitting", pilot=pilot)
     assert app.return_code == 0
 
 
+@pytest.mark.slow  # three themes applied, and seven requests typed key by key: about 5 s
 async def test_slash_commands(folder: Path) -> None:
     app = make_app(ScriptedModel(say("first answer")), folder)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -263,17 +293,13 @@ async def test_slash_commands(folder: Path) -> None:
         await pilot.press("tab")
         assert app.prompt.text == "/help"
         await pilot.press("enter")
-        await pilot.pause(0.1)
-        assert isinstance(app.screen, HelpScreen)
+        await until(lambda: isinstance(app.screen, HelpScreen), "the help screen", pilot=pilot)
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, HelpScreen)
+        await until(lambda: not isinstance(app.screen, HelpScreen), "closing the help", pilot=pilot)
         await type_and_send(pilot, "/theme mm-light")
-        await pilot.pause(0.1)
-        assert app.theme == "mm-light"
+        await until(lambda: app.theme == "mm-light", "the light theme", pilot=pilot)
         await type_and_send(pilot, "/theme ansi-dark")
-        await pilot.pause(0.1)
-        assert app.theme == "ansi-dark"
+        await until(lambda: app.theme == "ansi-dark", "the ANSI theme", pilot=pilot)
         await type_and_send(pilot, "/theme nope")
         await settle(pilot, app)
         assert "no theme named nope" in screen_text(app)
@@ -288,7 +314,7 @@ async def test_slash_commands(folder: Path) -> None:
         await settle(pilot, app)
         assert "unknown command /bogus" in screen_text(app)
         await type_and_send(pilot, "/quit")
-        await pilot.pause(0.1)
+        await until(lambda: app.return_code is not None, "quitting", pilot=pilot)
     assert app.return_code == 0
 
 
@@ -302,7 +328,7 @@ async def test_sessions_screen_reopens_a_session(folder: Path) -> None:
         await type_and_send(pilot, "/new")
         await settle(pilot, app)
         await type_and_send(pilot, "/sessions")
-        await pilot.pause(0.2)
+        await until(lambda: sessions_listed(app), "the sessions screen", pilot=pilot)
         await pilot.press("enter")  # the newest saved session is the first one
         await settle(pilot, app)
         assert app.engine.session.id == first
@@ -349,7 +375,7 @@ async def test_resize_to_80_by_24(folder: Path) -> None:
         await settle(pilot, app)
         await pilot.resize_terminal(80, 24)
         await settle(pilot, app)
-        assert app.view._width == 80 - 2 - 2  # less the padding and the scrollbar
+        assert app.view.line_width == 80 - 2 - 2  # less the padding and the scrollbar
         lines = screen_text(app).splitlines()
         assert all(len(line) <= 80 for line in lines)
         assert any("‣ bash  ls -la" in line and line.rstrip().endswith("0.0s") for line in lines)
@@ -421,8 +447,7 @@ async def test_a_long_session_keeps_every_item(folder: Path) -> None:
         assert len(tools(app)) == 3000
         assert "‣ bash  echo 2999" in screen_text(app)
         await pilot.press("tab", "home")
-        await pilot.pause(0.1)
-        assert "‣ bash  echo 0 " in screen_text(app)
+        await until(lambda: "‣ bash  echo 0 " in screen_text(app), "the first line", pilot=pilot)
 
 
 async def test_engine_errors_show_in_the_transcript(folder: Path) -> None:
@@ -440,12 +465,11 @@ async def test_command_palette_has_the_slash_commands(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await until(lambda: isinstance(app.screen, CommandPalette), "the palette", pilot=pilot)
         await pilot.press(*"/help")
-        await pilot.pause(0.5)
+        await until(lambda: highlighted(app).startswith("/help"), "/help found", pilot=pilot)
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, HelpScreen)
+        await until(lambda: isinstance(app.screen, HelpScreen), "the help screen", pilot=pilot)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (60, 20)])
@@ -461,8 +485,7 @@ async def test_the_permission_choices_stay_visible_in_a_small_terminal(
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
         await type_and_send(pilot, "edit it")
-        while app.box.request is None:
-            await pilot.pause(0.02)
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
         await settle(pilot, app, idle=False)
         keys = app.box.query_one("#keys")
         assert "a allow once" in str(keys.render()) and "r reject" in str(keys.render())
@@ -480,14 +503,13 @@ async def test_the_command_palette_lists_mm_s_commands_before_any_typing(folder:
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot, app)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, CommandPalette)
-        listed = app.screen.query_one(CommandList)
-        shown = "\n".join(
-            str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)
+        commands = ("/new", "/compact", "/sessions", "/theme")
+        await until(
+            lambda: all(c in palette_text(app) for c in commands),
+            "the listed commands",
+            pilot=pilot,
         )
-        for command in ("/new", "/compact", "/sessions", "/theme"):
-            assert command in shown, shown
+        shown = palette_text(app)
         assert "summarise the conversation to free the model's context" in shown
 
 
@@ -497,13 +519,11 @@ async def test_help_lists_the_decisions_of_the_session(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await type_and_send(pilot, "go")
-        while app.box.request is None:
-            await pilot.pause(0.02)
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
         await pilot.press("n")
         await settle(pilot, app)
         await type_and_send(pilot, "/help")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, HelpScreen)
+        await until(lambda: isinstance(app.screen, HelpScreen), "the help screen", pilot=pilot)
         table = app.screen._content()
         names = [str(cell) for cell in table.columns[0]._cells]
         assert str(table.columns[1]._cells[names.index("bash")]) == "never"
@@ -566,11 +586,9 @@ async def test_esc_closes_the_keys_panel(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         app.action_show_help_panel()
-        await pilot.pause(0.1)
-        assert app.screen.query(HelpPanel)
+        await until(lambda: app.screen.query(HelpPanel), "the keys panel", pilot=pilot)
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not app.screen.query(HelpPanel)
+        await until(lambda: not app.screen.query(HelpPanel), "closing the keys panel", pilot=pilot)
 
 
 async def test_sending_a_request_scrolls_to_the_bottom(folder: Path) -> None:
@@ -581,8 +599,8 @@ async def test_sending_a_request_scrolls_to_the_bottom(folder: Path) -> None:
             await sent(pilot, app, "more")
         view = app.view
         view.action_scroll_home()
-        await pilot.pause(0.1)
-        assert view.scroll_y < view.max_scroll_y - 5  # the person scrolled up
+        # the person scrolled up
+        await until(lambda: view.scroll_y < view.max_scroll_y - 5, "the scroll up", pilot=pilot)
         await type_and_send(pilot, "and more")
         await settle(pilot, app)
         assert view.scroll_y >= view.max_scroll_y - 1 and view.max_scroll_y > 0
@@ -627,23 +645,6 @@ async def test_a_theme_change_repaints_the_transcript_in_the_new_colours(folder:
         assert painted_color(app, "‣") == "#ff00ff"
 
 
-def painted(app) -> str:
-    """What the screen shows, through the compositor and every widget's line cache: a line
-    that was not asked to repaint still shows its old text here."""
-    return "\n".join(strip.text.rstrip() for strip in app.screen._compositor.render_strips())
-
-
-async def painted_soon(pilot, app, wanted: str, within: float = 5.0) -> bool:
-    """Whether `wanted` reaches the screen within `within` seconds (a loaded machine may take
-    several frames; a line never repainted never gets there)."""
-    deadline = asyncio.get_running_loop().time() + within
-    while asyncio.get_running_loop().time() < deadline:
-        if wanted in painted(app):
-            return True
-        await pilot.pause(0.05)
-    return False
-
-
 async def test_a_growing_line_repaints_when_scrolled_far_down(folder: Path) -> None:
     """Words added to the last line of a long answer reach the screen at once, though the
     answer's height does not change (only the growing rows are repainted)."""
@@ -678,8 +679,7 @@ async def test_a_running_tool_line_ticks_when_scrolled_far_down(folder: Path) ->
             return next(line for line in painted(app).splitlines() if "bash  sleep 9" in line)
 
         first = tool_row()
-        await pilot.pause(1.3)
-        assert tool_row() != first
+        await until(lambda: tool_row() != first, "a tick of the spinner", timeout=5, pilot=pilot)
 
 
 @pytest.mark.parametrize(

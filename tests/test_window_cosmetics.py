@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from scripted_model import ScriptedModel, say
-from window_helpers import make_app, playground, settle
+from support.waiting import await_until
+from window_helpers import make_app, settle
 
 from mm_tui.app import MMApp
 from mm_tui.transcript import AnswerItem
@@ -22,11 +23,6 @@ MONOKAI_BACKGROUND = "#272822"
 FRIENDLY_BACKGROUND = "#f0f0f0"
 FRIENDLY_KEYWORD = "#007020"
 CODE_ANSWER = "Here it is:\n\n```python\ndef greet(name):\n    return name\n```\n\nDone."
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return playground(tmp_path / "project")
 
 
 def luminance(color: RichColor) -> float:
@@ -49,7 +45,7 @@ def contrast(one: RichColor, other: RichColor) -> float:
 def painted_segments(app: MMApp) -> list[Segment]:
     """The segments of the transcript's visible lines, as the view paints them."""
     view = app.view
-    return [segment for y in range(view.size.height) for segment in view._content_line(y)]
+    return [segment for y in range(view.size.height) for segment in view.content_line(y)]
 
 
 def hex_of(color: RichColor | None) -> str | None:
@@ -88,7 +84,7 @@ def code_backgrounds(app: MMApp) -> set[str]:
     view = app.view
     found: set[str] = set()
     for y in range(view.size.height):
-        line = list(view._content_line(y))
+        line = list(view.content_line(y))
         if any("greet" in segment.text for segment in line):
             found |= {hex_of(s.style.bgcolor) for s in line if s.style and s.text.strip()}
     return found - {None}
@@ -136,15 +132,16 @@ async def test_the_ctrl_c_toast_leaves_the_prompt_clear(folder: Path, prompt_lin
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot, app)
         app.prompt.insert("\n".join(["line"] * prompt_lines))
-        await pilot.pause(0.1)
+        grown = await await_until(lambda: app.prompt.region.height == 2 + prompt_lines, pilot=pilot)
+        assert grown, app.prompt.region
         await pilot.press("ctrl+c")
         toasts = []
-        for _ in range(40):
-            await pilot.pause(0.05)
-            toasts = [t for t in app.screen.query("Toast") if t.region.area]  # Textual's own
-            if toasts:
-                break
-        assert toasts, "no toast shown"
+
+        def shown() -> bool:
+            toasts[:] = [t for t in app.screen.query("Toast") if t.region.area]  # Textual's own
+            return bool(toasts)
+
+        assert await await_until(shown, 2, 0.05, pilot=pilot), "no toast shown"
         prompt = app.prompt.region
         assert prompt.height == 2 + prompt_lines
         for toast in toasts:

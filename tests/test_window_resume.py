@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_parts import engine_on, of, turn
 from scripted_server import Error, Reply, ScriptedServer, call
-from window_helpers import all_text, playground, screen_text, settle, started_app
+from support.engine import make_engine, of, turn
+from support.waiting import until
+from textual.widgets import OptionList
+from window_helpers import all_text, painted, painted_soon, screen_text, settle, started_app
 
 from mm_tui.core.events import (
     ContextUsage,
@@ -27,6 +29,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import INTERRUPTED, Session
+from mm_tui.screens.sessions import SessionsScreen
 from mm_tui.transcript import CompactionItem, NoticeItem, RecapItem, ToolItem
 from mm_tui.widgets.agent_header import AgentHeader
 from mm_tui.widgets.render import format_elapsed
@@ -34,11 +37,6 @@ from mm_tui.widgets.transcript_view import TranscriptView
 
 CTX = r"ctx [\d,]+ / 4,096 \(\d+%\)"  # the context after each turn, against the config's window
 SUMMARY = "Summary: the person had three calls run and a count made; nothing is left to do."
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return playground(tmp_path / "project")
 
 
 def sessions(folder: Path) -> Path:
@@ -51,32 +49,6 @@ def tools(app: Any) -> list[ToolItem]:
 
 def notices(app: Any) -> list[tuple[str, str]]:
     return [(i.level, i.text) for i in app.transcript.items if isinstance(i, NoticeItem)]
-
-
-def painted(app: Any) -> str:
-    """What the terminal shows, through the compositor and each widget's line cache: a line
-    that was never asked to repaint still shows its old text here."""
-    return "\n".join(strip.text.rstrip() for strip in app.screen._compositor.render_strips())
-
-
-async def painted_soon(pilot: Any, app: Any, wanted: str, within: float = 5.0) -> bool:
-    import asyncio
-
-    deadline = asyncio.get_running_loop().time() + within
-    while asyncio.get_running_loop().time() < deadline:
-        if wanted in painted(app):
-            return True
-        await pilot.pause(0.05)
-    return False
-
-
-async def until(pilot: Any, check: Any, within: float = 10.0) -> None:
-    import asyncio
-
-    deadline = asyncio.get_running_loop().time() + within
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "never happened"
-        await pilot.pause(0.05)
 
 
 def tool_row(app: Any, title: str) -> str:
@@ -128,7 +100,7 @@ async def a_worked_session(server: ScriptedServer, folder: Path) -> tuple[str, l
         Reply(SUMMARY),  # /compact's
         Error(400, "the model fell over"),
     )
-    engine = engine_on(server, folder, yolo=False, contextWindow=4096)
+    engine = make_engine(folder, server, yolo=False, contextWindow=4096)
     await engine.learn_context_window()
 
     def answer(request: PermissionRequested) -> Decision:
@@ -233,7 +205,7 @@ async def test_the_redraw_ends_at_the_bottom(folder: Path) -> None:
         script += [Reply(tool_calls=[call("bash", {"command": f"echo {n}"}, id=f"c{n}")])]
         script += [Reply(f"answer {n}")]
     with ScriptedServer(*script) as server:
-        engine = engine_on(server, folder)
+        engine = make_engine(folder, server)
         for n in range(12):
             await turn(engine, f"question {n}")
         session_id = engine.session.id
@@ -252,7 +224,7 @@ async def test_the_redraw_ends_at_the_bottom(folder: Path) -> None:
 
 async def test_a_torn_last_line_is_one_warning(folder: Path) -> None:
     with ScriptedServer(Reply("first answer")) as server:
-        engine = engine_on(server, folder)
+        engine = make_engine(folder, server)
         await turn(engine, "hello")
         session_id = engine.session.id
         await engine.aclose()
@@ -310,7 +282,13 @@ async def test_sessions_reopens_and_later_turns_update_after_new_and_reopen(
             await pilot.press("ctrl+o")
             # /sessions: the newest (this one) first; the first session second.
             await pilot.press(*"/sessions", "enter")
-            await pilot.pause(0.3)
+            await until(
+                lambda: (
+                    isinstance(app.screen, SessionsScreen) and isinstance(app.focused, OptionList)
+                ),
+                "the sessions screen",
+                pilot=pilot,
+            )
             await pilot.press("down", "enter")
             await settle(pilot, app)
             assert app.engine.session.id == first
@@ -414,7 +392,11 @@ async def test_compact_shows_its_line_and_a_failure_says_so(folder: Path) -> Non
             await pilot.press(*"hello", "enter")
             await settle(pilot, app)
             await pilot.press(*"/compact", "enter")
-            await until(pilot, lambda: isinstance(app.transcript.items[-1], CompactionItem))
+            await until(
+                lambda: isinstance(app.transcript.items[-1], CompactionItem),
+                "the compaction's line",
+                pilot=pilot,
+            )
             await settle(pilot, app)
             item = app.transcript.items[-1]
             assert isinstance(item, CompactionItem)
@@ -428,7 +410,9 @@ async def test_compact_shows_its_line_and_a_failure_says_so(folder: Path) -> Non
             assert await painted_soon(pilot, app, f"    {SUMMARY}")
             await pilot.press(*"/compact", "enter")
             await until(
-                pilot, lambda: "/compact failed" in getattr(app.transcript.items[-1], "text", "")
+                lambda: "/compact failed" in getattr(app.transcript.items[-1], "text", ""),
+                "the failure's notice",
+                pilot=pilot,
             )
             level, text = notices(app)[-1]
             assert level == "error" and text.startswith("/compact failed: ")

@@ -1,31 +1,19 @@
-"""Building MMApp for tests: an engine on a given model, frozen clocks, a fixed folder; or MMApp
-started as `mm` starts it (`startup.start`) on the scripted server, `--resume` included."""
+"""Building MMApp for tests: an engine on a given model, frozen clocks, a given folder; or MMApp
+started as `mm` starts it (`startup.start`) on the scripted server, `--resume` included. And
+reading and waiting for what the window shows."""
 
 from __future__ import annotations
 
-import shutil
+import asyncio
 from pathlib import Path
 from typing import Any
 
+from support.engine import make_engine
+from support.waiting import await_until
+
 from mm_tui.app import MMApp
 from mm_tui.config import Settings
-from mm_tui.engine.session import Session
-from mm_tui.engine.turn import Engine
-from mm_tui.playground import PLAYGROUND
-from mm_tui.startup import Started, start, tool_registry
-from mm_tui.transcript import Item
-
-FIXED_FOLDER = Path("/tmp/mm-test-playground")
-
-
-def playground(folder: Path = FIXED_FOLDER) -> Path:
-    """The demo's small project in a folder whose name never changes, so screenshots match."""
-    shutil.rmtree(folder, ignore_errors=True)
-    for name, content in PLAYGROUND.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
-    return folder
+from mm_tui.startup import Started, start
 
 
 def make_app(
@@ -37,25 +25,13 @@ def make_app(
     app_theme: str | None = None,
     **settings: Any,
 ) -> MMApp:
-    clock = (lambda: 100.0) if frozen else None
-    settings.setdefault("sessionsDir", str(folder / ".mm" / "sessions"))
-
     async def boot() -> Started:
-        s = Settings(**settings)
-        session = Session.new(
-            folder / ".mm" / "sessions",
-            cwd=folder,
-            model=model.model,
-            provider=model.provider,
-            base_url=model.base_url,
-        )
-        kwargs = {"clock": (lambda: 0.0)} if frozen else {}
-        registry = tool_registry(s, folder)
-        engine = Engine(s, model, cwd=folder, session=session, registry=registry, **kwargs)
-        return Started(engine, list(notes))
+        clock = (lambda: 0.0) if frozen else None
+        return Started(make_engine(folder, model, clock=clock, **settings), list(notes))
 
-    app = MMApp(boot, clock=clock, theme=app_theme) if clock else MMApp(boot, theme=app_theme)
-    return app
+    if frozen:
+        return MMApp(boot, clock=lambda: 100.0, theme=app_theme)
+    return MMApp(boot, theme=app_theme)
 
 
 def started_app(
@@ -80,37 +56,55 @@ def started_app(
 def screen_text(app: MMApp) -> str:
     """The transcript's lines as plain text (what is on screen of it), without the scrollbar."""
     view = app.view
-    return "\n".join(
-        "".join(segment.text for segment in view._content_line(y)).rstrip()
-        for y in range(view.size.height)
-    )
+    return "\n".join(view.content_line(y).text.rstrip() for y in range(view.size.height))
 
 
 def all_text(app: MMApp) -> str:
     """Every line the transcript holds, on screen or not."""
     view = app.view
-    out = []
-    for index, lines in enumerate(view._lines):
-        item: Item = app.transcript.items[index]
-        for row, strip in enumerate(lines or []):
-            if row == view._header_row(index) and item.foldable and hasattr(item, "call_id"):
-                strip = view.tool_line.header(item, view._width, app.clock())
-            out.append(strip.text.rstrip())
-    return "\n".join(out)
+    return "\n".join(
+        strip.text.rstrip()
+        for item in app.transcript.items
+        for strip in view.drawn_lines(item) or []
+    )
+
+
+def painted(app: MMApp) -> str:
+    """What the terminal shows, through the compositor and each widget's line cache: a line
+    that was never asked to repaint still shows its old text here."""
+    return "\n".join(strip.text.rstrip() for strip in app.screen._compositor.render_strips())
+
+
+async def painted_soon(pilot: Any, app: MMApp, wanted: str, within: float = 5.0) -> bool:
+    """Whether `wanted` reaches the screen within `within` seconds (a loaded machine may take
+    several frames; a line never repainted never gets there)."""
+    return await await_until(lambda: wanted in painted(app), within, 0.05, pilot=pilot)
+
+
+def turn_running(app: MMApp) -> bool:
+    """Whether a turn runs or is about to: the engine is busy, or a turn's worker has not ended
+    (it starts the engine's turn a moment after a request is sent)."""
+    engine = app.engine
+    if engine is not None and engine.busy:
+        return True
+    return any(w.group == "turn" and not w.is_finished for w in app.workers)
 
 
 async def settle(pilot: Any, app: MMApp, *, idle: bool = True, timeout: float = 10.0) -> None:
-    """Wait until the turn is over (when `idle`) and the view has drawn what changed."""
-    import asyncio
-
+    """Wait until mm has started, the turn is over (when `idle`) and the view has drawn what
+    changed. Checked again once the app has handled every message pending (an event of the
+    turn, a frame that scheduled another): settled then, it is settled."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+
+    def ready() -> bool:
+        if app.engine is None or (idle and turn_running(app)):
+            return False
+        return app.view.settled
+
     while True:
-        await pilot.pause(0.05)
-        engine = app.engine
-        ready = engine is not None and (not idle or not engine.busy)
-        if ready and not app.view._dirty and not app.view._flush_scheduled:
-            await pilot.pause(0.05)
-            return
-        if loop.time() > deadline:
+        if not await await_until(ready, max(0.0, deadline - loop.time()), pilot=pilot):
             raise TimeoutError("the window did not settle")
+        await pilot.pause()  # every message queued until now handled, the screen updated
+        if ready():
+            return

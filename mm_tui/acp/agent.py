@@ -63,7 +63,6 @@ from typing import Any, assert_never
 from urllib.parse import unquote, urlparse
 
 import acp
-import unidiff
 from acp.schema import (
     AgentCapabilities,
     AgentMessageChunk,
@@ -72,6 +71,7 @@ from acp.schema import (
     AudioContentBlock,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
+    ForkSessionResponse,
     ImageContentBlock,
     Implementation,
     InitializeResponse,
@@ -82,6 +82,7 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    ResumeSessionResponse,
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
@@ -93,6 +94,7 @@ from acp.schema import (
     ToolCallUpdate,
     UsageUpdate,
 )
+from unidiff.patch import PatchSet
 
 from mm_tui import __version__
 from mm_tui.acp import meta
@@ -119,6 +121,7 @@ from mm_tui.core.events import (
     TurnEnded,
     TurnStarted,
 )
+from mm_tui.core.text import agent_title
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import INTERRUPTED, Session, SessionError, list_sessions
 from mm_tui.engine.turn import Engine
@@ -307,7 +310,7 @@ class MMAgent(acp.Agent):
         await self._replay(state)
         usage = state.engine.context_usage()
         if usage is not None:
-            await self._translate(state, usage, False)
+            await self._translate(state, usage)
         log.info("session %s reopened in %s", session_id, folder)
         return LoadSessionResponse(field_meta=self._meta(client))
 
@@ -328,7 +331,7 @@ class MMAgent(acp.Agent):
             ]
         )
 
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         state = self._session(session_id)
         if state.prompting:
             raise acp.RequestError.invalid_request(
@@ -352,6 +355,55 @@ class MMAgent(acp.Agent):
         if state.cancel_requested or ended.stop_reason == "cancelled":
             return PromptResponse(stop_reason="cancelled")
         return PromptResponse(stop_reason=STOP_REASONS.get(ended.stop_reason, "end_turn"))  # type: ignore[arg-type]
+
+    # -- what mm does not offer ---------------------------------------------------------------
+    # acp.Agent is a Protocol whose bodies do nothing: inherited, each of these answered `{}` or
+    # null, a success for a request nothing carried out. mm advertises none of them, so each is
+    # the error it is.
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        raise acp.RequestError.invalid_params(
+            {"message": f"unknown authentication method {method_id!r}: mm needs none"}
+        )
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
+        self._session(session_id)
+        raise acp.RequestError.method_not_found("session/set_mode")
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> None:
+        self._session(session_id)
+        raise acp.RequestError.method_not_found("session/set_config_option")
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> None:
+        raise acp.RequestError.method_not_found("session/close")
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        raise acp.RequestError.method_not_found("session/fork")
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        raise acp.RequestError.method_not_found("session/resume")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.info("extension notification %s ignored", method)  # a notification wants no answer
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         state = self._sessions.get(session_id)
@@ -486,7 +538,7 @@ class MMAgent(acp.Agent):
             ToolCallStart(
                 session_update="tool_call",
                 tool_call_id=acp_id,
-                title=_title(event.agent, event.title),
+                title=agent_title(event.agent, event.title),
                 kind=_kind(event.kind),  # type: ignore[arg-type]
                 status="pending",
                 locations=[ToolCallLocation(path=p) for p in event.locations] or None,
@@ -512,7 +564,7 @@ class MMAgent(acp.Agent):
                 session_id=state.id,
                 tool_call=ToolCallUpdate(
                     tool_call_id=acp_id,
-                    title=_title(event.agent, event.title),
+                    title=agent_title(event.agent, event.title),
                     status="pending",
                     content=content or None,
                 ),
@@ -673,10 +725,6 @@ def _kind(kind: str) -> str:
     return kind if kind in ACP_KINDS else "other"
 
 
-def _title(agent: str | None, title: str) -> str:
-    return f"{agent} · {title}" if agent else title
-
-
 def _one(paths: tuple[str, ...]) -> str | None:
     return paths[0] if len(paths) == 1 else None
 
@@ -735,7 +783,7 @@ def diff_contents(unified: str, path: str | None, cwd: Path) -> list[FileEditToo
     if not unified.startswith("--- "):
         return []
     try:
-        patch = unidiff.PatchSet(unified)
+        patch = PatchSet(unified)
     except Exception:  # noqa: BLE001 - not a diff after all
         return []
     out: list[FileEditToolCallContent] = []

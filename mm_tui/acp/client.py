@@ -66,6 +66,8 @@ from mm_tui.core.events import (
     ToolCallStarted,
     ToolStatus,
 )
+from mm_tui.core.processes import kill_group, stop_group
+from mm_tui.core.text import ellipsize, strip_agent
 
 CANCEL_GRACE = 5.0  # seconds a cancelled child has to answer its prompt before it is killed
 STOP_GRACE = 2.0  # seconds between closing a child's stdin, SIGTERM and SIGKILL
@@ -151,11 +153,44 @@ class _Relay:
             )
         return await call.permission(tool_call, options)
 
-    async def write_text_file(self, *args: Any, **kwargs: Any) -> None:
+    async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
         raise acp.RequestError.method_not_found("fs/write_text_file")
 
-    async def read_text_file(self, *args: Any, **kwargs: Any) -> None:
+    async def read_text_file(self, *args: Any, **kwargs: Any) -> Any:
         raise acp.RequestError.method_not_found("fs/read_text_file")
+
+    # The child is offered no terminal and no elicitation (the capabilities say so): a request
+    # for one is the error it is, never an empty success.
+
+    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("terminal/create")
+
+    async def terminal_output(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("terminal/output")
+
+    async def release_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("terminal/release")
+
+    async def wait_for_terminal_exit(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("terminal/wait_for_exit")
+
+    async def kill_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("terminal/kill")
+
+    async def create_elicitation(self, *args: Any, **kwargs: Any) -> Any:
+        raise acp.RequestError.method_not_found("elicitation/create")
+
+    async def complete_elicitation(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a notification: nothing to answer
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    def on_connect(self, conn: Any) -> None:
+        return None
 
 
 @dataclass
@@ -170,7 +205,7 @@ class _Call:
     """One call's translation of the child's updates into events, its collected answer, and its
     watchdog: every update is a sign of life; a permission waiting for the person pauses it."""
 
-    def __init__(self, name: str, emit: Emit, yolo: bool, cwd: Path) -> None:
+    def __init__(self, name: str, emit: Emit, yolo: bool, cwd: Path, timeout: float) -> None:
         self.name = name
         self.cwd = cwd
         self.emit = emit
@@ -179,7 +214,7 @@ class _Call:
         self.answer: list[str] = []
         self.tools: dict[str, _OpenTool] = {}
         self.watchdog: asyncio.Timeout | None = None
-        self.timeout = 0.0
+        self.timeout = timeout  # seconds without a sign of life before the watchdog stops it
         self.waiting: set[asyncio.Future[Decision]] = set()
 
     # -- watchdog ---------------------------------------------------------------------------
@@ -229,7 +264,7 @@ class _Call:
         display = _display(tool, title)
         nested = mine.get("agent")  # a call of an agent the child asked: `<it> · <title>`
         if isinstance(nested, str) and nested:
-            display = f"[{nested}] {_display(tool, title.removeprefix(f'{nested} · '))}"
+            display = f"[{nested}] {_display(tool, strip_agent(title, nested))}"
         open_tool = _OpenTool(tool=tool, title=title, started=self.loop.time())
         open_tool.diff = _diff_of(update.content, self.cwd)
         self.tools[call_id] = open_tool
@@ -519,16 +554,13 @@ class Child:
             message = None
         if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
             return True
-        shown = line.decode("utf-8", errors="replace").strip()
-        if len(shown) > 80:
-            shown = shown[:79] + "…"
+        shown = ellipsize(line.decode("utf-8", errors="replace").strip(), 80)
         self.fault = f"it wrote something that is not ACP on stdout: {shown!r}"
         return False
 
     def _kill(self) -> None:
         if self.process is not None and self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
+            kill_group(self.process)
 
     async def broken_reason(self) -> str:
         """Why the connection ended, for the quoted error."""
@@ -565,11 +597,12 @@ class Child:
             log.seek(self._log_start)
             lines = log.read()[-4096:].decode("utf-8", errors="replace").splitlines()
             last = next((line.strip() for line in reversed(lines) if line.strip()), "")
-            return last if len(last) <= 200 else last[:199] + "…"
+            return ellipsize(last, 200)
         return ""
 
     async def aclose(self) -> None:
-        """Stop the child: end of input first (a clean exit), then SIGTERM, then SIGKILL."""
+        """Stop the child: end of input first (a clean exit), then SIGTERM, then SIGKILL, each
+        to its process group."""
         if self._closed:
             return
         self._closed = True
@@ -578,15 +611,10 @@ class Child:
             if process.stdin is not None:
                 with contextlib.suppress(Exception):
                     process.stdin.close()
-            for sig in (None, signal.SIGTERM, signal.SIGKILL):
-                if sig is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        process.send_signal(sig)
-                try:
-                    await asyncio.wait_for(process.wait(), STOP_GRACE)
-                    break
-                except TimeoutError:
-                    continue
+            try:
+                await asyncio.wait_for(process.wait(), STOP_GRACE)
+            except TimeoutError:
+                await stop_group(process, STOP_GRACE)
         if self.conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.conn.close(), STOP_GRACE)
@@ -672,9 +700,9 @@ class AgentPool:
         """One call: `text` to agent `name` in a fresh session in `cwd`. Never raises for the
         child's faults (they are in `Asked.error`); returns with `cancelled` when the caller
         was cancelled, after the child was told."""
-        lock = self._locks.setdefault(name, asyncio.Lock())
-        async with lock:
-            return await self._ask(name, text, shown_prompt, cwd, emit, asked_by, yolo, watchdog)
+        call = _Call(name, emit, yolo, cwd, watchdog)
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            return await self._ask(call, text, shown_prompt, asked_by)
 
     async def _child(self, entry: AgentEntry, cwd: Path, yolo: bool) -> tuple[Child, bool]:
         """The agent's child, started when there is none fit for use; True when reused."""
@@ -708,30 +736,21 @@ class AgentPool:
         child._learn(session.field_meta)
         return child, session.session_id
 
-    async def _ask(
-        self,
-        name: str,
-        text: str,
-        shown_prompt: str,
-        cwd: Path,
-        emit: Emit,
-        asked_by: str,
-        yolo: bool,
-        watchdog: float,
-    ) -> Asked:
+    async def _ask(self, call: _Call, text: str, shown_prompt: str, asked_by: str) -> Asked:
+        """`ask`, once the agent's lock is held; `call` carries the agent's name, the events'
+        way out, yolo, the working folder and the watchdog's timeout."""
+        name = call.name
         entry = self.entries[name]
         asked = Asked(name=name)
-        call = _Call(name, emit, yolo, cwd)
-        call.timeout = watchdog
         child: Child | None = None
         session_id: str | None = None
         prompt_task: asyncio.Task[Any] | None = None
         started: AgentStarted | None = None
         try:
             try:
-                async with asyncio.timeout(watchdog) as timer:
+                async with asyncio.timeout(call.timeout) as timer:
                     call.watchdog = timer
-                    child, session_id = await self._open_session(entry, cwd, yolo)
+                    child, session_id = await self._open_session(entry, call.cwd, call.yolo)
                     child.relay.calls[session_id] = call
                     info = child.info
                     started = AgentStarted(
@@ -743,7 +762,7 @@ class AgentPool:
                         prompt=shown_prompt,
                         agent=name,
                     )
-                    emit(started)
+                    call.emit(started)
                     prompt_task = asyncio.create_task(
                         child.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
                     )
@@ -753,11 +772,13 @@ class AgentPool:
                 call.watchdog = None
         except TimeoutError:
             if prompt_task is None:
-                asked.error = failed(name, f"it did not answer within {watchdog:g}s of starting")
+                asked.error = failed(
+                    name, f"it did not answer within {call.timeout:g}s of starting"
+                )
             else:
                 asked.error = stopped(
                     name,
-                    f"it sent nothing for {watchdog:g}s — stopped by the watchdog; raise "
+                    f"it sent nothing for {call.timeout:g}s — stopped by the watchdog; raise "
                     "watchdogTimeout if its model is slow to answer",
                 )
             await self.discard(name)
@@ -790,7 +811,7 @@ class AgentPool:
                 child.relay.calls.pop(session_id, None)
             call.close_tools()
             if started is not None:
-                emit(
+                call.emit(
                     AgentFinished(
                         name=name,
                         title=started.title,

@@ -18,7 +18,7 @@ The agreement, one place for both sides:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from mm_tui.core.events import Decision
 
@@ -26,7 +26,9 @@ KEY = "mm"
 
 # The four decisions as ACP's permission option kinds, one to one; both sides use this table.
 # The agent's option ids are the Decision letters themselves.
-OPTION_KINDS = {
+OPTION_KINDS: dict[
+    Decision, Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+] = {
     Decision.ALLOW_ONCE: "allow_once",
     Decision.ALLOW_SESSION: "allow_always",
     Decision.REJECT: "reject_once",

@@ -47,7 +47,10 @@ class AgentEntry:
 class AgentRunner(Protocol):
     """Runs asked agents: one call at a time per agent, children kept between calls."""
 
-    children: Mapping[str, Any]  # agent name -> its running child (with a `pid`)
+    @property
+    def children(self) -> Mapping[str, Any]:
+        """Agent name -> its running child (with a `pid`)."""
+        ...
 
     async def ask(
         self,

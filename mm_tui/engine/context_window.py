@@ -331,7 +331,7 @@ async def read_context_window(
     # reading refusals, and the demo model needs no HTTP client at all.
     import httpx
 
-    from mm_tui.engine.provider import USER_AGENT
+    from mm_tui.engine.servers import USER_AGENT
 
     headers = {"User-Agent": USER_AGENT}
     if api_key:

@@ -34,9 +34,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.files import TEMP_SUFFIX, write_atomically
 from mm_tui.core.redact import Redactor
 
-TEMP_SUFFIX = ".tmp"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -314,22 +314,11 @@ def read_records(raw: bytes) -> tuple[list[dict[str, Any]], int, int]:
 
 
 def replace_file(path: Path, data: bytes, *, sync: bool) -> None:
-    """Replace `path` in one step (temporary file, rename): a reader sees the old or the new."""
+    """Replace `path` in one step (temporary file, rename): a reader sees the old or the new.
+    Private to its owner; the temporary file named by the pid, for `remove_stale_temps`; with
+    `sync`, the rename made durable too."""
     temp = path.parent / f".{path.name}.{os.getpid()}{TEMP_SUFFIX}"
-    with contextlib.suppress(FileNotFoundError):
-        temp.unlink()
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-        with open(fd, "wb") as out:
-            out.write(data)
-            if sync:
-                out.flush()
-                os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+    write_atomically(path, data, new_mode=0o600, temp=temp, sync=sync)
     if sync:
         fsync_folder(path.parent)
 

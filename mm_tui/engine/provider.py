@@ -1,270 +1,47 @@
-"""The OpenAI-compatible streaming client, and the detection of a model server on this machine.
+"""The OpenAI-compatible streaming client: the HTTP side of asking a model server for an answer.
 
 mm talks to whatever serves `POST /chat/completions`: Ollama, llama.cpp, LM Studio, vLLM, Docker
-Model Runner, OpenAI. They agree on the shape and differ in the details, so the parser is lenient:
-CRLF or LF, comments, multi-line data, events without blank lines between them, a broken event in
-the middle (skipped: a guessed tool call is worse than a missing one), reasoning under either of
-its two names, tool calls without ids. Retrying is only safe before the first token; after it, a
-failure is reported, because replaying would show the person a second, different answer.
+Model Runner, OpenAI. They agree on the shape and differ in the details. The parts:
+
+- `sse` turns the bytes of the answer into JSON objects (line ends, comments, multi-line data,
+  events without blank lines, broken events skipped);
+- `chunk_assembly` turns the objects into chunks (deltas under either name, tool calls in
+  pieces, finish reason, usage) and ends the answer with the assembled calls;
+- `servers` knows the well-known servers and finds one on this machine;
+- `server_errors` words what a server refused;
+- this module sends the request and decides what a failure means: which statuses and cut
+  streams are retried, after how long, and the quirks of servers that do not quite follow the
+  protocol (see "llama-cpp-python" below).
+
+Retrying is only safe before the first token; after it, a failure is reported, because replaying
+would show the person a second, different answer. The one exception is a stream cut while a tool
+call is composed: half arguments are never run, so it is asked again, and what the new answer
+repeats of the text already shown is not shown twice (`chunk_assembly.Replay`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import json
 import random
-import socket
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from mm_tui.core.events import Usage
-from mm_tui.engine.model_stream import (
-    CONTEXT_ADVICE,
-    ModelChunk,
-    ModelError,
-    ReasoningChunk,
-    Retrying,
-    StreamEnd,
-    TextChunk,
-    ToolCall,
-    ToolCallChunk,
-)
+from mm_tui.engine.chunk_assembly import ChunkAssembler, completion_chunks
+from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamEnd
+from mm_tui.engine.server_errors import context_overflow, reported_error, status_message
+from mm_tui.engine.servers import USER_AGENT, connection_problem, is_loopback, provider_name
+from mm_tui.engine.sse import SseDecoder
 
-__all__ = [
-    "PRESETS",
-    "DetectedServer",
-    "OpenAIProvider",
-    "Preset",
-    "detect_local_server",
-    "find_preset",
-    "list_models",
-    "provider_name",
-]
-
-USER_AGENT = "mm/0.1"
-HOW_TO_POINT = (
-    "Start the server, or point mm at a running one with --base-url URL "
-    "(or baseUrl in .mm/config.yaml)."
-)
+__all__ = ["OpenAIProvider"]
 
 
-# --------------------------------------------------------------------------- presets
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A well-known server. `local` presets are probed at start-up; OpenAI is not, since probing
-    it would send a request over the internet at every start and it needs a key anyway."""
-
-    name: str
-    base_url: str
-    local: bool = True
-
-
-PRESETS: tuple[Preset, ...] = (
-    Preset("Ollama", "http://localhost:11434/v1"),
-    Preset("Docker Model Runner", "http://localhost:12434/engines/v1"),
-    Preset("llama.cpp", "http://localhost:8080/v1"),
-    Preset("LM Studio", "http://localhost:1234/v1"),
-    Preset("vLLM", "http://localhost:8000/v1"),
-    Preset("OpenAI", "https://api.openai.com/v1", local=False),
-)
-
-_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
-
-
-def find_preset(name_or_url: str, presets: Sequence[Preset] = PRESETS) -> Preset | None:
-    """The preset a person means by a name ("ollama", "lm studio") or a base URL."""
-    key = name_or_url.strip().lower().rstrip("/")
-    for p in presets:
-        if key in (p.name.lower(), p.name.lower().replace(" ", ""), p.base_url.lower()):
-            return p
-    return None
-
-
-def provider_name(base_url: str, presets: Sequence[Preset] = PRESETS) -> str:
-    """A display name for a server when the configuration gives none: the preset's name when the
-    URL is a preset's (any loopback spelling, same port), else the host."""
-    parts = urlsplit(base_url)
-    host = (parts.hostname or "").lower()
-    for p in presets:
-        pp = urlsplit(p.base_url)
-        same_host = host == pp.hostname or (host in _LOOPBACK and pp.hostname in _LOOPBACK)
-        if same_host and parts.port == pp.port:
-            return p.name
-    return host or base_url
-
-
-def is_loopback(base_url: str) -> bool:
-    return (urlsplit(base_url).hostname or "").lower() in _LOOPBACK
-
-
-@dataclass(frozen=True)
-class DetectedServer:
-    name: str
-    base_url: str
-    models: tuple[str, ...] = ()
-
-    @property
-    def model(self) -> str | None:
-        """The model mm takes when the configuration names none."""
-        return self.models[0] if self.models else None
-
-
-def model_ids(data: Any) -> list[str] | None:
-    """The ids of a `/models` answer, or None when it is not an OpenAI-style list (a web app on
-    port 8080 is not a model server)."""
-    if not isinstance(data, dict) or not isinstance(data.get("data"), list | None):
-        return None
-    out = []
-    for item in data.get("data") or []:
-        if isinstance(item, dict) and isinstance(item.get("id"), str):
-            out.append(item["id"])
-        elif isinstance(item, str):
-            out.append(item)
-    return out
-
-
-async def detect_local_server(
-    timeout: float = 0.5, presets: Sequence[Preset] | None = None
-) -> DetectedServer | None:
-    """Probe the local presets' `/models` concurrently; the first preset in table order that
-    answers with a model list wins. Bounded by `timeout`, so start-up never waits on a dead port."""
-    candidates = [p for p in (PRESETS if presets is None else presets) if p.local]
-    if not candidates:
-        return None
-    async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=False, headers={"User-Agent": USER_AGENT}
-    ) as client:
-
-        async def probe(p: Preset) -> list[str] | None:
-            try:
-                r = await client.get(p.base_url.rstrip("/") + "/models")
-                if r.status_code != 200:
-                    return None
-                return model_ids(r.json())
-            except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError):
-                return None  # whatever goes wrong, detection must not stop start-up
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout + 0.25
-        tasks = [asyncio.ensure_future(probe(p)) for p in candidates]
-        try:
-            # In table order: an earlier preset that is slow to answer still wins, but the wait
-            # ends as soon as the outcome is decided, and never after one shared deadline.
-            for p, task in zip(candidates, tasks, strict=True):
-                try:
-                    models = await asyncio.wait_for(task, max(0.0, deadline - loop.time()))
-                except TimeoutError:
-                    models = None
-                if models is not None:
-                    return DetectedServer(p.name, p.base_url.rstrip("/"), tuple(models))
-            return None
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def list_models(base_url: str, api_key: str | None = None, timeout: float = 5.0) -> list[str]:
-    """The model ids a server offers (GET {base_url}/models). Raises `ModelError`."""
-    headers = {"User-Agent": USER_AGENT}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    base = base_url.rstrip("/")
-    async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=not is_loopback(base), headers=headers
-    ) as client:
-        try:
-            r = await client.get(base + "/models")
-        except httpx.RequestError as exc:
-            raise ModelError(" ".join(connection_problem(base, exc)).strip()) from None
-        if r.status_code != 200:
-            raise ModelError(
-                _status_message(base, "", r.status_code, r.reason_phrase, r.content),
-                status=r.status_code,
-            )
-        try:
-            ids = model_ids(r.json())
-        except ValueError:
-            ids = None
-        if ids is None:
-            raise ModelError(f"{base}/models did not answer with a list of models")
-        return ids
-
-
-# --------------------------------------------------------------------------- messages
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    """The exception and what lies beneath it: httpx and anyio wrap the socket's own error."""
-    out: list[BaseException] = []
-    while exc is not None and exc not in out and len(out) < 10:
-        out.append(exc)
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    return out
-
-
-def connection_problem(base_url: str, exc: BaseException) -> tuple[str, str]:
-    """What went wrong, and the hint that follows it (after the count of tries, if any)."""
-    causes = _causes(exc)
-    text = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.ConnectTimeout):
-        why = "the connection timed out"
-    elif isinstance(exc, httpx.ConnectError):
-        if any(isinstance(c, ConnectionRefusedError) for c in causes):
-            why = "connection refused"
-        elif any(isinstance(c, socket.gaierror) for c in causes):
-            why = f"unknown host {urlsplit(base_url).hostname!r}"
-        else:
-            why = text
-    else:
-        return f"the connection to the model server at {base_url} failed: {text}", ""
-    return f"could not connect to the model server at {base_url} ({why})", HOW_TO_POINT
-
-
-def _server_error_text(body: bytes) -> str:
-    """The server's own words: OpenAI's {"error": {"message"}} and its common variants."""
-    text = body.decode("utf-8", errors="replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:500]
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict):
-            for key in ("message", "detail", "msg"):
-                if isinstance(err.get(key), str):
-                    return err[key]
-            if isinstance(data.get("detail"), str):
-                return data["detail"]
-        elif isinstance(err, str):
-            return err
-    return text[:500]
-
-
-def _status_message(base_url: str, model: str, status: int, reason: str, body: bytes) -> str:
-    said = _server_error_text(body)
-    msg = f"the model server answered {status} {reason}".rstrip()
-    if said:
-        msg += f": {said}"
-    if status in (401, 403):
-        msg += " (check apiKey, MM_API_KEY or OPENAI_API_KEY)"
-    elif status == 404:
-        msg += f" (check baseUrl {base_url}" + (f" and model {model!r})" if model else ")")
-    elif context_overflow(said):
-        msg += f" — {CONTEXT_ADVICE}"
-    elif status == 413:
-        msg += " (the request is too large for the server: /compact shortens the conversation)"
-    return msg
+# --------------------------------------------------------------------------- retries
 
 
 def _retry_after(value: str | None, milliseconds: str | None = None) -> float | None:
@@ -291,28 +68,10 @@ def _retry_after(value: str | None, milliseconds: str | None = None) -> float | 
         return None
 
 
-# How servers say that the conversation no longer fits the model's context: OpenAI and vLLM
-# ("maximum context length", code context_length_exceeded), llama.cpp ("exceeds the available
-# context size", exceed_context_size_error), LM Studio and Ollama ("context length", "context
-# window", "too many tokens"). Such an error is not retried: only a shorter history helps.
-CONTEXT_WORDS = (
-    "context_length_exceeded",
-    "maximum context length",
-    "context length",
-    "context size",
-    "context window",
-    "exceed_context",
-    "too many tokens",
-    "prompt is too long",
-)
-
-
-def context_overflow(text: str) -> bool:
-    lowered = text.lower()
-    return any(word in lowered for word in CONTEXT_WORDS)
-
-
 class _Retryable(Exception):
+    """A failure that a new try may mend (a 5xx, a 429, a dropped connection), raised inside
+    this module only: it becomes a `Retrying` chunk, or a `ModelError` once the tries are spent."""
+
     def __init__(
         self,
         message: str,
@@ -342,35 +101,11 @@ class _Retryable(Exception):
         return retryable
 
 
+class _EmptyAnswer(Exception):
+    """A streamed request answered with a 200 and not one event: see "llama-cpp-python"."""
+
+
 DROPPED = "the model server closed the stream in the middle of the answer"
-
-
-class _Replay:
-    """What a retried answer repeats of what the person has already seen.
-
-    A stream cut while a tool call's arguments arrive is asked for again (half arguments are
-    never run). The new answer starts from the beginning, so its text and reasoning are
-    compared with what was shown: the part already shown is dropped, and only what is new goes
-    on. If the new answer says something else (a model that samples), the rest of it is shown
-    from where it departs, so nothing is ever shown twice."""
-
-    def __init__(self, text: str, thought: str) -> None:
-        self._shown = {TextChunk: text, ReasoningChunk: thought}
-        self._at = {TextChunk: 0, ReasoningChunk: 0}
-
-    def unseen(self, kind: type, piece: str) -> str:
-        shown, at = self._shown[kind], self._at[kind]
-        if at >= len(shown):
-            return piece
-        overlap = shown[at : at + len(piece)]
-        if piece.startswith(overlap):
-            self._at[kind] = at + len(piece)
-            return piece[len(overlap) :]
-        same = 0
-        while piece[same] == overlap[same]:
-            same += 1
-        self._at[kind] = len(shown)  # departed: from here on everything is new
-        return piece[same:]
 
 
 # --------------------------------------------------------------------------- the provider
@@ -519,12 +254,21 @@ class OpenAIProvider:
             msg += f". {error.hint}"
         return ModelError(msg, status=error.status, unreachable=error.unreachable)
 
+    def _next_try(self, attempt: int, error: _Retryable, after_tokens: bool = False) -> Retrying:
+        """The retry after the failed try number `attempt`, or the error that ends the answer
+        when the tries are spent (`after_tokens`: part of the answer was shown)."""
+        if attempt >= self.retries:
+            gave_up = self._gave_up(error, attempt + 1)
+            gave_up.after_tokens = after_tokens
+            raise gave_up
+        return self._retrying(attempt, error)
+
     async def _check_status(self, resp: httpx.Response) -> None:
         status = resp.status_code
         if status < 300:
             return
         body = await resp.aread()
-        msg = _status_message(self.base_url, self.model, status, resp.reason_phrase, body)
+        msg = status_message(self.base_url, self.model, status, resp.reason_phrase, body)
         if context_overflow(msg):  # some servers say it with a 500: retrying cannot help
             said = body.decode("utf-8", errors="replace")
             raise ModelError(msg, status=status, overflow=True, server_text=said)
@@ -549,14 +293,14 @@ class OpenAIProvider:
 
     def _ask(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str | None
-    ) -> AsyncIterator[ModelChunk]:
+    ) -> AsyncGenerator[ModelChunk, None]:
         if self._kind(tools, choice) in self._no_stream:
             return self._complete(messages, tools, choice)
         return self._stream(messages, tools, choice)
 
     async def _with_tools(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> AsyncIterator[ModelChunk]:
+    ) -> AsyncGenerator[ModelChunk, None]:
         """An answer that may call the tools (`tool_choice: "auto"`). When it is empty (no
         text, no call, a plain stop), the model chose to answer in words and the server lost
         them: it is asked once more with `tool_choice: "none"`, and that answer is the answer."""
@@ -585,219 +329,121 @@ class OpenAIProvider:
 
     async def _stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str | None
-    ) -> AsyncIterator[ModelChunk]:
+    ) -> AsyncGenerator[ModelChunk, None]:
+        """A streamed answer, its tries one after the other: the assembler lives across them,
+        so that a retried answer shows only what the person has not seen yet."""
         payload = self._body(messages, tools, True, choice)
-        loads = json.loads
-        new = object.__new__
-        setattr_ = object.__setattr__
+        answer = ChunkAssembler()
         attempt = 0
-        shown: list[str] = []  # text yielded, over every attempt
-        thought: list[str] = []  # reasoning yielded, over every attempt
-        replay: _Replay | None = None
         while True:
-            # The state of one attempt. Everything is a local variable: this is the hot path.
-            yielded = False  # the person has seen part of this answer: retried only mid-call
-            done = False  # [DONE] arrived
-            seen_data = False  # any data line at all (an empty 200 has none)
-            stray: str | None = None  # the first line that is not SSE, for the error message
-            finish: str | None = None
-            usage: Any = None
-            calls: dict[int, list[Any]] = {}  # index -> [id, name, arguments so far]
-            error: _Retryable | None = None
+            answer.begin()
             try:
-                async with self._client.stream(
-                    "POST", self._url, content=self._encode(payload), headers=self._headers
-                ) as resp:
-                    await self._check_status(resp)
-                    ctype = resp.headers.get("content-type", "")
-                    if ctype.split(";")[0].strip().lower() == "application/json":
-                        # A server that ignores `stream: true` and answers in one piece.
-                        for item in self._from_completion(await resp.aread()):
+                async with aclosing(self._one_try(payload, answer)) as batches:
+                    async for chunks in batches:
+                        for item in chunks:
                             yield item
-                        return
-                    pending: list[str] = []  # data lines of an event not parsed yet
-                    async with aclosing(_lines(resp)) as reads:
-                        async for lines in reads:
-                            for line in lines:
-                                if not line:  # half the lines: test it first
-                                    if not pending:
-                                        continue
-                                    # The blank line ends an event whose data never parsed.
-                                    data = "\n".join(pending)
-                                    pending.clear()
-                                    if data.strip() == "[DONE]":
-                                        done = True
-                                        break
-                                    continue  # a malformed event: skipped, never guessed at
-                                if line.startswith("data: "):
-                                    data = line[6:]
-                                elif line.startswith("data:"):
-                                    data = line[5:]
-                                else:
-                                    if stray is None and line[0] != ":":
-                                        stray = line  # event:, id:, retry: or not SSE at all
-                                    continue  # a comment, such as ": keep-alive"
-                                seen_data = True
-                                if pending:
-                                    if data.strip() == "[DONE]":
-                                        done = True
-                                        break
-                                    obj = _join_pending(pending, data)
-                                    if obj is None:
-                                        continue
-                                else:
-                                    try:
-                                        obj = loads(data)
-                                    except ValueError:
-                                        if data.strip() == "[DONE]":
-                                            done = True
-                                            break
-                                        # The first line of a multi-line event, or a broken
-                                        # one that the next blank line drops.
-                                        pending.append(data)
-                                        continue
-                                if obj.__class__ is not dict:
-                                    continue
-                                try:
-                                    choices = obj.get("choices")
-                                    if choices:
-                                        choice = choices[0]
-                                        delta = choice.get("delta")
-                                        text = delta and delta.get("content")
-                                        if text and len(delta) == 1 and text.__class__ is str:
-                                            # The common case: a delta of text and nothing else.
-                                            # Built without the frozen dataclass's __init__,
-                                            # which alone costs more than the rest of this path.
-                                            if replay is not None:
-                                                # not `continue`: the chunk's finish_reason and
-                                                # usage below still count
-                                                text = replay.unseen(TextChunk, text)
-                                            if text:
-                                                item = new(TextChunk)
-                                                setattr_(item, "text", text)
-                                                yielded = True
-                                                shown.append(text)
-                                                yield item
-                                        elif delta:
-                                            reasoning = delta.get("reasoning_content") or delta.get(
-                                                "reasoning"
-                                            )
-                                            for kind, text, sink in (
-                                                (ReasoningChunk, reasoning, thought),
-                                                (TextChunk, delta.get("content"), shown),
-                                            ):
-                                                if not text:
-                                                    continue
-                                                text = _as_text(text)
-                                                if replay is not None:
-                                                    text = replay.unseen(kind, text)
-                                                if text:
-                                                    item = new(kind)
-                                                    setattr_(item, "text", text)
-                                                    yielded = True
-                                                    sink.append(text)
-                                                    yield item
-                                            pieces = delta.get("tool_calls")
-                                            if pieces:
-                                                for piece in pieces:
-                                                    update = _merge_tool_piece(calls, piece)
-                                                    if update is not None:
-                                                        yielded = True
-                                                        yield update
-                                        reason = choice.get("finish_reason")
-                                        if reason:
-                                            finish = reason
-                                    elif "error" in obj:
-                                        raw = json.dumps(obj)
-                                        said = _server_error_text(raw.encode())
-                                        overflow = context_overflow(said)
-                                        if overflow:
-                                            said += f" — {CONTEXT_ADVICE}"
-                                        raise ModelError(
-                                            "the model server reported an error: " + said,
-                                            after_tokens=yielded,
-                                            overflow=overflow and not yielded,
-                                            server_text=raw,
-                                        )
-                                    found = obj.get("usage")
-                                    if found:
-                                        usage = found
-                                except (AttributeError, TypeError, KeyError, IndexError):
-                                    continue  # a chunk of an unexpected shape: skipped
-                            if done:
-                                break
+                return
+            except _EmptyAnswer:
+                break
             except _Retryable as exc:
                 error = exc
-            except httpx.RequestError as exc:
-                if finish is None:  # with a finish_reason the answer is whole: keep it
-                    detail = str(exc) or type(exc).__name__
-                    if calls:  # cut while a tool call was composed: ask again
-                        error = _Retryable(f"{DROPPED}, in a tool call ({detail})")
-                    elif yielded:
-                        raise ModelError(f"{DROPPED} ({detail})", after_tokens=True) from None
-                    else:
-                        error = _Retryable.connection(self.base_url, exc)
             except ModelError as exc:
-                # A server that refuses stream_options (it only costs us the usage figures):
-                # ask again without it, once, and never send it to this server again.
-                if exc.status == 400 and "stream_options" in exc.message and self._usage_option:
-                    self._usage_option = False
-                    payload.pop("stream_options", None)
-                    continue
-                if self._refused_tool_choice(exc, payload):
+                if self._refused_option(exc, payload):
                     continue
                 raise
-            if error is None:
-                if done or finish is not None:
-                    yield self._end(finish, calls, usage)
-                    return
-                if calls:
-                    error = _Retryable(f"{DROPPED}, in a tool call")
-                elif yielded:
-                    raise ModelError(DROPPED, after_tokens=True)
-                elif not seen_data:
-                    if stray is not None and not stray.startswith(("event:", "id:", "retry:")):
-                        raise ModelError(
-                            f"the model server at {self.base_url} did not answer with "
-                            f"server-sent events: {stray[:200]!r}"
-                        )
-                    # An empty 200: llama-cpp-python's answer to a streamed request whose answer
-                    # is a tool call. Ask again without streaming, and from now on ask requests
-                    # of this kind that way directly.
-                    self._no_stream.add(self._kind(tools, choice))
-                    async for item in self._complete(messages, tools, choice):
-                        yield item
-                    return
-                else:
-                    error = _Retryable(
-                        f"the model server at {self.base_url} closed the stream before answering"
-                    )
-            if attempt >= self.retries:
-                gave_up = self._gave_up(error, attempt + 1)
-                gave_up.after_tokens = bool(shown or thought)
-                raise gave_up
-            retrying = self._retrying(attempt, error)
+            retrying = self._next_try(attempt, error, answer.shown_any)
             if retrying.delay:  # a stale pooled connection is replaced at once, unsaid
                 yield retrying
                 await asyncio.sleep(retrying.delay)
             attempt += 1
-            if shown or thought:
-                replay = _Replay("".join(shown), "".join(thought))
+        # llama-cpp-python's empty 200 (see below): asked again without streaming, and from now
+        # on requests of this kind are asked that way directly.
+        self._no_stream.add(self._kind(tools, choice))
+        async for item in self._complete(messages, tools, choice):
+            yield item
 
-    def _end(self, finish: str | None, calls: dict[int, list[Any]], usage: Any) -> StreamEnd:
-        tool_calls = []
-        for index in sorted(calls):
-            call_id, name, arguments = calls[index]
-            if not name:
-                continue  # arguments without a name cannot be run; never guess one
-            tool_calls.append(ToolCall(call_id or self._next_call_id(), name, arguments))
-        return StreamEnd(finish, tuple(tool_calls), _usage(usage))
+    async def _one_try(
+        self, payload: dict[str, Any], answer: ChunkAssembler
+    ) -> AsyncGenerator[list[ModelChunk], None]:
+        """One request of a streamed answer: its chunks, one list per network read (one yield
+        per read, not per chunk: this is the hot path), the last list ending with the
+        `StreamEnd`. Raises `_Retryable` when the request may be sent again, `_EmptyAnswer`
+        when the server said nothing at all, `ModelError` otherwise (an error event inside the
+        stream after the chunks before it)."""
+        sse = SseDecoder()
+        try:
+            async with self._client.stream(
+                "POST", self._url, content=self._encode(payload), headers=self._headers
+            ) as resp:
+                await self._check_status(resp)
+                if _is_json(resp):  # a server that ignores `stream: true`
+                    yield self._from_completion(await resp.aread())
+                    return
+                async for raw in resp.aiter_bytes():
+                    yield answer.add(sse.feed(raw))
+                    if answer.failure is not None or sse.done:
+                        break
+                else:
+                    yield answer.add(sse.close())
+                if answer.failure is not None:
+                    raise answer.failure
+        except httpx.RequestError as exc:
+            cut = self._cut(exc, answer)
+            if cut is not None:
+                raise cut from None
+        if not sse.done and answer.finish is None:
+            raise self._unfinished(sse, answer)
+        yield [answer.end(self._next_call_id)]
+
+    def _cut(self, exc: httpx.RequestError, answer: ChunkAssembler) -> _Retryable | None:
+        """The connection failed while the answer streamed. None when the answer is whole
+        anyway (it has its finish_reason); raises when a retry would show a second answer."""
+        if answer.finish is not None:
+            return None
+        detail = str(exc) or type(exc).__name__
+        if answer.calls:  # cut while a tool call was composed: ask again
+            return _Retryable(f"{DROPPED}, in a tool call ({detail})")
+        if answer.yielded:
+            raise ModelError(f"{DROPPED} ({detail})", after_tokens=True) from None
+        return _Retryable.connection(self.base_url, exc)
+
+    def _unfinished(self, sse: SseDecoder, answer: ChunkAssembler) -> Exception:
+        """What a stream that ended with neither [DONE] nor a finish_reason means: a
+        `_Retryable`; an `_EmptyAnswer` when it said nothing at all; a `ModelError` when a retry
+        would show a second answer, or cannot help."""
+        if answer.calls:
+            return _Retryable(f"{DROPPED}, in a tool call")
+        if answer.yielded:
+            return ModelError(DROPPED, after_tokens=True)
+        if sse.seen_data:
+            return _Retryable(
+                f"the model server at {self.base_url} closed the stream before answering"
+            )
+        stray = sse.stray
+        if stray is not None and not stray.startswith(("event:", "id:", "retry:")):
+            return ModelError(
+                f"the model server at {self.base_url} did not answer with "
+                f"server-sent events: {stray[:200]!r}"
+            )
+        return _EmptyAnswer()
+
+    def _refused_option(self, exc: ModelError, payload: dict[str, Any]) -> bool:
+        """A server that refuses a field mm can do without: True when the request should be
+        sent again without it; it is never sent to this server again."""
+        # stream_options only costs us the usage figures.
+        if exc.status == 400 and "stream_options" in exc.message and self._usage_option:
+            self._usage_option = False
+            payload.pop("stream_options", None)
+            return True
+        return self._refused_tool_choice(exc, payload)
 
     # -- non-streaming ----------------------------------------------------------------------
 
     async def _complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str | None
-    ) -> AsyncIterator[ModelChunk]:
+    ) -> AsyncGenerator[ModelChunk, None]:
+        """A non-streamed answer, for the servers that lose streamed ones (llama-cpp-python):
+        retried like a stream that failed before its first token."""
         payload = self._body(messages, tools, False, choice)
         headers = {**self._headers, "Accept": "application/json"}
         attempt = 0
@@ -817,9 +463,7 @@ class OpenAIProvider:
                 error = exc
             except httpx.RequestError as exc:
                 error = _Retryable.connection(self.base_url, exc)
-            if attempt >= self.retries:
-                raise self._gave_up(error, attempt + 1)
-            retrying = self._retrying(attempt, error)
+            retrying = self._next_try(attempt, error)
             if retrying.delay:  # a stale pooled connection is replaced at once, unsaid
                 yield retrying
                 await asyncio.sleep(retrying.delay)
@@ -839,37 +483,13 @@ class OpenAIProvider:
                 + ("an empty body" if not body.strip() else "something that is not JSON")
             )
         if "error" in data and not data.get("choices"):
-            said = _server_error_text(body)
-            overflow = context_overflow(said)
-            if overflow:
-                said += f" — {CONTEXT_ADVICE}"
-            raise ModelError(
-                "the model server reported an error: " + said,
-                overflow=overflow,
-                server_text=body.decode("utf-8", errors="replace"),
-            )
-        out: list[ModelChunk] = []
-        calls: dict[int, list[Any]] = {}
-        finish = None
-        choices = data.get("choices") or []
-        if choices and isinstance(choices[0], dict):
-            choice = choices[0]
-            finish = choice.get("finish_reason")
-            message = choice.get("message") or choice.get("delta") or {}
-            if isinstance(message, dict):
-                reasoning = message.get("reasoning_content") or message.get("reasoning")
-                if reasoning:
-                    out.append(ReasoningChunk(_as_text(reasoning)))
-                if message.get("content"):
-                    out.append(TextChunk(_as_text(message["content"])))
-                for i, tc in enumerate(message.get("tool_calls") or []):
-                    if isinstance(tc, dict):
-                        tc = {"index": i, **tc}
-                        update = _merge_tool_piece(calls, tc)
-                        if update is not None:
-                            out.append(update)
-        out.append(self._end(finish, calls, data.get("usage")))
-        return out
+            raise reported_error(body)
+        return completion_chunks(data, self._next_call_id)
+
+
+def _is_json(resp: httpx.Response) -> bool:
+    """An answer in one JSON piece, from a server that ignores `stream: true`."""
+    return resp.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
 
 
 # --------------------------------------------------------------------------- llama-cpp-python
@@ -910,125 +530,3 @@ def _json_bytes(data: Any) -> bytes:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
     except UnicodeEncodeError:
         return json.dumps(data, separators=(",", ":")).encode()
-
-
-# --------------------------------------------------------------------------- parsing helpers
-
-
-async def _lines(resp: httpx.Response) -> AsyncIterator[list[str]]:
-    """The response's lines, one list per network read (one yield per read, not per line: this is
-    the hot path), then a last list that flushes an unterminated line and ends a pending event.
-    Bytes are decoded incrementally, so a character split across reads arrives whole; CR, LF and
-    CRLF all end a line, even when a CRLF is split across reads."""
-    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
-    tail = ""
-    skip_lf = False  # the last read ended with CR: an LF opening the next one completes a CRLF
-    async for raw in resp.aiter_bytes():
-        text = decode(raw)
-        if not text:
-            continue
-        if skip_lf:
-            skip_lf = False
-            if text[0] == "\n":
-                text = text[1:]
-                if not text:
-                    continue
-        if tail:
-            text = tail + text
-        if "\r" in text:
-            skip_lf = text[-1] == "\r"
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-        tail = lines.pop()
-        if lines:
-            yield lines
-    tail += decode(b"", final=True)
-    yield [tail, ""] if tail else [""]
-
-
-def _join_pending(pending: list[str], line: str) -> Any:
-    """A data line after an unparsed one: either the next line of a multi-line event, or a new
-    event after a malformed line on a server that sends no blank lines. Returns the object to
-    handle, or None when the event is still incomplete."""
-    pending.append(line)
-    try:
-        obj = json.loads("\n".join(pending))
-    except ValueError:
-        pass
-    else:
-        pending.clear()
-        return obj
-    if line[:1] == "{":
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            return None
-        pending.clear()  # what came before was malformed: dropped
-        return obj
-    return None
-
-
-def _merge_tool_piece(calls: dict[int, list[Any]], piece: Any) -> ToolCallChunk | None:
-    """Fold one `delta.tool_calls[i]` piece into the calls being assembled; return the update to
-    show, or None when the piece carried neither name nor arguments."""
-    if piece.__class__ is not dict:
-        return None
-    index = piece.get("index")
-    call_id = piece.get("id")
-    if index.__class__ is not int:
-        # Some servers leave the index out: a new id opens a new call, no id continues the last.
-        index = None
-        if call_id:
-            for i, slot in calls.items():
-                if slot[0] == call_id:
-                    index = i
-                    break
-            if index is None:
-                index = max(calls) + 1 if calls else 0
-        else:
-            index = max(calls) if calls else 0
-    slot = calls.get(index)
-    if slot is None:
-        slot = calls[index] = ["", "", ""]
-    if call_id and not slot[0]:
-        slot[0] = str(call_id)
-    fn = piece.get("function")
-    if fn.__class__ is not dict:
-        return None
-    changed = False
-    name = fn.get("name")
-    if name and name.__class__ is str:
-        current = slot[1]
-        if not current or name.startswith(current):
-            # First piece, or a server that repeats the whole (growing) name in every piece.
-            changed = name != current
-            slot[1] = name
-        elif not current.endswith(name):
-            slot[1] = current + name
-            changed = True
-    args = fn.get("arguments")
-    if args:
-        if args.__class__ is not str:
-            args = json.dumps(args)  # a server that sends an object instead of its JSON text
-        slot[2] += args
-        changed = True
-    if not changed:
-        return None
-    return ToolCallChunk(index, slot[1], slot[2])
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):  # content parts: [{"type": "text", "text": "..."}]
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in value)
-    return str(value)
-
-
-def _usage(data: Any) -> Usage:
-    if not isinstance(data, dict):
-        return Usage()
-    try:
-        return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
-    except (TypeError, ValueError):
-        return Usage()

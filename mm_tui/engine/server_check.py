@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mm_tui.engine.provider import (
+from mm_tui.engine.servers import (
     HOW_TO_POINT,
     USER_AGENT,
     connection_problem,

@@ -39,9 +39,10 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from mm_tui.core.redact import Redactor
+from mm_tui.core.text import one_line
 from mm_tui.engine.journal import (
     Journal,
     JournalDamaged,
@@ -235,10 +236,12 @@ class Session:
     ) -> None:
         """Record a finished turn and save. `counters` may be the events' Counters dataclass."""
         if dataclasses.is_dataclass(counters) and not isinstance(counters, type):
-            counters = dataclasses.asdict(counters)
+            counted = dataclasses.asdict(counters)
+        else:
+            counted = dict(counters)  # type: ignore[arg-type]  # a mapping, the only other kind
         turn = {
             "time": _now(),
-            "counters": dict(counters),
+            "counters": counted,
             "usage": dict(usage or {}),
             "elapsed": elapsed,
             "stop_reason": stop_reason,
@@ -525,7 +528,7 @@ def _check_version(path: Path, version: Any, lowest: int, highest: int) -> None:
         )
 
 
-def _is_message(message: Any) -> bool:
+def _is_message(message: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(message, dict) and isinstance(message.get("role"), str)
 
 
@@ -594,8 +597,7 @@ def _title(records: list[dict[str, Any]]) -> str:
         content = message.get("content")
         if isinstance(content, list):  # content parts
             content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-        text = " ".join(str(content or "").split())
-        return text if len(text) <= 80 else text[:79] + "…"
+        return one_line(str(content or ""), 80)
     return ""
 
 

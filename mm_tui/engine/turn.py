@@ -46,6 +46,7 @@ from mm_tui.core.events import (
     Usage,
 )
 from mm_tui.core.redact import Redactor
+from mm_tui.core.text import one_line
 from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, RunawayDetector, loop_stop_message
@@ -83,7 +84,9 @@ UNKNOWN_WINDOW = (
 class _StopTurn(Exception):  # noqa: N818 - control flow inside the loop
     def __init__(self, reason: StopReason, message: str, where: str) -> None:
         super().__init__(message)
-        self.reason, self.message, self.where = reason, message, where
+        self.reason: StopReason = reason
+        self.message = message
+        self.where = where
 
 
 @dataclass
@@ -670,7 +673,7 @@ class Engine:
             started = self.clock()
             parsed = self.registry.parse(call.name, call.arguments)
             if isinstance(parsed, str):
-                short = _short(call.arguments)
+                short = one_line(call.arguments, 80)
                 emit(
                     ToolCallStarted(
                         call_id=call.id,
@@ -810,7 +813,9 @@ class Engine:
         """The model gets `output`; the front ends show `display` when the tool gave one."""
         # A tool may print the api key (`echo $MM_API_KEY`): neither history nor screen get it.
         text = self.redactor.text
-        output, display, diff = (t and text(t) for t in (output, display, diff))
+        output = text(output)
+        display = display and text(display)
+        diff = diff and text(diff)
         elapsed = self.clock() - started
         self.session.add_message(
             {"role": "tool", "tool_call_id": call.id, "content": output},
@@ -880,8 +885,3 @@ def _turns_in(session: Session) -> int:
 
 def _canonical(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-
-
-def _short(raw: str, limit: int = 80) -> str:
-    flat = " ".join(raw.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

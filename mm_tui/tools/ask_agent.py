@@ -30,6 +30,8 @@ from mm_tui.core.asking import (
     RunnerFactory,
     current_depth,
 )
+from mm_tui.core.files import resolve_path
+from mm_tui.core.text import ellipsize, one_line
 from mm_tui.tools.base import Tool, ToolArgs, ToolCancelled, ToolContext, ToolResult, truncate
 
 DESCRIPTION = (
@@ -73,7 +75,7 @@ class AskAgentArgs(ToolArgs):
 def first_line(text: str, limit: int | None = 80) -> str:
     """The first non-empty line of a prompt (shortened to `limit`), for titles and line mode."""
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"
+    return line if limit is None else ellipsize(line, limit)
 
 
 def split_ask(rest: str) -> tuple[str, str] | None:
@@ -106,9 +108,7 @@ def context_text(history: Sequence[Mapping[str, Any]], limit: int) -> str:
                 lines.append(f"Assistant: {content}")
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
-                arguments = " ".join(str(function.get("arguments") or "").split())
-                if len(arguments) > 200:
-                    arguments = arguments[:199] + "…"
+                arguments = one_line(str(function.get("arguments") or ""), 200)
                 lines.append(f"Tool call: {function.get('name')} {arguments}".rstrip())
     text = "\n".join(lines)
     if len(text) <= limit:
@@ -120,8 +120,7 @@ def context_text(history: Sequence[Mapping[str, Any]], limit: int) -> str:
 
 def agent_file(ref: AgentRef, cwd: Path) -> Path:
     """An entry's agent file; a relative one is taken from the working folder."""
-    path = Path(ref.config).expanduser()
-    return path if path.is_absolute() else cwd / path
+    return resolve_path(ref.config, cwd)
 
 
 class AskAgentTool(Tool):

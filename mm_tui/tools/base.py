@@ -7,6 +7,7 @@ was collected) or as a plain `asyncio.CancelledError`.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mm_tui.config import Settings
 from mm_tui.core.events import Event
+from mm_tui.core.files import resolve_path
 
 
 class ToolArgs(BaseModel):
@@ -36,8 +38,12 @@ class ToolContext:
 
     def resolve(self, path: str) -> Path:
         """A path the model gave, relative to the working folder unless absolute."""
-        p = Path(path).expanduser()
-        return p if p.is_absolute() else self.cwd / p
+        return resolve_path(path, self.cwd)
+
+    def location(self, path: str) -> str:
+        """A path the model gave, absolute (`..` folded, no link followed): what a call reports
+        it touches, for ACP."""
+        return os.path.abspath(self.resolve(path))
 
 
 @dataclass

@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import Field
 
+from mm_tui.core.processes import stop_group
 from mm_tui.tools.base import (
     CANCELLED,
     Tool,
@@ -192,28 +193,6 @@ async def _wait(proc: asyncio.subprocess.Process, fd: int) -> None:
         timer.cancel()
 
 
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """Stop the shell and everything it started: SIGTERM, a short grace, then SIGKILL."""
-    pgid = proc.pid  # start_new_session: the shell leads its own group
-    _killpg(pgid, signal.SIGTERM)
-    try:
-        try:
-            await asyncio.wait_for(proc.wait(), KILL_GRACE)
-        except TimeoutError:
-            pass
-    finally:
-        # also reaches the jobs the shell left behind, even when the shell is gone
-        _killpg(pgid, signal.SIGKILL)
-    await proc.wait()
-
-
 class BashTool(Tool):
     name = "bash"
     kind = "execute"
@@ -277,12 +256,12 @@ class BashTool(Tool):
                 async with asyncio.timeout(self.timeout):
                     await _wait(proc, fd)
             except TimeoutError:
-                await _kill_group(proc)
+                await stop_group(proc, KILL_GRACE)
                 output = truncate(read_back(fd), limit)
                 return ToolResult(append_marker(output, self.timeout_marker()), status="error")
             except asyncio.CancelledError:
                 try:
-                    await _kill_group(proc)
+                    await stop_group(proc, KILL_GRACE)
                 finally:
                     output = truncate(read_back(fd), limit)
                 raise ToolCancelled(append_marker(output, CANCELLED)) from None

@@ -40,17 +40,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mm_tui.core import files
 from mm_tui.tools.base import NothingToAsk, Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.diff import Diff, apply_replacements
 from mm_tui.tools.edit_match import Ambiguous, Document, Match, NotFound, locate
-from mm_tui.tools.write_file import Refused, read_regular, write_atomically
+from mm_tui.tools.write_file import Refused, read_regular, write_text
 
 BOM = "\ufeff"
 GUTTER = "  │ "
@@ -130,9 +130,7 @@ def _decode(path: str, data: bytes) -> str:
 
 def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
     path = args.path
-    target = ctx.resolve(path)
-    if target.is_symlink():
-        target = Path(os.path.realpath(target))
+    target = files.write_target(ctx.resolve(path))
     data, mode = _read(path, target)
     if not args.edits:
         raise Refused(f"{path}: no edits — send at least one {{old, new}} pair")
@@ -300,7 +298,7 @@ class EditFileTool(Tool):
         return not args.dry_run  # a dry run only reads
 
     def locations(self, args: EditFileArgs, ctx: ToolContext) -> tuple[str, ...]:
-        return (os.path.abspath(ctx.resolve(args.path)),)
+        return (ctx.location(args.path),)
 
     async def permission_details(self, args: EditFileArgs, ctx: ToolContext) -> str:
         try:
@@ -319,7 +317,7 @@ class EditFileTool(Tool):
             if plan.unchanged:
                 return ToolResult(f"{path} unchanged: the edits change nothing")
             if not args.dry_run:
-                await asyncio.to_thread(write_atomically, plan.target, plan.content, plan.mode)
+                await asyncio.to_thread(write_text, plan.target, plan.content, plan.mode)
         except Refused as exc:
             return ToolResult(truncate(str(exc), ctx.settings.max_output), status="error")
         except PermissionError:

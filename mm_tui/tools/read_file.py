@@ -24,12 +24,10 @@ An `end` beyond the last line simply reads to the end; a negative `start` or `en
 from __future__ import annotations
 
 import asyncio
-import os
-import stat
-from pathlib import Path
 
 from pydantic import Field
 
+from mm_tui.core import files
 from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 
 
@@ -68,21 +66,21 @@ class ReadFileTool(Tool):
         return f"📄 read_file: {args.path}"
 
     def locations(self, args: ReadFileArgs, ctx: ToolContext) -> tuple[str, ...]:
-        return (os.path.abspath(ctx.resolve(args.path)),)
+        return (ctx.location(args.path),)
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         path = args.path
         target = ctx.resolve(path)
         try:
             # in a thread: a large file must not freeze the window, which shares this loop
-            data = await asyncio.to_thread(_read_regular_file, target)
+            data = (await asyncio.to_thread(files.read_regular, target)).data
         except FileNotFoundError:
             return _error(f"{path} does not exist. Create it with write_file")
         except IsADirectoryError:
             return _error(f"{path} is a directory, not a file")
         except PermissionError:
             return _error(f"{path}: permission denied")
-        except _NotRegular:
+        except files.NotRegularFile:
             return _error(f"{path} is not a regular file (a device, socket or pipe)")
         except OSError as exc:
             return _error(f"{path}: cannot read: {exc.strerror or exc}")
@@ -122,20 +120,6 @@ class ReadFileTool(Tool):
         if end == total and final_newline:
             output += "\n"
         return ToolResult(truncate(output, ctx.settings.max_output))
-
-
-class _NotRegular(Exception):
-    pass
-
-
-def _read_regular_file(target: Path) -> bytes:
-    """Read only what is a file: a pipe or /dev/zero would block or never end."""
-    mode = os.stat(target).st_mode
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(target)
-    if not stat.S_ISREG(mode):
-        raise _NotRegular(target)
-    return target.read_bytes()
 
 
 def _error(message: str) -> ToolResult:

@@ -20,6 +20,8 @@ import yaml
 from pydantic import Field
 
 from mm_tui.config import Settings
+from mm_tui.core.files import read_text, resolve_path
+from mm_tui.core.text import ellipsize
 from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 
 DESCRIPTION_LIMIT = 200  # characters of a skill's description in the catalogue
@@ -73,14 +75,7 @@ def describe(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > DESCRIPTION_LIMIT:
-        text = text[: DESCRIPTION_LIMIT - 1].rstrip() + "…"
-    return text
-
-
-def _read_text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
+    return ellipsize(" ".join(text.split()), DESCRIPTION_LIMIT, strip=True)
 
 
 def discover_skills(skills_dir: Path) -> dict[str, Skill]:
@@ -129,7 +124,7 @@ def find_skills(skills_dir: Path) -> tuple[dict[str, Skill], dict[str, str]]:
     for name in sorted(found):
         refused.pop(name, None)
         try:
-            description = describe(_read_text(found[name]))
+            description = describe(read_text(found[name]))
         except OSError:
             continue
         skills[name] = Skill(name, found[name], description)
@@ -170,7 +165,7 @@ class ReadSkillTool(Tool):
     def discover(cls, cwd: Path, settings: Settings) -> ReadSkillTool | None:
         """The tool for the skills of `settings.skills_dir`, or None when there is none to
         declare."""
-        skills, refused = find_skills(cwd / Path(settings.skills_dir).expanduser())
+        skills, refused = find_skills(resolve_path(settings.skills_dir, cwd))
         return cls(skills, refused) if skills else None
 
     def description(self) -> str:
@@ -216,7 +211,7 @@ class ReadSkillTool(Tool):
                 return ToolResult(
                     f'skill "{name}" cannot be read: {where} {problem}', status="error"
                 )
-            text = await asyncio.to_thread(_read_text, skill.path)
+            text = await asyncio.to_thread(read_text, skill.path)
         except OSError as exc:
             return ToolResult(
                 f'skill "{name}" cannot be read: {exc.strerror or exc}', status="error"

@@ -17,14 +17,12 @@ symbolic link writes the file it points to and keeps the link.
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
 
+from mm_tui.core import files
 from mm_tui.tools.base import NothingToAsk, Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.diff import Diff, compute_diff, count_lines
 
@@ -53,21 +51,17 @@ class Refused(Exception):  # noqa: N818 - a message for the model, not an error 
 def read_regular(path: str, target: Path) -> tuple[bytes, int] | None:
     """The bytes and mode of a regular file, None when it does not exist; `Refused` for a
     folder, a device, a pipe (reading one would block, /dev/zero never end) or no permission.
-    `path` is the name the model gave, for the messages."""
+    `path` is the name the model gave, for the messages. Other OSErrors are raised."""
     try:
-        st = os.stat(target)
+        return files.read_regular(target)
     except FileNotFoundError:
         return None
     except PermissionError as exc:
         raise Refused(f"{path}: permission denied") from exc
-    if stat.S_ISDIR(st.st_mode):
-        raise Refused(f"{path} is a directory, not a file")
-    if not stat.S_ISREG(st.st_mode):
-        raise Refused(f"{path} is not a regular file (a device, socket or pipe)")
-    try:
-        return target.read_bytes(), stat.S_IMODE(st.st_mode)
-    except PermissionError as exc:
-        raise Refused(f"{path}: permission denied") from exc
+    except IsADirectoryError as exc:
+        raise Refused(f"{path} is a directory, not a file") from exc
+    except files.NotRegularFile as exc:
+        raise Refused(f"{path} is not a regular file (a device, socket or pipe)") from exc
 
 
 @dataclass
@@ -80,9 +74,7 @@ class _Plan:
 
 
 def _plan(ctx: ToolContext, path: str, content: str) -> _Plan:
-    target = ctx.resolve(path)
-    if target.is_symlink():
-        target = Path(os.path.realpath(target))
+    target = files.write_target(ctx.resolve(path))
     found = read_regular(path, target)
     if found is None:
         return _Plan(target, None, None, compute_diff(None, content))
@@ -93,31 +85,11 @@ def _plan(ctx: ToolContext, path: str, content: str) -> _Plan:
     return _Plan(target, old, mode, compute_diff(old, content), unchanged)
 
 
-def write_atomically(target: Path, content: str, mode: int | None) -> None:
+def write_text(target: Path, content: str, mode: int | None) -> None:
+    """`content` written to `target` in one step (`core.files.write_atomically`), its missing
+    folders created first; `mode` the bits to keep, None for a new file's usual ones."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = encode(content)
-    while True:
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-        try:
-            # 0o666 and the umask give a new file the mode any other program would give it
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if mode is not None:
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    files.write_atomically(target, encode(content), mode=mode)
 
 
 class WriteFileTool(Tool):
@@ -142,7 +114,7 @@ class WriteFileTool(Tool):
         return True
 
     def locations(self, args: WriteFileArgs, ctx: ToolContext) -> tuple[str, ...]:
-        return (os.path.abspath(ctx.resolve(args.path)),)
+        return (ctx.location(args.path),)
 
     async def permission_details(self, args: WriteFileArgs, ctx: ToolContext) -> str:
         try:
@@ -161,7 +133,7 @@ class WriteFileTool(Tool):
             plan = await asyncio.to_thread(_plan, ctx, path, args.content)
             if plan.unchanged:
                 return ToolResult(f"{path} unchanged: the content is identical")
-            await asyncio.to_thread(write_atomically, plan.target, args.content, plan.mode)
+            await asyncio.to_thread(write_text, plan.target, args.content, plan.mode)
         except Refused as exc:
             return ToolResult(str(exc), status="error")
         except PermissionError:

@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from mm_tui.agent_title import header_text
+from mm_tui.core.text import agent_header
 from mm_tui.transcript import AgentHeaderItem
 from mm_tui.widgets.render import strips
 from mm_tui.widgets.theme_style import theme_style
@@ -61,8 +61,8 @@ class AgentHeader(Widget):
 
     def render(self) -> Text:
         width = self.content_size.width
-        agent = Text(" ")
-        agent.append_text(header_text(self.title_text, self.model, self.provider))
+        name, rest = agent_header(self.title_text, self.model, self.provider)
+        agent = Text.assemble(" ", (name, "bold"), rest)
         right = self._right(width, agent.cell_len, self.context)
         if self.context and agent.cell_len + right.cell_len >= width:  # the agent comes first
             right = self._right(width, agent.cell_len, "")
@@ -120,6 +120,7 @@ class ChildHeader:
         self.style = style
 
     def render(self, item: AgentHeaderItem, width: int) -> list[Strip]:
-        text = header_text(item.title, item.model, item.provider, item.asked_by)
+        name, rest = agent_header(item.title, item.model, item.provider, item.asked_by)
+        text = Text.assemble((name, "bold"), rest)
         text.stylize(self.style("child--header"))
         return strips(self.console, text, width)

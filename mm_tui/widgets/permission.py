@@ -17,6 +17,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from mm_tui.core.text import agent_title
+
 if TYPE_CHECKING:  # the engine's events load after the first frame
     from mm_tui.core.events import Decision, PermissionRequested
 
@@ -97,8 +99,7 @@ class PermissionBox(Widget, can_focus=True):
         title = request.title
         if request.details and title.endswith(request.details):
             title = request.tool  # bash: the command is in the details, shown once, whole
-        if request.agent is not None:
-            title = f"{request.agent} · {title}"
+        title = agent_title(request.agent, title)
         title_part, details_part, keys_part = self._parts()
         title_part.update(Text(f"🔐 {title}"))
         details_part.update(details_text(request.tool, request.details))

@@ -101,8 +101,8 @@ class TranscriptView(ScrollView, can_focus=True):
     BINDINGS = [
         Binding("up", "cursor(-1)", "Previous"),
         Binding("down", "cursor(1)", "Next"),
-        Binding("enter", "toggle", "Fold/unfold"),
-        Binding("space", "toggle", "Fold/unfold", show=False),
+        Binding("enter", "fold", "Fold/unfold"),
+        Binding("space", "fold", "Fold/unfold", show=False),
         Binding("home", "scroll_home", "Top", show=False),
         Binding("end", "scroll_end", "End", show=False),
         Binding("pageup", "page_up", show=False),
@@ -399,7 +399,7 @@ class TranscriptView(ScrollView, can_focus=True):
             for index in self._visible_range(margin=2):
                 if self._lines[index] is None or not self._measured[index]:
                     before = self._heights[index]
-                    self._heights[index] = self._render(index)
+                    self._heights[index] = self._render_item(index)
                     if self._heights[index] != before:
                         if anchor is not None and index < anchor:
                             shift += self._heights[index] - before
@@ -431,7 +431,7 @@ class TranscriptView(ScrollView, can_focus=True):
         own scrollbar), which is what Textual itself does for a size change without layout."""
         old = self.virtual_size
         if old.width == size.width:
-            self.set_reactive(ScrollView.virtual_size, size)
+            self.set_reactive(ScrollView.virtual_size, size)  # pyright: ignore[reportArgumentType] - Textual's descriptor, read through the class
             self._scroll_update(size)
             return True
         self.virtual_size = size
@@ -502,7 +502,7 @@ class TranscriptView(ScrollView, can_focus=True):
         index = bisect_right(self._offsets, y) - 1
         return index if 0 <= index < len(self._offsets) else None
 
-    def _render(self, index: int) -> int:
+    def _render_item(self, index: int) -> int:
         item = self.transcript.items[index]
         width = self._width
         if isinstance(item, ToolItem):
@@ -576,7 +576,7 @@ class TranscriptView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         lines = self._lines[index]
         if lines is None:  # scrolled into view before the next flush: render it now
-            self._render(index)
+            self._render_item(index)
             self._schedule()  # its exact height may differ from the estimate
             lines = self._lines[index] or []
         row = line_y - self._offsets[index]
@@ -595,6 +595,41 @@ class TranscriptView(ScrollView, can_focus=True):
         if scroll_x == 0 and strip.cell_length == width:
             return strip  # stored ready to paint: no new Strip per painted line
         return strip.crop_extend(scroll_x, scroll_x + width, base)
+
+    # -- read-only views of the state, for tests and tools --------------------------------
+
+    @property
+    def settled(self) -> bool:
+        """Whether everything that changed is drawn: no item waits to be rendered again and no
+        frame is scheduled. What a test waits for before it reads the view."""
+        return not self._dirty and not self._flush_scheduled
+
+    @property
+    def line_width(self) -> int:
+        """The width the items are rendered at: the content's, less the scrollbar (0 until the
+        first frame)."""
+        return self._width
+
+    def content_line(self, y: int) -> Strip:
+        """Row `y` of the view as it is painted, without the scrollbar."""
+        return self._content_line(y)
+
+    def item_top(self, item: Item) -> int:
+        """The line of the content where `item` starts (0 is the transcript's first line), as
+        last laid out."""
+        return self._offsets[item.id - 1]
+
+    def drawn_lines(self, item: Item) -> list[Strip] | None:
+        """The lines `item` is drawn with, as the last frame rendered them (None: not rendered,
+        or given back to bound memory); a tool line's header as it is painted now, with its
+        spinner and time."""
+        index = item.id - 1
+        lines = self._lines[index] if 0 <= index < len(self._lines) else None
+        if lines is None or not isinstance(item, ToolItem):
+            return lines
+        row = self._header_row(index)
+        header = self.tool_line.header(item, self._width, self.clock())
+        return [*lines[:row], header, *lines[row + 1 :]]
 
     # -- folding --------------------------------------------------------------------------
 
@@ -621,7 +656,9 @@ class TranscriptView(ScrollView, can_focus=True):
             self.cursor = index
             self.toggle(item)
 
-    def action_toggle(self) -> None:
+    def action_fold(self) -> None:
+        """Enter: fold or unfold the line under the cursor (not `toggle`, which is Textual's
+        own action for a widget's attribute)."""
         if self.cursor is not None and self.cursor < len(self.transcript.items):
             self.toggle(self.transcript.items[self.cursor])
 

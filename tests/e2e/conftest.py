@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from e2e_helpers import write_config  # noqa: E402
 from llama_server import PYTHON_ENV, LlamaServer  # noqa: E402
+from support.folders import held  # noqa: E402
 
 if not os.environ.get(PYTHON_ENV):
     collect_ignore_glob = ["test_*.py"]
@@ -62,17 +63,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # The folder is named in mm's system prompt, so in what the model answers: at temperature 0 the
-# same name gives the same answers from one run to the next.
+# same name gives the same answers from one run to the next. A fixed folder is shared by the runs
+# of the machine: a test holds a lock on it while it works there (support/folders.py), and a run
+# beside it waits.
 PROJECT = Path(tempfile.gettempdir()) / "mm-e2e-project"
 
 
 @pytest.fixture
-def project() -> Path:
+def project() -> Iterator[Path]:
     """A small project folder for mm to work in, with a config file (temperature 0); always the
-    same folder, emptied for each test."""
-    folder = PROJECT
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    (folder / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
-    write_config(folder)
-    return folder
+    same folder, emptied for each test and held by it until it ends."""
+    with held(PROJECT) as folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        (folder / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+        write_config(folder)
+        yield folder

@@ -1,12 +1,10 @@
-"""Helpers of the end-to-end tests: config files, the real `mm` as a subprocess, events."""
+"""Helpers of the end-to-end tests: config files, an engine on the real server, events, the
+window. (The real `mm` as a subprocess and its environment are in the support package.)"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +14,8 @@ import httpx
 import yaml
 from session_helpers import journal_files
 from session_helpers import saved as saved_journal
+from support.engine import make_engine
+from support.waiting import await_until
 
 from mm_tui.config import Settings, load_settings
 from mm_tui.core.events import (
@@ -26,11 +26,8 @@ from mm_tui.core.events import (
     TurnEnded,
 )
 from mm_tui.engine.provider import OpenAIProvider
-from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 from mm_tui.startup import start
-
-MM = [sys.executable, "-m", "mm_tui.cli"]
 
 
 def write_config(folder: Path, **keys: object) -> Path:
@@ -40,28 +37,6 @@ def write_config(folder: Path, **keys: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(keys), encoding="utf-8")
     return path
-
-
-def mm_env(home: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("MM_") and k != "OPENAI_API_KEY" and not k.lower().endswith("_proxy")
-    }
-    env["HOME"] = str(home)
-    return env
-
-
-def run_mm(*args: str, cwd: Path, timeout: float = 90, **kw) -> subprocess.CompletedProcess[str]:  # noqa: ANN003
-    return subprocess.run(
-        [*MM, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=mm_env(cwd),
-        **kw,
-    )
 
 
 # -- in-process: an engine on the real server, every request it sends recorded ---------------------
@@ -95,16 +70,7 @@ async def engine_on(
     provider = OpenAIProvider(
         server.base_url, server.model_id, provider="llama.cpp", temperature=0, client=client
     )
-    keys.setdefault("sessionsDir", str(folder / ".mm" / "sessions"))
-    settings = Settings(**keys)
-    session = Session.new(
-        folder / ".mm" / "sessions",
-        cwd=str(folder),
-        model=provider.model,
-        provider=provider.provider,
-        base_url=provider.base_url,
-    )
-    engine = Engine(settings, provider, cwd=folder, session=session)
+    engine = make_engine(folder, provider, **keys)
     try:
         yield engine, recorded
     finally:
@@ -175,15 +141,6 @@ async def send(pilot: Any, text: str) -> None:
     await pilot.press("enter")
 
 
-async def wait_for(pilot: Any, predicate: Any, timeout: float = 60.0, what: str = "") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError(f"waited {timeout:g}s for {what or predicate}")
-        await pilot.pause(0.05)
-
-
 def items_of(app: Any, kind: type) -> list[Any]:
     return [i for i in app.transcript.items if isinstance(i, kind)]
 
@@ -227,21 +184,24 @@ async def window_answers_next(pilot: Any, app: Any, text: str, patience: float =
     answers = len(items_of(app, AnswerItem))
     recaps = len(items_of(app, RecapItem))
     await send(pilot, text)
-    await wait_for(
-        pilot,
+    answered = await await_until(
         lambda: (
             any(a.text.strip() for a in items_of(app, AnswerItem)[answers:])
             or len(items_of(app, RecapItem)) > recaps
         ),
-        timeout=90,
-        what="the answer to the next prompt",
+        90,
+        0.05,
+        pilot=pilot,
     )
+    assert answered, "waited 90s for the answer to the next prompt"
     assert any(a.text.strip() for a in items_of(app, AnswerItem)[answers:]), "no answer"
-    try:
-        await wait_for(pilot, lambda: len(items_of(app, RecapItem)) > recaps, timeout=patience)
-    except TimeoutError:
+
+    def recapped() -> bool:
+        return len(items_of(app, RecapItem)) > recaps
+
+    if not await await_until(recapped, patience, 0.05, pilot=pilot):
         await pilot.press("escape")
-        await wait_for(pilot, lambda: len(items_of(app, RecapItem)) > recaps, timeout=10)
+        assert await await_until(recapped, 10, 0.05, pilot=pilot), "no recap after Esc"
     recap = items_of(app, RecapItem)[-1]
     assert recap.stop_reason in ("end_turn", "cancelled"), recap
     return recap

@@ -8,17 +8,15 @@ from typing import Any
 
 import acp
 from acp.schema import AgentMessageChunk
-from e2e_helpers import MM, mm_env, saved_session
+from e2e_helpers import saved_session
+from support.editor import Editor as CountingEditor
+from support.env import clean_env
+from support.program import MM
+from support.waiting import await_until
 
 
-class Editor(acp.Client):
+class Editor(CountingEditor):
     """Keeps every update; a permission request (none is expected: yolo) is rejected."""
-
-    def __init__(self) -> None:
-        self.updates: list[Any] = []
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append(update)
 
     async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kw: Any):  # noqa: ANN201
         from acp.schema import DeniedOutcome, RequestPermissionResponse
@@ -41,9 +39,10 @@ async def test_mm_acp_answers_one_prompt_on_the_real_server(server, project: Pat
             server.base_url,
             "--model",
             server.model_id,
-            env=mm_env(project),
+            env=clean_env(project),
             cwd=project,
             transport_kwargs={"stderr": stderr},
+            observers=[editor.observe],
         ) as (conn, _process):
             init = await asyncio.wait_for(
                 conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 60
@@ -54,7 +53,8 @@ async def test_mm_acp_answers_one_prompt_on_the_real_server(server, project: Pat
                 conn.prompt(session_id=session.session_id, prompt=[acp.text_block("Hello!")]),
                 240,
             )
-            await asyncio.sleep(0.1)  # the last notifications' handlers
+            # the updates sent before the answer, handled
+            assert await await_until(editor.caught_up), "updates were never handled"
     assert response.stop_reason == "end_turn", log.read_text()
     said = editor.text()
     assert said.strip()

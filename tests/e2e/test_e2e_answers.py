@@ -11,15 +11,15 @@ import pytest
 from e2e_helpers import (
     engine_on,
     items_of,
-    run_mm,
     saved_session,
     send,
     texts,
     turn,
-    wait_for,
     window,
     write_config,
 )
+from support.program import mm
+from support.waiting import await_until
 from window_helpers import screen_text, settle
 
 from mm_tui.core.events import ToolCallStarted, TurnEnded
@@ -41,9 +41,10 @@ RECAP = re.compile(r"^\d+\.\ds( · [\d,]+ tokens \([\d,]+ in, [\d,]+ out\))?$")
 def test_print_answers_a_question(server, project: Path, tools: bool):
     write_config(project, temperature=0, **(TOOLS if tools else NO_TOOLS))
     question = GREETING if tools else QUESTION
-    result = run_mm(
-        "--base-url", server.base_url, "--model", server.model_id, "-p", question, cwd=project
-    )
+    result = mm(
+        "--base-url", server.base_url, "--model", server.model_id, "-p", question, cwd=project,
+        timeout=90,
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.rstrip("\n").splitlines()
     assert RECAP.match(lines[-1]), lines[-1]
@@ -91,7 +92,8 @@ async def test_window_answers_a_question(server, project: Path, tools: bool):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app, timeout=30)
         await send(pilot, GREETING if tools else QUESTION)
-        await wait_for(pilot, lambda: items_of(app, RecapItem), what="the end of the turn")
+        ended = await await_until(lambda: items_of(app, RecapItem), 60, 0.05, pilot=pilot)
+        assert ended, "waited 60s for the end of the turn"
         await settle(pilot, app, timeout=30)
         (answer,) = items_of(app, AnswerItem)
         (recap,) = items_of(app, RecapItem)

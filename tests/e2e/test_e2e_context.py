@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2e_helpers import assert_well_formed, run_mm, write_config
+from e2e_helpers import assert_well_formed, write_config
 from session_helpers import journal_files
+from support.program import mm
 
 from mm_tui.engine.session import Session
 
@@ -34,7 +35,7 @@ GUARDS = (
 def test_many_tool_calls_in_a_2048_token_context_end_cleanly(server, project: Path):
     assert server.n_ctx == 2048
     write_config(project, temperature=0, maxTurns=30)
-    result = run_mm(
+    result = mm(
         "--base-url", server.base_url, "--model", server.model_id, "-p", REQUEST,
         cwd=project, timeout=280,
     )  # fmt: skip

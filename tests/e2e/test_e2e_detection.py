@@ -7,13 +7,14 @@ import io
 from pathlib import Path
 
 import pytest
-from e2e_helpers import run_mm, settings_for, window
+from e2e_helpers import settings_for, window
 from llama_server import LlamaServer, port_is_free
 from rich.console import Console
 from scripted_server import closed_port_url
+from support.program import mm
 from window_helpers import settle
 
-from mm_tui.engine.provider import PRESETS, Preset, detect_local_server
+from mm_tui.engine.servers import PRESETS, Preset, detect_local_server
 from mm_tui.engine.turn import UNKNOWN_WINDOW
 from mm_tui.line import banner
 from mm_tui.startup import start
@@ -76,7 +77,7 @@ async def test_mm_line_finds_the_server_on_the_llama_cpp_port(project: Path, tmp
     if await detect_local_server(presets=earlier) is not None:
         pytest.skip("a model server listens on a port probed before llama.cpp's")
     with LlamaServer(port=port, log=tmp_path / "llama-8080.log") as on_preset:
-        result = run_mm("--line", cwd=project, input="/quit\n", timeout=60)
+        result = mm("--line", cwd=project, stdin="/quit\n", timeout=60)
     assert result.returncode == 0, result.stderr
     assert f"mm [mm] · {on_preset.model_id} @ llama.cpp" in result.stdout.splitlines()[0]
     assert "demo model" not in result.stdout

@@ -16,11 +16,11 @@ from e2e_helpers import (
     saved_session,
     send,
     texts,
-    wait_for,
     window,
     window_answers_next,
     write_config,
 )
+from support.waiting import await_until
 from window_helpers import all_text, settle
 
 from mm_tui.core.events import EngineError, Event, TextDelta
@@ -104,13 +104,13 @@ async def test_escape_cancels_in_the_window_and_the_next_prompt_works(server, pr
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app, timeout=30)
         await send(pilot, LONG)
-        await wait_for(
-            pilot,
-            lambda: any(len(a.text) > 40 for a in items_of(app, AnswerItem)),
-            what="the story to start",
+        started = await await_until(
+            lambda: any(len(a.text) > 40 for a in items_of(app, AnswerItem)), 60, 0.05, pilot=pilot
         )
+        assert started, "waited 60s for the story to start"
         await pilot.press("escape")
-        await wait_for(pilot, lambda: items_of(app, RecapItem), timeout=10, what="the recap")
+        recapped = await await_until(lambda: items_of(app, RecapItem), 10, 0.05, pilot=pilot)
+        assert recapped, "waited 10s for the recap"
         await settle(pilot, app, timeout=10)
         (recap,) = items_of(app, RecapItem)
         assert recap.stop_reason == "cancelled" and recap.text.endswith("cancelled")
@@ -126,19 +126,22 @@ async def test_the_watchdog_in_the_window(server, project: Path):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app, timeout=30)
         await send(pilot, LONG)
-        await wait_for(
-            pilot,
+        started = await await_until(
             lambda: (
                 any(len(a.text) > 20 for a in items_of(app, AnswerItem)) or items_of(app, RecapItem)
             ),
-            what="the story to start",
+            60,
+            0.05,
+            pilot=pilot,
         )
+        assert started, "waited 60s for the story to start"
         assert not items_of(app, RecapItem), all_text(app)
         server.pause()
         try:
-            await wait_for(
-                pilot, lambda: items_of(app, RecapItem), timeout=WATCHDOG + 10, what="the watchdog"
+            stopped = await await_until(
+                lambda: items_of(app, RecapItem), WATCHDOG + 10, 0.05, pilot=pilot
             )
+            assert stopped, "the watchdog never stopped the turn"
         finally:
             server.resume()
         await settle(pilot, app, timeout=10)

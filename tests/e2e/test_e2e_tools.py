@@ -15,11 +15,11 @@ from e2e_helpers import (
     assert_calls_concluded,
     assert_well_formed,
     engine_on,
-    run_mm,
     saved_session,
     turn,
     write_config,
 )
+from support.program import mm
 
 from mm_tui.core.events import EngineError, ToolCallStarted
 
@@ -86,7 +86,7 @@ async def test_a_turn_with_tools_ends_cleanly_and_falls_back_once(server, projec
 
 def test_print_with_tools_prints_every_call_and_the_recap(server, project: Path):
     write_config(project, temperature=0, maxTurns=MAX_TURNS)
-    result = run_mm(
+    result = mm(
         "--base-url",
         server.base_url,
         "--model",
@@ -94,6 +94,7 @@ def test_print_with_tools_prints_every_call_and_the_recap(server, project: Path)
         "-p",
         ASK_FOR_A_TOOL,
         cwd=project,
+        timeout=90,
     )
     saved = saved_session(project)
     (record,) = saved["turns"]

@@ -4,36 +4,18 @@ garbage on its stdout, or hangs. The call fails with a clear message, no process
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from pathlib import Path
 
 import pytest
 from lsp_fixtures.support import fake_server
+from support.processes import state
+from support.waiting import await_until
 
 from mm_tui.config import Settings
 from mm_tui.tools.base import ToolContext
 from mm_tui.tools.lsp import LspArgs, LspTool
-
-
-def state(pid: int) -> str | None:
-    """The process's state letter (Z for a zombie), None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    return text.rsplit(")", 1)[1].split()[0]
-
-
-async def gone(pid: int, within: float = 3.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if state(pid) is None:
-            return True
-        await asyncio.sleep(0.05)
-    return False
-
 
 FAULTS = {
     "crash": (("--crash-on", "textDocument/hover"), "the server exited"),
@@ -70,7 +52,8 @@ async def test_a_language_server_that_fails_is_replaced(tmp_path: Path, fault: s
         pids = [s.client.pid for s in tool.manager.running()]
         await tool.aclose()
     for pid in pids:
-        assert await gone(pid), f"{pid} is left: {state(pid)}"
+        gone = await await_until(lambda pid=pid: state(pid) is None, 3)  # reaped too
+        assert gone, f"{pid} is left: {state(pid)}"
     # and no child of ours is a zombie
     children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
     assert all(state(int(pid)) != "Z" for pid in children)
@@ -91,10 +74,9 @@ async def test_a_server_dead_but_not_yet_reaped_is_replaced(tmp_path: Path) -> N
         first = await tool.run(LspArgs(action="hover", path="a.py", symbol="x"), ctx)
         assert first.status == "ok", first.output
         muted = tool.manager.running()[0].client
-        for _ in range(100):  # the pipes are closed once the server has answered
-            if Path(f"/proc/{muted.pid}/fd/1").exists() is False:
-                break
-            await asyncio.sleep(0.02)
+        stdout = Path(f"/proc/{muted.pid}/fd/1")
+        # the pipes are closed once the server has answered
+        assert await await_until(lambda: not stdout.exists(), 2), "the muted server's pipes stay"
         second = await tool.run(LspArgs(action="hover", path="a.py", symbol="x"), ctx)
         assert second.status == "ok", second.output
         assert "fake hover" in second.output

@@ -13,10 +13,10 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import pytest
 from scripted_server import (
     SSE,
     Reply,
@@ -26,11 +26,13 @@ from scripted_server import (
     text_chunks,
     tool_call_chunks,
 )
+from support.engine import make_engine
+from support.env import clean_env
+from support.program import MM, mm
+from support.waiting import wait_until
 
-from mm_tui.config import Settings
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.session import Session
-from mm_tui.engine.turn import Engine
 
 ROUNDS = 4
 KILLS = 20
@@ -77,23 +79,8 @@ def expected_history() -> list[dict]:
     return out
 
 
-def env_for(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MM_") and k != "OPENAI_API_KEY"}
-    env["HOME"] = str(home)
-    return env
-
-
-def mm(server: ScriptedServer, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "mm_tui.cli",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "m",
-        *args,
-    ]
+def on(server: ScriptedServer) -> list[str]:
+    return ["--base-url", server.base_url, "--model", "m"]
 
 
 def check_loaded(folder: Path) -> Session:
@@ -115,7 +102,7 @@ def check_loaded(folder: Path) -> Session:
 async def resume_in_process(server: ScriptedServer, cwd: Path, session: Session) -> None:
     """What `--resume` does, without starting a process: the loaded session and one more turn."""
     provider = OpenAIProvider(server.base_url, "m", backoff=0.01)
-    engine = Engine(Settings(), provider, cwd=cwd, session=session)
+    engine = make_engine(cwd, provider, session=session)
     server.script(Reply("resumed"))
     ended = await engine.run_turn("go on", lambda event: None)
     await engine.aclose()
@@ -125,6 +112,7 @@ async def resume_in_process(server: ScriptedServer, cwd: Path, session: Session)
     assert len(sent) == len(session.messages) - 1  # all of it went back, then the answer came
 
 
+@pytest.mark.slow  # 20 runs of the real mm, killed, and 4 resumed: about 20 s
 async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     moments: list[float] = []
@@ -135,9 +123,9 @@ async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
         folder = cwd / ".mm" / "sessions"
         with ScriptedServer(*busy_turn()) as server:
             proc = subprocess.Popen(
-                mm(server, "-p", "work"),
+                [*MM, *on(server), "-p", "work"],
                 cwd=cwd,
-                env=env_for(cwd),
+                env=clean_env(cwd),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
@@ -146,12 +134,10 @@ async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
                 # The journal's writer thread renames the first batch into place a moment after
                 # the turn starts (on a busy machine, after the request): from then on there is
                 # a session to keep. A kill before it finds nothing on disk, and loses nothing.
-                deadline = time.monotonic() + 30
-                while not list(folder.glob("*.jsonl")) and time.monotonic() < deadline:
-                    time.sleep(0.01)
+                wait_until(lambda: list(folder.glob("*.jsonl")), 30, step=0.01)  # noqa: B023 - waited for here
                 moment = rng.uniform(0.0, 0.8)
                 moments.append(moment)
-                time.sleep(moment)
+                time.sleep(moment)  # the scenario: a random moment of the turn
             finally:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(10)
@@ -160,14 +146,7 @@ async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
         with ScriptedServer() as server:  # a fresh script for the rest
             if n % 5 == 4:  # the real --resume, and no temporary file once mm has run again
                 server.script(Reply("resumed for real"))
-                result = subprocess.run(
-                    mm(server, "--resume", "-p", "go on"),
-                    cwd=cwd,
-                    env=env_for(cwd),
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                )
+                result = mm(*on(server), "--resume", "-p", "go on", cwd=cwd)
                 assert result.returncode == 0, result.stderr
                 assert "resumed for real" in result.stdout
                 resumed = Session.load(folder, session.id).messages

@@ -29,11 +29,14 @@ from scripted_server import (
     tool_call_chunks,
 )
 from session_helpers import saved as saved_session
+from support.engine import make_engine, of, turn
+from support.program import mm
+from support.waiting import await_until
 
-from mm_tui.config import Settings
 from mm_tui.core.events import (
     EngineError,
     Event,
+    ModelRetrying,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -44,22 +47,10 @@ from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 
 
-def engine_on(server: ScriptedServer, folder: Path, **settings: object) -> Engine:
-    provider = OpenAIProvider(server.base_url, "m", backoff=0.05, retries=3)
-    session = Session.new(
-        folder / "sessions", cwd=str(folder), model="m", provider="p", base_url=server.base_url
-    )
-    return Engine(Settings(**settings), provider, cwd=folder, session=session)
-
-
-async def turn(engine: Engine, text: str) -> list[Event]:
-    events: list[Event] = []
-    await engine.run_turn(text, events.append)
-    return events
-
-
-def of(events: list[Event], kind: type) -> list:
-    return [e for e in events if isinstance(e, kind)]
+def retrying_engine(server: ScriptedServer, folder: Path, **settings: object) -> Engine:
+    """An engine whose client retries as a configured one does, quickly (backoff 0.05 s)."""
+    client = OpenAIProvider(server.base_url, "m", backoff=0.05, retries=3)
+    return make_engine(folder, client, sessions=folder / "sessions", **settings)
 
 
 def shown(events: list[Event]) -> str:
@@ -96,7 +87,7 @@ async def test_a_cut_in_a_tool_calls_arguments_is_asked_again_and_nothing_shows_
     arguments = {"command": "echo once"}
     whole = Reply("Let me look. ", tool_calls=[call("bash", arguments, id="c1")])
     with ScriptedServer(cut_call("Let me look. ", arguments, 6), whole, Reply("done")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "look")
         assert shown(events) == "Let me look. done"  # the retried text was not shown again
         (started,) = of(events, ToolCallStarted)  # run once, with the whole arguments
@@ -124,7 +115,7 @@ async def test_a_repeated_chunk_still_brings_its_finish_reason(tmp_path: Path) -
         done=False,
     )
     with ScriptedServer(cut_call("Let me look. ", arguments, 6), retry, Reply("done")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "look")
         assert shown(events) == "Let me look. done"
         assert [e.output for e in of(events, ToolCallFinished)] == ["once\n"]
@@ -136,7 +127,7 @@ async def test_a_retry_that_says_something_else_shows_only_what_is_new(tmp_path:
     arguments = {"command": "true"}
     retry = Reply("Let me check. ", tool_calls=[call("bash", arguments, id="c1")])
     with ScriptedServer(cut_call("Let me look. ", arguments, 5), retry, Reply("ok")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "look")
         assert shown(events) == "Let me look. check. ok"
         await still_usable(engine, server)
@@ -146,7 +137,7 @@ async def test_cut_at_every_try_ends_with_a_clear_error_and_runs_nothing(tmp_pat
     arguments = {"command": "touch ran"}
     cuts = [cut_call("Working. ", arguments, 5) for _ in range(4)]
     with ScriptedServer(*cuts) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "go")
         assert shown(events) == "Working. "
         assert not of(events, ToolCallStarted)  # never run on half arguments
@@ -161,7 +152,7 @@ async def test_cut_at_every_try_ends_with_a_clear_error_and_runs_nothing(tmp_pat
 
 async def test_a_cut_in_plain_text_is_not_asked_again(tmp_path: Path) -> None:
     with ScriptedServer(drop_after(3, [role_chunk(), *text_chunks("Half an answ", 4)])) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "go")
         assert shown(events) == "Half an "
         assert "closed the stream in the middle" in of(events, EngineError)[0].message
@@ -190,7 +181,7 @@ async def test_429_honours_the_servers_hint_up_to_a_cap(
     tmp_path: Path, headers: dict[str, str], low: float, high: float
 ) -> None:
     with ScriptedServer(busy(**headers), Reply("after the wait")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         engine.client.max_retry_after = 0.5 if headers.get("Retry-After") == "3600" else 30
         started = time.monotonic()
         events = await turn(engine, "hi")
@@ -203,7 +194,7 @@ async def test_429_honours_the_servers_hint_up_to_a_cap(
 async def test_429_with_an_http_date(tmp_path: Path) -> None:
     when = formatdate(time.time() + 2, usegmt=True)  # whole seconds: between 1 and 2 s away
     with ScriptedServer(busy(**{"Retry-After": when}), Reply("after the date")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         started = time.monotonic()
         events = await turn(engine, "hi")
         assert 0.9 <= time.monotonic() - started <= 3.0
@@ -213,7 +204,7 @@ async def test_429_with_an_http_date(tmp_path: Path) -> None:
 
 async def test_backoff_without_a_hint_grows_with_jitter(tmp_path: Path) -> None:
     with ScriptedServer(Error(503), Error(503), Error(503), Reply("third time")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         await turn(engine, "hi")
         times = [r.time for r in server.requests]
         gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
@@ -225,12 +216,11 @@ async def test_backoff_without_a_hint_grows_with_jitter(tmp_path: Path) -> None:
 
 async def test_cancelling_stops_the_wait_at_once(tmp_path: Path) -> None:
     with ScriptedServer(busy(**{"Retry-After": "25"})) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events: list[Event] = []
         task = asyncio.create_task(engine.run_turn("hi", events.append))
-        while not server.requests:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)
+        # cancelled in the 25 s wait the server asked for, once the engine said it waits
+        assert await await_until(lambda: of(events, ModelRetrying)), "no retry was said"
         started = time.monotonic()
         assert engine.cancel()  # what Esc, Ctrl+C and /abort do
         ended = await task
@@ -242,7 +232,7 @@ async def test_cancelling_stops_the_wait_at_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize("status", [500, 502, 503])
 async def test_server_errors_are_retried(tmp_path: Path, status: int) -> None:
     with ScriptedServer(Error(status, "overloaded"), Reply("recovered")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "hi")
         assert shown(events) == "recovered"
         assert len(server.requests) == 2
@@ -255,7 +245,7 @@ async def test_client_errors_are_not_retried_and_show_the_servers_words(
 ) -> None:
     said = f"the server's own words for {status}"
     with ScriptedServer(Error(status, said)) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "hi")
         (error,) = of(events, EngineError)
         assert said in error.message and str(status) in error.message
@@ -299,7 +289,7 @@ async def test_context_overflow_says_what_to_do_and_is_retried_once_at_most(
     tmp_path: Path, name: str
 ) -> None:
     with ScriptedServer(OVERFLOWS[name], OVERFLOWS[name]) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "a very long question")
         (error,) = of(events, EngineError)
         assert "no longer fits the model's context" in error.message
@@ -325,7 +315,7 @@ async def test_headers_then_silence_ends_the_turn_by_the_watchdog(
     tmp_path: Path, after: int
 ) -> None:
     with ScriptedServer(silence_after(after, [role_chunk(), *text_chunks("abcdef", 3)])) as server:
-        engine = engine_on(server, tmp_path, watchdogTimeout=1)
+        engine = retrying_engine(server, tmp_path, watchdogTimeout=1)
         started = time.monotonic()
         events = await turn(engine, "hi")
         assert time.monotonic() - started < 5
@@ -351,7 +341,7 @@ async def test_an_awkward_stream_parses_whole(tmp_path: Path) -> None:
     body = b"".join(encode_sse(chunks, crlf=True))
     cuts = range(3, len(body), 7)  # every packet cuts something: events, lines, characters
     with ScriptedServer(Raw(split_bytes(body, cuts), delay=0.0005), Reply("both ran")) as server:
-        engine = engine_on(server, tmp_path)
+        engine = retrying_engine(server, tmp_path)
         events = await turn(engine, "two calls")
         assert shown(events) == "Deux appels — voilà 🙂. both ran"
         assert [e.arguments["command"] for e in of(events, ToolCallStarted)] == [
@@ -369,9 +359,6 @@ def test_a_crash_between_a_call_and_its_result_resumes_well_formed(tmp_path: Pat
     """The real `mm -p --resume` on a session written by a process that died after the model
     asked for two tools and before either answered: each call gets a synthetic result saying it
     was interrupted, so the history sent to the model is well formed."""
-    import subprocess
-    import sys
-
     folder = tmp_path / ".mm" / "sessions"
     session = Session.new(folder, cwd=str(tmp_path), model="m", provider="p", base_url="u")
     session.messages += [
@@ -388,16 +375,8 @@ def test_a_crash_between_a_call_and_its_result_resumes_well_formed(tmp_path: Pat
     ]
     session.save()
     with ScriptedServer(Reply("picking up")) as server:
-        env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-        result = subprocess.run(
-            [sys.executable, "-m", "mm_tui.cli", "--base-url", server.base_url, "--model", "m"]
-            + ["--resume", "-p", "go on"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-        )
+        args = ["--base-url", server.base_url, "--model", "m", "--resume", "-p", "go on"]
+        result = mm(*args, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert "picking up" in result.stdout
         sent = server.requests[0].messages

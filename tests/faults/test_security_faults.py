@@ -13,20 +13,13 @@ import os
 from pathlib import Path
 
 import pytest
-from fault_parts import (
-    engine_on,
-    env_for,
-    mm,
-    next_prompt_works,
-    no_process_left,  # noqa: F401 - a fixture, used by being here
-    of,
-    session_files,
-    session_loads,
-    turn,
-)
+from fault_parts import next_prompt_works, session_loads
 from scripted_server import Reply, ScriptedServer, call
+from session_helpers import journal_files
 from session_helpers import saved as saved_session
-from window_helpers import all_text, make_app, playground, screen_text, settle
+from support.engine import make_engine, of, turn
+from support.program import mm
+from window_helpers import all_text, make_app, screen_text, settle
 
 from mm_tui.core.events import ToolCallFinished
 from mm_tui.core.redact import MARK
@@ -52,6 +45,9 @@ def files_holding(root: Path, secrets: tuple[str, ...], *, but: tuple[Path, ...]
     return found
 
 
+pytestmark = pytest.mark.usefixtures("no_process_left")
+
+
 # --- 12. the api key -----------------------------------------------------------------------------
 
 
@@ -72,7 +68,7 @@ def test_the_key_printed_by_a_tool_is_never_shown_or_written(tmp_path: Path) -> 
     ]
     # The server takes only the environment's key: proof that it is the one in use.
     with ScriptedServer(*script, api_key=ENV_KEY) as server:
-        env = env_for(tmp_path, MM_API_KEY=ENV_KEY, OPENAI_API_KEY=OPENAI_KEY)
+        env = {"MM_API_KEY": ENV_KEY, "OPENAI_API_KEY": OPENAI_KEY}
         result = mm(
             "--base-url", server.base_url, "--model", "m", "-p", "show me", cwd=tmp_path, env=env
         )
@@ -89,7 +85,7 @@ def test_the_key_printed_by_a_tool_is_never_shown_or_written(tmp_path: Path) -> 
     assert f"    env: {MARK} and {MARK}" in result.stdout
     assert not [k for k in KEYS if k in result.stdout + result.stderr]
     assert files_holding(tmp_path, KEYS, but=(config,)) == []
-    (path,) = session_files(tmp_path / ".mm" / "sessions")
+    (path,) = journal_files(tmp_path / ".mm" / "sessions")
     session_loads(path.parent, path.stem)
     # The config file was read and never rewritten.
     assert (config.read_bytes(), config.stat().st_mtime_ns) == before
@@ -100,7 +96,7 @@ def test_short_keys_are_left_alone(tmp_path: Path) -> None:
     with ScriptedServer(
         Reply(tool_calls=[call("bash", {"command": "echo key=$MM_API_KEY"}, id="c1")]), "ok"
     ) as server:
-        env = env_for(tmp_path, MM_API_KEY="ollama")
+        env = {"MM_API_KEY": "ollama"}
         result = mm(
             "--base-url", server.base_url, "--model", "m", "-p", "go", cwd=tmp_path, env=env
         )
@@ -110,9 +106,8 @@ def test_short_keys_are_left_alone(tmp_path: Path) -> None:
 
 
 async def test_the_window_never_paints_the_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = playground(tmp_path / "project")
     (folder / "notes.txt").write_text(f"the key is {CONFIG_KEY}\n")
     monkeypatch.setenv("MM_API_KEY", ENV_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
@@ -184,7 +179,7 @@ async def test_read_skill_refuses_path_tricks(tmp_path: Path) -> None:
     project = skills_with_tricks(tmp_path)
     calls = [call("read_skill", {"name": n}, id=f"c{i}") for i, n in enumerate(TRICKS)]
     with ScriptedServer(Reply(tool_calls=calls), "done") as server:
-        engine = engine_on(server, project)
+        engine = make_engine(project, server)
         assert sorted(engine.registry.warnings) == sorted(
             f'skill "{name}" is not offered: {why.split("cannot be read: ")[1]}'
             for name, why in TRICKS.items()
@@ -277,7 +272,7 @@ async def test_saving_never_writes_through_a_planted_link(tmp_path: Path) -> Non
     folder = tmp_path / ".mm" / "sessions"
     folder.mkdir(parents=True)
     with ScriptedServer(Reply(tool_calls=[call("bash", {"command": "echo hi"})]), "done") as server:
-        engine = engine_on(server, tmp_path)
+        engine = make_engine(tmp_path, server)
         # Where this process writes its next session file before renaming it.
         temp = folder / f".{engine.session.id}.jsonl.{os.getpid()}.tmp"
         temp.symlink_to(victim)

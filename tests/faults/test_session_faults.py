@@ -26,19 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_parts import (
-    MM,
-    engine_on,
-    env_for,
-    mm,
-    next_prompt_works,
-    no_process_left,  # noqa: F401 - a fixture, used by being here
-    of,
-    session_files,
-    session_loads,
-    turn,
-)
+from fault_parts import next_prompt_works, session_loads
 from scripted_server import Reply, ScriptedServer, call
+from session_helpers import journal_files
+from support.engine import make_engine, of, turn
+from support.program import mm
 
 from mm_tui.core.events import EngineError, ToolCallFinished
 from mm_tui.engine.journal import flush_all
@@ -47,6 +39,9 @@ from mm_tui.engine.session import INTERRUPTED, SESSION_VERSION, Session
 WARNING = "[warning: the session file cannot be written ("
 WARNING_END = ") — the turn goes on, but this session will not be resumable]"
 BIG_OUTPUT = "head -c 20000 /dev/zero | tr '\\0' x; echo"
+
+
+pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
 # --- folders that cannot be written --------------------------------------------------------------
@@ -149,7 +144,7 @@ async def test_an_unwritable_session_folder_costs_one_warning(tmp_path: Path, ca
     ]
     # On the full disk the first saves fit, and the save after the big tool output does not.
     with unwritable(case, folder, room=8192) as how, ScriptedServer(*script) as server:
-        engine = engine_on(server, tmp_path, sessions=folder)
+        engine = make_engine(tmp_path, server, sessions=folder)
         events = await asyncio.wait_for(turn(engine, "go"), 20)
         warnings = [e for e in of(events, EngineError)]
         assert len(warnings) == 1, warnings
@@ -208,20 +203,19 @@ def _limit_file_size() -> None:  # pragma: no cover - runs in the child before e
 def test_mm_print_warns_and_exits_0(tmp_path: Path, case: str) -> None:
     folder = tmp_path / "sessions"
     script = [Reply(tool_calls=[call("bash", {"command": "echo hi"}, id="c1")]), "All done."]
-    env = env_for(tmp_path, MM_SESSIONS_DIR=str(folder))
+    env = {"MM_SESSIONS_DIR": str(folder)}
     with ScriptedServer(*script) as server:
-        args = [*MM, "--base-url", server.base_url, "--model", "m", "-p", "go"]
-        run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 60}
+        args = ["--base-url", server.base_url, "--model", "m", "-p", "go"]
         try:
             with unwritable(case, folder) as how:
-                result = subprocess.run(args, **run)
+                result = mm(*args, cwd=tmp_path, env=env)
         except pytest.skip.Exception:
             if case != "full disk":
                 raise
             # No tmpfs here: a file-size limit makes every write of the session file fail.
             folder.mkdir(exist_ok=True)
             how = "rlimit"
-            result = subprocess.run(args, **run, preexec_fn=_limit_file_size)
+            result = mm(*args, cwd=tmp_path, env=env, preexec_fn=_limit_file_size)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stdout.splitlines()
@@ -331,7 +325,7 @@ def test_latest_and_new_sessions_leave_damaged_files_alone(tmp_path: Path) -> No
         assert result.returncode == 0, result.stderr
     for path, raw in kept.items():
         assert path.read_bytes() == raw
-    files = session_files(folder)
+    files = journal_files(folder)
     assert len(files) == len(kept) + 2
     (new,) = [p for p in files if p not in kept and p != good.path]
     assert session_loads(folder, new.name.removesuffix(".jsonl")).messages[1] == {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -18,27 +19,22 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_parts import (
-    MM,
-    cmdline,
-    engine_on,
-    env_for,
-    group_members,
-    next_prompt_works,
-    no_process_left,  # noqa: F401 - a fixture, used by being here
-    of,
-    session_files,
-    session_loads,
-    tool_groups,
-    turn,
-    wait_until,
-)
+from fault_parts import next_prompt_works, session_loads
 from scripted_server import Reply, ScriptedServer, call
+from session_helpers import journal_files
+from support.engine import make_engine, of, turn
+from support.env import clean_env
+from support.processes import cmdline, group_members, tool_groups
+from support.program import MM
+from support.terminal import env_prefix, tmux_session
+from support.waiting import wait_until
 
 from mm_tui.core.events import ToolCallFinished
 from mm_tui.tools.bash import QUIET_ENV, TOO_LARGE
 
 SLEEPERS = "sh -c 'sleep 60 & sleep 60 & wait'"
+
+pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
 def sleepers_of(pgid: int) -> list[int]:
@@ -64,7 +60,7 @@ def running_group(parent: int, timeout: float = 10) -> int:
 async def test_cancel_kills_the_whole_group_and_keeps_the_partial_output(tmp_path: Path) -> None:
     command = f"echo partial output; {SLEEPERS}"
     with ScriptedServer(Reply(tool_calls=[call("bash", {"command": command}, id="c1")])) as server:
-        engine = engine_on(server, tmp_path)
+        engine = make_engine(tmp_path, server)
         events = []
         task = asyncio.create_task(engine.run_turn("start the sleepers", events.append))
         pgid = await asyncio.to_thread(running_group, os.getpid())
@@ -99,7 +95,7 @@ def test_ctrl_c_in_line_mode_kills_the_group_and_the_next_prompt_works(tmp_path:
         proc = subprocess.Popen(
             [*MM, "--line", "--base-url", server.base_url, "--model", "m"],
             cwd=tmp_path,
-            env=env_for(tmp_path),
+            env=clean_env(tmp_path),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -126,7 +122,7 @@ def test_ctrl_c_in_line_mode_kills_the_group_and_the_next_prompt_works(tmp_path:
             "tool",
             "user",
         ]
-    (path,) = session_files(tmp_path / ".mm" / "sessions")
+    (path,) = journal_files(tmp_path / ".mm" / "sessions")
     saved = session_loads(path.parent, path.stem)
     tools = [m for m in saved.messages if m["role"] == "tool"]
     assert tools == [
@@ -150,7 +146,7 @@ SHOW_ENV = (
 
 
 def fresh_repo_with_a_staged_file(folder: Path) -> None:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    env = clean_env(folder, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     for args in (
         ["init", "-q"],
         ["config", "user.name", "Test"],
@@ -179,7 +175,7 @@ async def test_commands_that_wait_for_input_end_at_once(
     commands = [*WAITERS, SHOW_ENV]
     calls = [call("bash", {"command": c}, id=f"c{i}") for i, c in enumerate(commands)]
     with ScriptedServer(Reply(tool_calls=calls), "all done") as server:
-        engine = engine_on(server, tmp_path)
+        engine = make_engine(tmp_path, server)
         started = time.monotonic()
         events = await asyncio.wait_for(turn(engine, "try them"), 25)
         assert time.monotonic() - started < 5, "a command waited for input"
@@ -203,10 +199,6 @@ async def test_commands_that_wait_for_input_end_at_once(
         await engine.aclose()
 
 
-def tmux(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False)
-
-
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_cat_dev_tty_in_a_real_terminal_does_not_read_the_keyboard(tmp_path: Path) -> None:
     """mm in a terminal: a command that opens /dev/tty would read the person's keyboard (and
@@ -216,29 +208,19 @@ def test_cat_dev_tty_in_a_real_terminal_does_not_read_the_keyboard(tmp_path: Pat
     with ScriptedServer(
         Reply(tool_calls=[call("bash", {"command": command}, id="c1")]), "done"
     ) as server:
-        env = {"PATH": os.environ["PATH"], "HOME": tmp_path, "TERM": "xterm", "LANG": "C.UTF-8"}
-        env_args = " ".join(f"{k}={v}" for k, v in env.items())
-        mm = " ".join(MM)
-        script = (
-            f"cd {tmp_path} && env -i {env_args} {mm} --base-url "
-            f"{server.base_url} --model m -p go > {out} 2>&1; echo EXIT=$? >> {out}"
-        )
-        name = f"mm-fault-tty-{os.getpid()}"
+        env = env_prefix(clean_env(tmp_path, TERM="xterm"))
+        mm = shlex.join([*MM, "--base-url", server.base_url, "--model", "m", "-p", "go"])
+        script = f"cd {tmp_path} && {env} {mm} > {out} 2>&1; echo EXIT=$? >> {out}"
         started = time.monotonic()
-        assert (
-            tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", script).returncode == 0
-        )
-        try:
+        with tmux_session("fault-tty", script):
             assert wait_until(lambda: out.exists() and "EXIT=" in out.read_text(), 25)
-        finally:
-            tmux("kill-session", "-t", name)
         elapsed = time.monotonic() - started
     text = out.read_text()
     assert "EXIT=0" in text, text
     assert "    cat: /dev/tty: No such device or address" in text
     assert "    tty_nr=0" in text  # no controlling terminal
     assert elapsed < 10  # mm's start-up included; the 30 s timeout was never reached
-    (path,) = session_files(tmp_path / ".mm" / "sessions")
+    (path,) = journal_files(tmp_path / ".mm" / "sessions")
     session_loads(path.parent, path.stem)
 
 
@@ -261,7 +243,7 @@ def peak_rss_of_mm(tmp_path: Path, commands: list[str]) -> tuple[int, subprocess
             proc = subprocess.Popen(
                 [*MM, "--base-url", server.base_url, "--model", "m", "-p", "go"],
                 cwd=folder,
-                env=env_for(folder),
+                env=clean_env(folder),
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
@@ -295,7 +277,7 @@ def test_huge_outputs_keep_mm_memory_bounded(tmp_path: Path) -> None:
         assert marker and len(head) == 30000 and rest.endswith(" more characters ...]")
         content.encode("utf-8")
     assert tools[1]["content"].startswith("1\n2\n3\n")
-    (path,) = session_files(result.folder / ".mm" / "sessions")  # type: ignore[attr-defined]
+    (path,) = journal_files(result.folder / ".mm" / "sessions")  # type: ignore[attr-defined]
     path.read_bytes().decode("utf-8")
     saved = session_loads(path.parent, path.stem)
     assert [m["content"] for m in saved.messages if m["role"] == "tool"] == [
@@ -306,7 +288,7 @@ def test_huge_outputs_keep_mm_memory_bounded(tmp_path: Path) -> None:
 async def test_huge_outputs_keep_both_ends_with_the_marker(tmp_path: Path) -> None:
     calls = [call("bash", {"command": c}, id=f"c{i}") for i, c in enumerate([RANDOM_50MB, SEQ])]
     with ScriptedServer(Reply(tool_calls=calls), "done") as server:
-        engine = engine_on(server, tmp_path, maxOutput=3_000_000)
+        engine = make_engine(tmp_path, server, maxOutput=3_000_000)
         events = await asyncio.wait_for(turn(engine, "make noise"), 60)
         assert events[-1].stop_reason == "end_turn"
         noise, seq = (e.output for e in of(events, ToolCallFinished))

@@ -66,6 +66,10 @@ from mm_tui.tools.fetch.clean import (
     language_words,
 )
 
+# _TYPED: selectolax's stubs make `tag` and `text_content` Optional on every node, where the
+# parser gives every element a tag and every text node its text. The hot loops below read them
+# as str with a checker comment rather than pay for a check the parser already guarantees.
+
 
 @dataclass(frozen=True)
 class Options:
@@ -318,7 +322,7 @@ class _Converter:
         for child in node.iter(include_text=True):
             tag = child.tag_id
             if tag == TEXT_ID:
-                text = child.text_content
+                text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
                 if (
                     "_" in text
                     or "*" in text
@@ -373,9 +377,9 @@ class _Converter:
 
     def _flow_one(self, node: LexborNode, blocks: list[str]) -> None:
         """One node as if it were a container's only child."""
-        tag = node.tag
+        tag: str = node.tag  # pyright: ignore[reportAssignmentType] - see _TYPED
         if tag == "-text":
-            text = node.text_content
+            text: str = node.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
             self._paragraph([_escape(text) if _NEEDS_ESCAPE(text) else text], blocks)
             return
         handler = self.block_handlers.get(tag)
@@ -399,7 +403,8 @@ class _Converter:
     def _heading(self, node: LexborNode, blocks: list[str]) -> None:
         text = self._flat(node)
         if text:
-            blocks.append("#" * int(node.tag[1]) + " " + text.replace("\n", " "))
+            level = int(node.tag[1])  # pyright: ignore[reportOptionalSubscript] - see _TYPED
+            blocks.append("#" * level + " " + text.replace("\n", " "))
 
     def _hr(self, node: LexborNode, blocks: list[str]) -> None:
         blocks.append("---")
@@ -439,7 +444,7 @@ class _Converter:
             if tag == _LI_ID:
                 self._flow(child, parts)
             elif tag == TEXT_ID:
-                if child.text_content.isspace():
+                if child.text_content.isspace():  # pyright: ignore[reportOptionalMemberAccess]
                     continue
                 self._flow_one(child, parts)
             elif tag >= _FIRST_ELEMENT_ID:  # an element straight inside the list: an item
@@ -549,7 +554,7 @@ class _Converter:
 
     def _html(self, node: LexborNode, out: list[str], in_pre: bool) -> None:
         """A table kept as raw HTML: only the allowed attributes, no comments, no blank line."""
-        tag = node.tag
+        tag: str = node.tag  # pyright: ignore[reportAssignmentType] - see _TYPED
         attrs = ""
         allowed = ALLOWED_ATTRIBUTES.get(tag)
         if allowed:
@@ -574,9 +579,9 @@ class _Converter:
         structure = tag in _TABLE_STRUCTURE
         child = node.child
         while child is not None:
-            ctag = child.tag
+            ctag: str = child.tag  # pyright: ignore[reportAssignmentType] - see _TYPED
             if ctag == "-text":
-                text = child.text_content
+                text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
                 if in_pre:
                     out.append(html_escape(text, quote=False).replace("\n", "&#10;"))
                 elif not structure or not text.isspace():
@@ -600,7 +605,7 @@ class _Converter:
         for child in node.iter(include_text=True):
             tag = child.tag_id
             if tag == TEXT_ID:
-                text = child.text_content
+                text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
                 if (
                     "_" in text
                     or "*" in text
@@ -631,7 +636,7 @@ class _Converter:
         """A table inside a heading or a cell: a line per row, cells separated by spaces."""
         out = []
         for child in node.iter():
-            tag = child.tag
+            tag: str = child.tag  # pyright: ignore[reportAssignmentType] - see _TYPED
             if tag in ("td", "th"):
                 out.append(" " + self._inline(child) + " ")
             elif tag in _TABLE_STRUCTURE:
@@ -731,9 +736,9 @@ def _raw_text(node: LexborNode) -> str:
     newline, for the rare pre that is not just <pre><code>."""
     out: list[str] = []
     for child in node.iter(include_text=True):
-        tag = child.tag
+        tag: str = child.tag  # pyright: ignore[reportAssignmentType] - see _TYPED
         if tag == "-text":
-            out.append(child.text_content)
+            out.append(child.text_content)  # pyright: ignore[reportArgumentType]
         elif tag == "br":
             out.append("\n")
         elif tag[0] != "-" and tag not in REMOVED_TAGS:
@@ -750,9 +755,9 @@ def _leading_checkbox(item: LexborNode) -> bool | None:
     node = item.child
     depth = 0
     while node is not None and depth < 8:
-        tag = node.tag
+        tag: str = node.tag  # pyright: ignore[reportAssignmentType] - see _TYPED
         if tag == "-text":
-            if not node.text_content.isspace():
+            if not node.text_content.isspace():  # pyright: ignore[reportOptionalMemberAccess]
                 return None
             node = node.next
         elif tag[0] == "-" or tag in REMOVED_TAGS:

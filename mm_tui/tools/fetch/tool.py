@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
+from mm_tui.core.files import write_target
 from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.fetch.encoding import decode
 from mm_tui.tools.fetch.errors import CONVERSION, USAGE, FetchError
@@ -37,7 +38,7 @@ from mm_tui.tools.fetch.markdown import html_to_markdown
 from mm_tui.tools.fetch.request import MAX_BYTES, MAX_REDIRECTS, TIMEOUT, Fetcher, Page
 from mm_tui.tools.fetch.robots import SHARED_CACHE, RobotsCache
 from mm_tui.tools.fetch.url import check_base_url, repair_url
-from mm_tui.tools.write_file import write_atomically
+from mm_tui.tools.write_file import write_text
 
 TABLE_MODES = ("html", "flatten")
 
@@ -103,13 +104,12 @@ def _to_markdown(page: Page, base_url: str, args: FetchContentArgs) -> str:
 def _save(target: Path, content: str) -> None:
     """Written as write_file writes: through a temporary file renamed over the target, never
     half a file; through a symbolic link, the file it points to, the link kept."""
-    if target.is_symlink():
-        target = Path(os.path.realpath(target))
+    target = write_target(target)
     try:
         mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = None
-    write_atomically(target, content, mode)
+    write_text(target, content, mode)
 
 
 class FetchContentTool(Tool):
@@ -152,12 +152,12 @@ class FetchContentTool(Tool):
         return bool(args.output)
 
     def locations(self, args: FetchContentArgs, ctx: ToolContext) -> tuple[str, ...]:
-        return (os.path.abspath(ctx.resolve(args.output)),) if args.output else ()
+        return (ctx.location(args.output),) if args.output else ()
 
     async def permission_details(self, args: FetchContentArgs, ctx: ToolContext) -> str:
         if not args.output:
             return args.url
-        path = os.path.abspath(ctx.resolve(args.output))
+        path = ctx.location(args.output)
         details = f"fetch {args.url}\nsave the Markdown to {path}"
         if os.path.isfile(path):
             details += "\n(the file exists: it will be replaced)"

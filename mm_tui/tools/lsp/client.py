@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui import __version__
+from mm_tui.core.processes import kill_group
 from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 
 REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
@@ -296,11 +297,8 @@ class LspClient:
         if proc is not None:
             # the whole group, even after a polite exit: a server's own helpers (a node
             # process, a worker) must not outlive it
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            kill_group(proc)
         if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
             try:
                 if asyncio.get_running_loop() is self._loop:
                     await proc.wait()
@@ -314,12 +312,8 @@ class LspClient:
     def abandon(self) -> None:
         """Kill the process from outside its event loop (that loop is gone): no awaiting."""
         proc = self._proc
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(proc.pid, signal.SIGKILL)
         if proc is not None:
+            kill_group(proc)
             # Mark the transport closed now: closed later by the garbage collector, it would
             # reach for its dead loop and print a traceback ("Event loop is closed").
             transport = getattr(proc, "_transport", None)

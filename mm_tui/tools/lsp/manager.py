@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.config import LspServer
+from mm_tui.core.files import read_text
 from mm_tui.tools.lsp.client import (
     INITIALIZE_TIMEOUT,
     REQUEST_TIMEOUT,
@@ -276,10 +277,6 @@ class ServerManager:
                 client.abandon()
         if closing:
             await asyncio.gather(*closing, return_exceptions=True)
-
-
-def read_text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def scan_project(root: Path, extensions: set[str]) -> dict[Path, tuple[int, int]] | None:

@@ -24,6 +24,7 @@ from pydantic import Field
 
 import mm_tui.tools.lsp.edits as edit_ops
 from mm_tui.config import LspServer, Settings
+from mm_tui.core.files import read_text, write_target
 from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 from mm_tui.tools.diff import compute_diff
 from mm_tui.tools.lsp.client import (
@@ -47,7 +48,7 @@ from mm_tui.tools.lsp.symbols import (
     symbol_from_words,
     symbol_tree,
 )
-from mm_tui.tools.write_file import Refused, read_regular, write_atomically
+from mm_tui.tools.write_file import Refused, read_regular, write_text
 
 ACTIONS = ("definition", "references", "hover", "symbols", "diagnostics", "rename")
 _ALIASES = {
@@ -285,7 +286,7 @@ class LspTool(Tool):
         return "[rename rejected by the user]"
 
     def locations(self, args: LspArgs, ctx: ToolContext) -> tuple[str, ...]:
-        return (os.path.abspath(ctx.resolve(args.path)),)
+        return (ctx.location(args.path),)
 
     async def permission_details(self, args: LspArgs, ctx: ToolContext) -> str:
         """The rename's diff, asked of the server before the person decides; the plan is kept
@@ -394,7 +395,7 @@ class LspTool(Tool):
                 if other is None or other == path or uri in moved:
                     continue
                 try:
-                    other_text = await asyncio.to_thread(_read_text, other)
+                    other_text = await asyncio.to_thread(read_text, other)
                 except OSError:
                     server.documents.pop(uri, None)
                     await client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
@@ -680,7 +681,7 @@ class LspTool(Tool):
         )
         try:
             changes = await asyncio.to_thread(
-                edit_ops.plan, result, _read_text, opened.client.encoding
+                edit_ops.plan, result, read_text, opened.client.encoding
             )
         except edit_ops.EditError as exc:
             raise _Fail(f"[lsp: {server.config.name}: rename failed: {exc}]") from None
@@ -743,7 +744,7 @@ class LspTool(Tool):
     async def _apply_server_edit(self, edit: dict[str, Any], encoding: str) -> bool:
         """A server's own workspace/applyEdit (mm runs no command that asks for one)."""
         try:
-            changes = await asyncio.to_thread(edit_ops.plan, edit, _read_text, encoding)
+            changes = await asyncio.to_thread(edit_ops.plan, edit, read_text, encoding)
             for change in changes:
                 await asyncio.to_thread(_write, change.path, change.new)
         except (OSError, edit_ops.EditError):
@@ -781,7 +782,7 @@ class LspTool(Tool):
                 continue
             if path not in documents:
                 try:
-                    documents[path] = Document(_read_text(path), encoding)
+                    documents[path] = Document(read_text(path), encoding)
                 except OSError:
                     documents[path] = None
             document = documents[path]
@@ -824,10 +825,6 @@ def _inside(occurrence: Any, exact: tuple[int, int], call: _Call) -> bool:
     )
 
 
-def _read_text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
-
-
 def _read_file(path: Path, shown: str) -> str:
     """The file's text; a folder, a pipe or a device is refused (reading a pipe would block)."""
     try:
@@ -843,15 +840,14 @@ def _read_file(path: Path, shown: str) -> str:
 
 def _still_current(changes: list[edit_ops.FileChange]) -> bool:
     try:
-        return all(_read_text(c.path) == c.old for c in changes)
+        return all(read_text(c.path) == c.old for c in changes)
     except OSError:
         return False
 
 
 def _write(path: Path, text: str) -> None:
-    target = Path(os.path.realpath(path))
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    write_atomically(target, text, mode)
+    target = write_target(path)
+    write_text(target, text, stat.S_IMODE(os.stat(target).st_mode))
 
 
 def _has_locations(result: Any) -> bool:

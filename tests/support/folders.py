@@ -1,0 +1,52 @@
+"""Folders the tests work in: the demo's small project, in a per-test folder or, for pictures,
+in the one fixed folder the pictures show.
+
+Every test gets its own folder (pytest's tmp_path), so runs can go side by side. The exception is
+the window pictures (tests/test_snapshots.py): the header shows the working folder, so it must
+be the same path in every run, or the SVGs would differ. That folder is shared by every run on
+the machine; `fixed_folder()` holds an exclusive lock on a file beside it (fcntl.flock) while a
+test uses it, so two runs at once take turns instead of emptying each other's folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from mm_tui.playground import PLAYGROUND
+
+FIXED_FOLDER = Path("/tmp/mm-test-playground")
+
+
+def playground(folder: Path) -> Path:
+    """The demo's small project in `folder`, emptied first."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for name, content in PLAYGROUND.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    return folder
+
+
+@contextlib.contextmanager
+def held(folder: Path) -> Iterator[Path]:
+    """`folder`, for this process alone until the block ends: an exclusive lock on
+    `folder`.lock (beside it: the folder itself is emptied and made again). Another process
+    asking for it waits; the lock goes with the process, however it ends."""
+    lock_path = folder.with_name(folder.name + ".lock")
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield folder
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def fixed_folder() -> Iterator[Path]:
+    """The demo's project in FIXED_FOLDER, held for the duration of the block."""
+    with held(FIXED_FOLDER) as folder:
+        yield playground(folder)

@@ -1,0 +1,106 @@
+"""Looks at /proc: which processes run, in which group, under which parent, with which command
+line. Zombies (exited, not yet reaped) count as gone everywhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], pgrp [2]);
+    None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def state(pid: int) -> str | None:
+    """The process's state letter (Z for a zombie), None when it is gone."""
+    fields = stat_fields(pid)
+    return None if fields is None else fields[0]
+
+
+def alive(pid: int | None) -> bool:
+    """Whether the process runs (a zombie has exited)."""
+    return pid is not None and state(pid) not in (None, "Z")
+
+
+def all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
+    except OSError:
+        return []
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes of a process group."""
+    members = []
+    for pid in all_pids():
+        fields = stat_fields(pid)
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(pid)
+    return members
+
+
+def children(pid: int) -> list[int]:
+    """Live direct children of `pid`."""
+    out = []
+    for child in all_pids():
+        fields = stat_fields(child)
+        if fields and fields[0] != "Z" and int(fields[1]) == pid:
+            out.append(child)
+    return out
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Live descendants of `pid` (this process by default)."""
+    found: list[int] = []
+    todo = [os.getpid() if pid is None else pid]
+    while todo:
+        for child in children(todo.pop()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def running(*command: str, under: int | None = None) -> list[int]:
+    """Live descendants of `under` (this process by default) whose command line is `command`:
+    `running("sleep", "30")` once a tool's command reached its `sleep 30`."""
+    return [pid for pid in descendants(under) if cmdline(pid) == list(command)]
+
+
+def tool_groups(pid: int | None = None) -> list[int]:
+    """The process groups the bash tool started under `pid` (this process by default): each
+    command runs in a session of its own, led by the shell, so a group's id is the shell's pid
+    (after `bash -c` has exec'd its last command, the pid is that command's)."""
+    parent = os.getpid() if pid is None else pid
+    groups = []
+    for child in children(parent):
+        fields = stat_fields(child)
+        if fields and int(fields[2]) == child:
+            groups.append(child)
+    return groups
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line holds `text` (an agent file's path)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in line and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
