@@ -9,15 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scripted_server import (
     encode_sse,
-    finish_chunk,
-    interleave,
-    reasoning_chunks,
-    role_chunk,
     split_bytes,
-    text_chunks,
-    tool_call_chunks,
-    usage_chunk,
 )
+from test_provider import VALID_STREAM as PROVIDER_STREAM
 
 from mm_tui.engine.sse import LineSplitter, SseDecoder
 
@@ -180,17 +174,7 @@ def test_the_objects_come_as_each_read_completes_them():
 
 # --------------------------------------------------------------------------- property
 
-VALID_STREAM = [
-    role_chunk(),
-    *reasoning_chunks("Think é 🙂", split=2),
-    *text_chunks("Héllo — wörld\n", split=3),
-    *interleave(
-        tool_call_chunks("c0", "read_file", '{"path": "ä.py"}', split=3, index=0),
-        tool_call_chunks("c1", "bash", '{"command": "echo ✓"}', split=4, index=1),
-    ),
-    finish_chunk("tool_calls"),
-    usage_chunk(21, 13),
-]
+VALID_STREAM = PROVIDER_STREAM  # the provider's property test decodes the same stream
 EXPECTED = [json.loads(e[len(b"data: ") :]) for e in encode_sse(VALID_STREAM, done=False)]
 
 
