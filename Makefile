@@ -47,7 +47,7 @@ run: $(STAMP)
 test: $(STAMP) lsp-servers
 	$(BIN)/ruff check mm_tui tests bench tools
 	$(BIN)/lint-imports
-	$(BIN)/basedpyright
+	$(BIN)/basedpyright --project pyproject.toml
 	MM_REQUIRE_LSP=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP) lsp-servers
