@@ -24,7 +24,7 @@ replayed byte for byte by the bare client. At temperature 0 the server generates
 2. Latency, from a token leaving the server to its appearing on screen. "On screen": the end of
    the first compositor refresh that painted the transcript view, with the end of the answer in
    its visible rows, after the view had rendered the answer with that token in it (the view's
-   `_render` of the answer records how many characters it drew; a token is on screen once that
+   `_render_item` of the answer records how many characters it drew; a token is on screen once that
    many characters reach past it). Floor: the bare client's own latency, from
    the relay's read to the client's parse of the same event: what any client pays for transport
    and parsing. The view coalesces updates to 20 frames a second, so a token waits for the next
@@ -244,7 +244,7 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
         while app.engine is None:
             await pilot.pause(0.05)
         transcript, view, screen = app.transcript, app.view, app.screen
-        apply, render, render_line = transcript.apply, view._render, view.render_line
+        apply, render, render_line = transcript.apply, view._render_item, view.render_line
         refresh = screen._compositor_refresh
 
         def applied(event: Any) -> Any:
@@ -283,7 +283,7 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
                 paints.append((time.perf_counter(), drawn))
 
         transcript.apply = applied  # type: ignore[method-assign]
-        view._render = rendered  # type: ignore[method-assign]
+        view._render_item = rendered  # type: ignore[method-assign]
         view.render_line = paint_line  # type: ignore[method-assign]
         screen._compositor_refresh = compositor_refresh  # type: ignore[method-assign]
         cpu[:] = [time.process_time(), time.perf_counter()]
@@ -341,6 +341,7 @@ async def run(rounds: int) -> int:
     except ServerUnavailable as exc:
         print(f"skipped: {exc}")
         return 0
+    assert server.port is not None  # started
     relay = Relay(server.port)
     try:
         print(

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mm_tui.config import Settings  # noqa: E402
 from mm_tui.tools.base import ToolContext  # noqa: E402
-from mm_tui.tools.edit_file import EditFileArgs, EditFileTool  # noqa: E402
+from mm_tui.tools.edit_file import Edit, EditFileArgs, EditFileTool  # noqa: E402
 
 LINES = 100_000
 EDITS = 50
@@ -97,7 +97,7 @@ async def main(repeats: int) -> None:
                 started = time.perf_counter()
                 expected = replace_loop(text, exact)
                 floor.append(time.perf_counter() - started)
-                pairs = [{"old": o, "new": n} for o, n in edits]
+                pairs = [Edit(old=o, new=n) for o, n in edits]
                 target.write_text(text)
                 elapsed, _ = await timed(
                     tool, EditFileArgs(path="main.go", edits=pairs, dry_run=True), ctx
@@ -121,7 +121,7 @@ async def main(repeats: int) -> None:
         output = ""
         for _ in range(repeats):
             elapsed, output = await timed(
-                tool, EditFileArgs(path="main.go", edits=[{"old": old, "new": "x"}]), ctx
+                tool, EditFileArgs(path="main.go", edits=[Edit(old=old, new="x")]), ctx
             )
             times.append(elapsed)
         offered = "offered" if "the closest the file comes to it" in output else "not offered"

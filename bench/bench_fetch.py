@@ -90,7 +90,7 @@ def _ads(rng: random.Random) -> str:
     return (
         f'<div class="ad-slot ad-{rng.randint(1, 9)}" id="ad-{rng.randint(100, 999)}">'
         '<script>googletag.cmd.push(function(){googletag.display("ad");});</script>'
-        f'<iframe src="https://ads.example/{rng.randint(1, 1e6)}" width="300" height="250"></iframe>'
+        f'<iframe src="https://ads.example/{rng.randint(1, 1_000_000)}" width="300" height="250"></iframe>'
         f'<a href="https://ads.example/click"><img src="https://ads.example/b.png" alt="{_words(rng, 3)}"></a>'
         "</div>"
     )

@@ -95,6 +95,7 @@ async def timed(tool: LspTool, args: LspArgs, ctx: ToolContext) -> tuple[float, 
     result = await tool.run(args, ctx)
     elapsed = time.perf_counter() - start
     client = tool.manager.running()[0].client
+    assert client is not None  # the call just ran on it
     wire = client.wire.seconds - (before if running else 0.0)
     return elapsed, wire, result.output
 

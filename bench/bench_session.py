@@ -217,6 +217,7 @@ def old_save(session: Any, folder: Path, messages: int) -> float:
 
 
 def main() -> None:
+    from mm_tui.core.redact import Redactor
     from mm_tui.engine.journal import encode_record, flush_all
 
     if EVENTS <= WINDOW:
@@ -234,7 +235,8 @@ def main() -> None:
         large.clock.reset()
         # The floor's bytes: the journal line of a result, appended to a file as big as each
         # journal (the big one sparse).
-        line = encode_record({"type": "message", "message": result_message(5)[0], "tool": {}})
+        record = {"type": "message", "message": result_message(5)[0], "tool": {}}
+        line = encode_record(record, Redactor())
         fds = []
         for side in (small, large):
             path = folder / f"floor-{len(fds)}.bin"

@@ -25,6 +25,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 GOAL = 1.3
 HEAVY = ("httpx", "httpcore", "pydantic", "pydantic_settings", "selectolax", "acp", "yaml")
@@ -88,11 +89,11 @@ def child_mm() -> None:
             _report(started=started, imported=imported, frame=frame, heavy=heavy_loaded())
             self.exit(0)
 
-    FirstFrame(never).run()
+    FirstFrame(never).run()  # pyright: ignore[reportArgumentType] - a boot that never ends
 
 
 def child_cli_demo() -> None:
-    started = time.perf_counter()
+    began = time.perf_counter()
     import mm_tui.app
     import mm_tui.cli
 
@@ -104,10 +105,10 @@ def child_cli_demo() -> None:
             seen["frame"] = time.perf_counter()
             seen["heavy"] = heavy_loaded()
 
-        def attach(self, started_engine) -> None:  # noqa: ANN001
-            super().attach(started_engine)
+        def attach(self, started: Any) -> None:
+            super().attach(started)
             _report(
-                started=started,
+                started=began,
                 imported=imported,
                 frame=seen.get("frame"),
                 heavy=seen.get("heavy"),

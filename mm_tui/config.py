@@ -52,29 +52,29 @@ class AgentRef(_Strict):
 
 
 class Settings(_Strict):
-    base_url: str | None = Field(None, alias="baseUrl")
+    base_url: str | None = Field(default=None, alias="baseUrl")
     model: str | None = None
     provider: str | None = None
-    api_key: SecretStr | None = Field(None, alias="apiKey")
-    system_prompt: str | None = Field(None, alias="systemPrompt")
+    api_key: SecretStr | None = Field(default=None, alias="apiKey")
+    system_prompt: str | None = Field(default=None, alias="systemPrompt")
     temperature: float | None = None
     yolo: bool = True
-    bash_tool: bool = Field(True, alias="bashTool")
-    edit_tools: bool = Field(True, alias="editTools")
-    fetch_content_tool: bool = Field(False, alias="fetchContentTool")
-    skills_dir: str = Field(".mm/skills", alias="skillsDir")
+    bash_tool: bool = Field(default=True, alias="bashTool")
+    edit_tools: bool = Field(default=True, alias="editTools")
+    fetch_content_tool: bool = Field(default=False, alias="fetchContentTool")
+    skills_dir: str = Field(default=".mm/skills", alias="skillsDir")
     lsp: LspSettings = Field(default_factory=LspSettings)
     mm_configs: dict[str, AgentRef] = Field(default_factory=dict, alias="mmConfigs")
-    max_output: int = Field(30000, alias="maxOutput", ge=1)
-    preview_lines: int = Field(5, alias="previewLines", ge=0)
-    max_turns: int = Field(50, alias="maxTurns", ge=1)
-    watchdog_timeout: float = Field(120, alias="watchdogTimeout", gt=0)
+    max_output: int = Field(default=30000, alias="maxOutput", ge=1)
+    preview_lines: int = Field(default=5, alias="previewLines", ge=0)
+    max_turns: int = Field(default=50, alias="maxTurns", ge=1)
+    watchdog_timeout: float = Field(default=120, alias="watchdogTimeout", gt=0)
     # The model's context in tokens, when the server does not say it (or says it wrong): it
     # overrides what mm reads from the server at start-up.
-    context_window: int | None = Field(None, alias="contextWindow", ge=512)
+    context_window: int | None = Field(default=None, alias="contextWindow", ge=512)
     acp: AcpSettings = Field(default_factory=AcpSettings)
     theme: str = "mm-dark"
-    sessions_dir: str = Field(".mm/sessions", alias="sessionsDir")
+    sessions_dir: str = Field(default=".mm/sessions", alias="sessionsDir")
     # Every api key the layers gave, even those a later layer overrode: each is still a secret
     # (`cat` shows the file that holds it), kept out of what mm shows and writes.
     _read_keys: tuple[str, ...] = PrivateAttr(default=())

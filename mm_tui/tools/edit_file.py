@@ -80,7 +80,7 @@ class EditFileArgs(ToolArgs):
             "the other); no two may touch the same text."
         )
     )
-    dry_run: bool = Field(False, description="Report what would change, write nothing.")
+    dry_run: bool = Field(default=False, description="Report what would change, write nothing.")
 
     @field_validator("edits", mode="before")
     @classmethod

@@ -99,7 +99,7 @@ class LspArgs(ToolArgs):
             "without symbol."
         ),
     )
-    new_name: str = Field("", description="The new identifier, for rename.")
+    new_name: str = Field(default="", description="The new identifier, for rename.")
 
 
 @dataclass
