@@ -247,7 +247,7 @@ def _converters() -> dict[str, Callable[[str], str]]:
 
     out["markdownify"] = lambda html: markdownify.markdownify(html)
     if _ensure("html2text", "html2text"):
-        import html2text
+        import html2text  # pyright: ignore[reportMissingImports] - installed by _ensure
 
         def h2t(html: str) -> str:
             conv = html2text.HTML2Text(baseurl="https://example.com/a")
@@ -256,7 +256,7 @@ def _converters() -> dict[str, Callable[[str], str]]:
 
         out["html2text"] = h2t
     if _ensure("html_to_markdown", "html-to-markdown"):
-        import html_to_markdown as rust
+        import html_to_markdown as rust  # pyright: ignore[reportMissingImports] - by _ensure
 
         out["html-to-markdown"] = _html_to_markdown_call(rust)
     return out
