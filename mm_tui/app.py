@@ -170,14 +170,15 @@ class MMApp(App[int]):
             self.theme = settings.theme
         from mm_tui.widgets.agent_header import AgentHeader
 
-        self.screen.query_one(AgentHeader).show(
+        header = self._widget(AgentHeader)
+        header.show(
             title=settings.acp.title,
             model=engine.client.model,
             provider=engine.client.provider,
             cwd=str(engine.cwd),
             yolo=engine.permissions.yolo,
         )
-        self.screen.query_one(AgentHeader).show_server(engine.server_answering is not False)
+        header.show_server(engine.server_answering is not False)
         self._show_context()
         session = engine.session
         warnings = list(session.warnings) + started.warnings

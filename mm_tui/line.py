@@ -91,23 +91,11 @@ def is_unified_diff(text: str) -> bool:
 
 def unified_diff_styles(lines: list[str], plain: str) -> list[str]:
     """The style of each line of a unified diff; `plain` for context lines and the rest, so the
-    lines that are not changes look as they did before diffs had colours. `---`/`+++` are file
-    headers only before the first hunk: after it they are a removed `-- …` or an added `++ …`."""
-    styles: list[str] = []
-    in_hunk = False
-    for line in lines:
-        if line.startswith("@@"):
-            in_hunk = True
-            styles.append(DIFF_HUNK)
-        elif not in_hunk and line.startswith(("--- ", "+++ ")):
-            styles.append(DIFF_FILE)
-        elif in_hunk and line.startswith("+"):
-            styles.append(DIFF_ADDED)
-        elif in_hunk and line.startswith("-"):
-            styles.append(DIFF_REMOVED)
-        else:
-            styles.append(plain)
-    return styles
+    lines that are not changes look as they did before diffs had colours."""
+    from mm_tui.tools.diff import unified_line_kinds
+
+    styles = {"hunk": DIFF_HUNK, "header": DIFF_FILE, "added": DIFF_ADDED, "removed": DIFF_REMOVED}
+    return [styles.get(kind, plain) for kind in unified_line_kinds(lines)]
 
 
 def numbered_diff_style(line: str, plain: str) -> str:

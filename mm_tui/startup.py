@@ -135,7 +135,9 @@ async def start(
             raise StartupError(f"mm: no session to resume in {folder}")
         settings = _resumed_model(settings, session, demo)
     picked = await pick_model(settings, demo=demo, presets=presets)
-    client, notes = picked.client, picked.notes
+    client, notes = picked.client, list(picked.notes)
+    # A server that does not answer: its note is the one warning among the notes.
+    warnings = list(picked.notes) if picked.answering is False else []
     if session is not None:
         notes.append(f"resumed session {session.id}")
     else:
@@ -161,7 +163,6 @@ async def start(
     notes.extend(await engine.learn_context_window())
     notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)
-    warnings = [n for n in picked.notes if picked.answering is False]
     return Started(engine=engine, notes=notes, warnings=warnings)
 
 

@@ -126,6 +126,14 @@ async def test_start_up_on_a_dead_server_marks_it_and_warns(tmp_path: Path) -> N
         assert warning in started.notes and "connection refused" in warning
     finally:
         await started.engine.aclose()
+    # resumed on the dead server: its other notes stay notes, the server's alone is a warning
+    started = await start(settings, tmp_path, resume="")
+    try:
+        assert any(note.startswith("resumed session") for note in started.notes)
+        [again] = started.warnings
+        assert "connection refused" in again
+    finally:
+        await started.engine.aclose()
 
 
 async def test_start_up_fixes_a_missing_v1_and_goes_on(tmp_path: Path) -> None:

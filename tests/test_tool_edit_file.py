@@ -256,7 +256,7 @@ async def test_an_edit_whose_preview_fails_is_not_asked(tmp_path: Path) -> None:
     assert finished.status == "error"
     assert finished.output == f"f.txt: edit #1: {NOT_FOUND}\n  │ zzz"
     assert model.requests[1][-1]["content"] == finished.output
-    assert engine.permissions.remembered("edit_file") is None  # nothing was decided
+    assert engine.permissions.standing() == {}  # nothing was decided
     assert untouched(target, "a\nb\n")
 
 

@@ -20,12 +20,6 @@ class Permissions:
             return Decision.ALLOW_ONCE
         return self._remembered.get(tool)
 
-    def remembered(self, tool: str) -> Decision | None:
-        """The standing decision for a tool (`s` or `n`), or None. Meaningless under yolo."""
-        if self.yolo:
-            return None
-        return self._remembered.get(tool)
-
     def record(self, tool: str, decision: Decision) -> None:
         if decision in (Decision.ALLOW_SESSION, Decision.NEVER):
             self._remembered[tool] = decision

@@ -24,9 +24,33 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 NO_EOL = "\\ No newline at end of file"
+
+DiffLineKind = Literal["header", "hunk", "added", "removed", "other"]
+
+
+def unified_line_kinds(lines: Iterable[str]) -> list[DiffLineKind]:
+    """What each line of a unified diff is, for the front ends that colour it (the window and
+    line mode). `---`/`+++` are file headers only before the first hunk: inside one they are a
+    removed `-- …` or an added `++ …` line."""
+    kinds: list[DiffLineKind] = []
+    in_hunk = False
+    for line in lines:
+        if line.startswith("@@"):
+            in_hunk = True
+            kinds.append("hunk")
+        elif not in_hunk and line.startswith(("--- ", "+++ ")):
+            kinds.append("header")
+        elif in_hunk and line.startswith("+"):
+            kinds.append("added")
+        elif in_hunk and line.startswith("-"):
+            kinds.append("removed")
+        else:
+            kinds.append("other")
+    return kinds
+
 
 _Opcode = tuple[str, int, int, int, int]  # difflib's (tag, i1, i2, j1, j2)
 _Lines = Sequence[str] | Mapping[int, str]  # lines by 0-based index: all, or those near changes

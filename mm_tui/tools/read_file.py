@@ -34,7 +34,9 @@ from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 class ReadFileArgs(ToolArgs):
     path: str = Field(description="File path, relative to the working directory.")
     start: int = Field(default=0, description="First line to read (1-based); 0 = from the start.")
-    end: int = Field(default=0, description="Last line to read (1-based, inclusive); 0 = to the end.")
+    end: int = Field(
+        default=0, description="Last line to read (1-based, inclusive); 0 = to the end."
+    )
     numbered: bool = Field(
         False,
         description="Prefix each line with its number, as `12 │ text`; useful before edit_file.",

@@ -62,17 +62,12 @@ class ToolLine:
         if item.diff and item.status == "ok":
             headline = item.output.split("\n", 1)[0]
             text.append(headline + "\n", style=self.style("tool--output"))
-            for line in item.diff.rstrip("\n").split("\n"):
-                if line.startswith(("+++", "---")):
-                    style = self.style("diff--header")
-                elif line.startswith("+"):
-                    style = self.style("diff--added")
-                elif line.startswith("-"):
-                    style = self.style("diff--removed")
-                elif line.startswith("@@"):
-                    style = self.style("diff--hunk")
-                else:
-                    style = self.style("tool--output")
+            # here, not at the top: the tools' modules are not loaded before the first frame
+            from mm_tui.tools.diff import unified_line_kinds
+
+            lines = item.diff.rstrip("\n").split("\n")
+            for line, kind in zip(lines, unified_line_kinds(lines), strict=True):
+                style = self.style("tool--output" if kind == "other" else f"diff--{kind}")
                 text.append(line + "\n", style=style)
         else:
             output = item.output.rstrip("\n") or "(no output)"
