@@ -8,15 +8,20 @@ the places that really changed: the identifier-level differences between old and
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.files import read_text, write_target
 from mm_tui.tools.lsp.client import uri_to_path
 from mm_tui.tools.lsp.positions import UTF16, Document
+from mm_tui.tools.write_file import write_text
 
 _TOKENS = re.compile(r"[\w$]+|\s+|[^\w$\s]")
 
@@ -133,3 +138,20 @@ def plan(
         changes.append(FileChange(path, old, new, max(1, count)))
     changes.sort(key=lambda c: str(c.path))
     return changes
+
+
+def write_in_place(path: Path, text: str) -> None:
+    """A renamed file keeps its mode, and a symbolic link stays a link to the file rewritten."""
+    target = write_target(path)
+    write_text(target, text, stat.S_IMODE(os.stat(target).st_mode))
+
+
+async def apply_workspace_edit(edit: dict[str, Any], encoding: str) -> bool:
+    """A server's own workspace/applyEdit (mm runs no command that asks for one)."""
+    try:
+        changes = await asyncio.to_thread(plan, edit, read_text, encoding)
+        for change in changes:
+            await asyncio.to_thread(write_in_place, change.path, change.new)
+    except (OSError, EditError):
+        return False
+    return True

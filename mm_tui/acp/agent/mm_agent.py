@@ -1,0 +1,338 @@
+"""The agent side of ACP: MMAgent answers the client's requests, one `Engine` per session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp.schema import (
+    AgentCapabilities,
+    ForkSessionResponse,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+)
+
+from mm_tui import __version__
+from mm_tui.acp import meta
+from mm_tui.acp.agent.acp_session import AcpSession
+from mm_tui.acp.agent.content import prompt_text
+from mm_tui.acp.agent.replay import replay
+from mm_tui.acp.agent.translate import send_events, translate
+from mm_tui.config import Settings, resolve_dir
+from mm_tui.core.events import Event
+from mm_tui.engine.model_stream import ModelClient
+from mm_tui.engine.session import Session, SessionError, list_sessions
+from mm_tui.engine.turn import Engine
+
+log = logging.getLogger("mm.acp")
+
+STOP_REASONS: dict[str, str] = {
+    "end_turn": "end_turn",
+    "max_turns": "max_turn_requests",
+    "cancelled": "cancelled",
+    # ACP has no stop reason for a failed turn: the error has already gone to the client as
+    # agent text (EngineError), and the turn did end.
+    "error": "end_turn",
+    "loop_detected": "end_turn",
+}
+"""The engine's stop reason -> ACP's. A prompt that the client cancelled answers `cancelled`
+whatever the engine's reason, as the protocol requires."""
+
+
+class MMAgent(acp.Agent):
+    """The agent side of ACP over mm's engine. `acp.run_agent` routes requests here."""
+
+    def __init__(self, settings: Settings, cwd: Path, *, demo: bool = False) -> None:
+        self.settings = settings
+        self.cwd = cwd  # the process folder: sessions are listed here when no cwd is given
+        self.demo = demo
+        self._conn: Any = None
+        self._client: ModelClient | None = None
+        self._client_lock = asyncio.Lock()
+        self._window_lock = asyncio.Lock()
+        self._window: tuple[Any] | None = None  # (the model's ContextWindow or None), once learned
+        self._sessions: dict[str, AcpSession] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def _model(self) -> ModelClient:
+        """The shared model client, picked at the first request that needs it (initialize
+        reports the model), so that the process starts at once and probes nothing before."""
+        async with self._client_lock:
+            if self._client is None:
+                from mm_tui.startup import StartupError, pick_model
+
+                try:
+                    picked = await pick_model(self.settings, demo=self.demo)
+                except StartupError as exc:
+                    log.error("%s", exc)
+                    raise acp.RequestError.internal_error({"message": str(exc)}) from None
+                client = picked.client
+                for note in picked.notes:
+                    log.info("%s", note)
+                log.info("model %s @ %s (%s)", client.model, client.provider, client.base_url)
+                self._client = client
+            return self._client
+
+    def _meta(self, client: ModelClient) -> dict[str, Any]:
+        return meta.put(title=self.settings.acp.title, model=client.model, provider=client.provider)
+
+    async def aclose(self) -> None:
+        """The client went away: stop every turn, and what the tools keep running."""
+        for state in self._sessions.values():
+            state.engine.cancel()
+        for state in self._sessions.values():
+            with contextlib.suppress(Exception):
+                await state.engine.registry.aclose()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        client = await self._model()
+        return InitializeResponse(
+            protocol_version=min(protocol_version, acp.PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                # Text, and resources embedded in a prompt (turned into text); no images or audio.
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(
+                name="mm", title=self.settings.acp.title, version=__version__
+            ),
+            field_meta=self._meta(client),
+        )
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        folder = _session_cwd(cwd)
+        _note_mcp(mcp_servers)
+        client = await self._model()
+        session = Session.new(
+            resolve_dir(self.settings.sessions_dir, folder),
+            cwd=str(folder),
+            model=client.model,
+            provider=client.provider,
+            base_url=client.base_url,
+        )
+        await self._open(session, folder, client)
+        log.info("session %s in %s", session.id, folder)
+        return NewSessionResponse(session_id=session.id, field_meta=self._meta(client))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """Reopen a session of the session folder and replay its history as updates before
+        answering, as the protocol asks: user messages, agent messages, tool calls finished."""
+        folder = _session_cwd(cwd)
+        _note_mcp(mcp_servers)
+        running = self._sessions.get(session_id)
+        if running is not None and running.prompting:
+            raise acp.RequestError.invalid_request(
+                {"message": f"session {session_id} is running a prompt; cancel it first"}
+            )
+        try:
+            session = Session.load(resolve_dir(self.settings.sessions_dir, folder), session_id)
+        except SessionError as exc:
+            raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
+        client = await self._model()
+        state = await self._open(session, folder, client)
+        await replay(state, self.settings)
+        usage = state.engine.context_usage()
+        if usage is not None:
+            await translate(state, usage)
+        log.info("session %s reopened in %s", session_id, folder)
+        return LoadSessionResponse(field_meta=self._meta(client))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        folder = _session_cwd(cwd) if cwd else self.cwd
+        infos = list_sessions(resolve_dir(self.settings.sessions_dir, folder))
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=info.id,
+                    cwd=info.cwd,
+                    title=info.title or None,
+                    updated_at=info.updated,
+                )
+                for info in infos
+            ]
+        )
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        state = self._session(session_id)
+        if state.prompting:
+            raise acp.RequestError.invalid_request(
+                {"message": "a prompt is already running in this session; cancel it first"}
+            )
+        text = prompt_text(prompt)
+        state.prompting, state.cancel_requested, state.text_sent = True, False, False
+        state.ids.clear()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        sender = asyncio.create_task(send_events(state, queue))
+        try:
+            ended = await state.engine.run_turn(text, queue.put_nowait)
+        except BaseException:
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
+            state.prompting = False
+            raise
+        queue.put_nowait(None)
+        await sender  # every update goes out before the answer
+        state.prompting = False
+        if state.cancel_requested or ended.stop_reason == "cancelled":
+            return PromptResponse(stop_reason="cancelled")
+        return PromptResponse(stop_reason=STOP_REASONS.get(ended.stop_reason, "end_turn"))  # type: ignore[arg-type]
+
+    # -- what mm does not offer ---------------------------------------------------------------
+    # acp.Agent is a Protocol whose bodies do nothing: inherited, each of these answered `{}` or
+    # null, a success for a request nothing carried out. mm advertises none of them, so each is
+    # the error it is.
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        raise acp.RequestError.invalid_params(
+            {"message": f"unknown authentication method {method_id!r}: mm needs none"}
+        )
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
+        self._session(session_id)
+        raise acp.RequestError.method_not_found("session/set_mode")
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> None:
+        self._session(session_id)
+        raise acp.RequestError.method_not_found("session/set_config_option")
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> None:
+        raise acp.RequestError.method_not_found("session/close")
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        raise acp.RequestError.method_not_found("session/fork")
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        raise acp.RequestError.method_not_found("session/resume")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.info("extension notification %s ignored", method)  # a notification wants no answer
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self._sessions.get(session_id)
+        if state is None or not state.prompting:
+            return
+        state.cancel_requested = True
+        state.engine.cancel()  # the engine stops the running tool and ends the turn
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def _open(self, session: Session, folder: Path, client: ModelClient) -> AcpSession:
+        from mm_tui.startup import tool_registry
+
+        engine = Engine(
+            self.settings,
+            client,
+            cwd=folder,
+            session=session,
+            registry=tool_registry(self.settings, folder),
+        )
+        for warning in engine.registry.warnings:
+            log.warning("%s", warning)
+        for warning in session.warnings:
+            log.warning("%s", warning)
+        await self._learn_window(engine)
+        old = self._sessions.get(session.id)
+        if old is not None:
+            asyncio.get_running_loop().create_task(old.engine.registry.aclose())
+        state = AcpSession(id=session.id, engine=engine, conn=self._conn)
+        self._sessions[session.id] = state
+        return state
+
+    async def _learn_window(self, engine: Engine) -> None:
+        """The model's context window, asked of the server for the first session only: every
+        session shares the model client, and so its window."""
+        async with self._window_lock:
+            if self._window is None:
+                for note in await engine.learn_context_window():
+                    log.info("%s", note)
+                self._window = (engine.meter.window,)
+            else:
+                engine.meter.window = self._window[0]
+
+    def _session(self, session_id: str) -> AcpSession:
+        state = self._sessions.get(session_id)
+        if state is None:
+            raise acp.RequestError.invalid_params(
+                {"message": f"no session {session_id} here: start one with session/new"}
+            )
+        return state
+
+
+def _session_cwd(cwd: str) -> Path:
+    path = Path(cwd)
+    if not path.is_absolute() or not path.is_dir():
+        raise acp.RequestError.invalid_params(
+            {"message": f"cwd must be the absolute path of a folder, not {cwd!r}"}
+        )
+    return path
+
+
+def _note_mcp(servers: list[Any] | None) -> None:
+    if servers:
+        names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
+        log.info("mcpServers ignored (mm calls no MCP server): %s", names)

@@ -1,0 +1,113 @@
+"""`mm -acp`'s process: the protocol on stdin and stdout, the log on stderr.
+
+Nothing but protocol messages may reach stdout: the protocol writes to a duplicate of the real
+stdout, and file descriptor 1 is then pointed at stderr, so a stray `print` of a library, or a
+process a tool starts that inherits stdout, lands in the log instead of corrupting the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+import sys
+from pathlib import Path
+
+import acp
+
+from mm_tui import __version__
+from mm_tui.acp.agent.mm_agent import MMAgent
+from mm_tui.config import Settings
+
+log = logging.getLogger("mm.acp")
+
+
+class _WriteProtocol(asyncio.BaseProtocol):
+    """Flow control for the protocol pipe, what `asyncio.StreamWriter.drain` expects."""
+
+    def __init__(self) -> None:
+        self._paused = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.resume_writing()
+
+    async def _drain_helper(self) -> None:
+        if self._paused:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+
+
+class StdioError(Exception):
+    """stdin or stdout cannot carry the protocol; the message is one line for the person."""
+
+
+async def protocol_streams() -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    """The protocol's writer (a duplicate of stdout) and reader (stdin); file descriptor 1 then
+    points at stderr, so that nothing else can write to the protocol's stream."""
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            raise StdioError(f"mm: -acp needs {name}, and it is closed") from None
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            raise StdioError(
+                f"mm: -acp speaks ACP over stdin and stdout, which must be pipes "
+                f"({name} is a regular file)"
+            )
+    loop = asyncio.get_running_loop()
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    protocol = _WriteProtocol()
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, out)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)  # type: ignore[arg-type]
+    return writer, reader
+
+
+def configure_logging() -> None:
+    """The log goes to stderr: an editor keeps an agent's stderr in its log view."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mm -acp: %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+async def serve(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
+    """Serve ACP on stdio until the client closes stdin. Returns the exit status."""
+    try:
+        writer, reader = await protocol_streams()
+    except StdioError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    agent = MMAgent(settings, cwd, demo=demo)
+    log.info("mm %s serving ACP on stdio in %s", __version__, cwd)
+    try:
+        await acp.run_agent(agent, writer, reader)
+    finally:
+        await agent.aclose()
+    return 0
+
+
+def run(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
+    """`mm -acp`."""
+    configure_logging()
+    try:
+        return asyncio.run(serve(settings, cwd, demo=demo))
+    except KeyboardInterrupt:
+        return 130
