@@ -219,7 +219,7 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
     from mm_tui.config import Settings
     from mm_tui.core.events import TextDelta
     from mm_tui.startup import start
-    from mm_tui.transcript import AnswerItem, RecapItem
+    from mm_tui.transcript.store import AnswerItem, RecapItem
 
     settings = Settings(
         baseUrl=base_url,
@@ -253,7 +253,7 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
                 received.append(time.perf_counter())
             return changed
 
-        def rendered(index: int) -> int:
+        def rendered(index: int) -> Any:
             nonlocal drawn
             lines = render(index)
             item = transcript.items[index]
@@ -270,11 +270,10 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
             """The end of the answer is within the view's visible rows (the view follows the
             bottom one refresh after the answer grows: until then the new lines are below)."""
             answers = [i for i, it in enumerate(transcript.items) if isinstance(it, AnswerItem)]
-            if not answers or answers[-1] >= len(view._offsets):
+            rows = view.item_rows(transcript.items[answers[-1]]) if answers else range(0)
+            if not rows:
                 return False
-            index = answers[-1]
-            bottom = view._offsets[index] + view._heights[index]
-            return int(view.scroll_y) + view.scrollable_content_region.height >= bottom
+            return int(view.scroll_y) + view.scrollable_content_region.height >= rows.stop
 
         def compositor_refresh() -> None:
             before = painted

@@ -59,7 +59,7 @@ TOOLS = [
 
 
 def tool_item(n: int):  # noqa: ANN201
-    from mm_tui.transcript import ToolItem
+    from mm_tui.transcript.store import ToolItem
 
     tool, kind, title = TOOLS[n % len(TOOLS)]
     title = title.format(n=n)
@@ -92,7 +92,7 @@ def tool_item(n: int):  # noqa: ANN201
 
 
 def build(app, tools: int, answers: int) -> None:  # noqa: ANN001
-    from mm_tui.transcript import AnswerItem
+    from mm_tui.transcript.store import AnswerItem
 
     every = tools // answers if answers else 0
     texts = [answer_markdown(700 + (k % 5) * 300, start=k) for k in range(10)]
@@ -106,7 +106,7 @@ def build(app, tools: int, answers: int) -> None:  # noqa: ANN001
 async def child(tools: int) -> dict[str, float]:
     from mm_tui.app import EngineEvent
     from mm_tui.core.events import ToolCallFinished, ToolCallStarted
-    from mm_tui.transcript import ToolItem
+    from mm_tui.transcript.store import ToolItem
 
     answers = ANSWERS if tools > 20 else 0
     app = mm_app()
@@ -120,13 +120,11 @@ async def child(tools: int) -> dict[str, float]:
         def current() -> bool:
             # Every item on screen shows its latest version (items off screen are not rendered
             # at all: their heights are estimated until they come into view).
-            if len(view._versions) != len(items):
-                return False
-            on_screen = view._visible_range()
+            on_screen = view.items_on_screen()
             return (
                 len(on_screen) > 0
-                and on_screen[-1] == len(items) - 1
-                and all(view._versions[i] == items[i].version for i in on_screen)
+                and on_screen[-1] is items[-1]
+                and all(view.drawn_version(item) == item.version for item in on_screen)
             )
 
         def at_end() -> bool:
@@ -198,8 +196,10 @@ async def child(tools: int) -> dict[str, float]:
         out["rss"] = rss_mb() - rss0
 
         # informational: a resize re-renders every item at the new width; Ctrl+O opens them all
-        width = view._width
-        resized = asyncio.ensure_future(probe.painted(lambda: view._width != width and at_end()))
+        width = view.line_width
+        resized = asyncio.ensure_future(
+            probe.painted(lambda: view.line_width != width and at_end())
+        )
         t = time.perf_counter()
         await pilot.resize_terminal(SIZE[0] + 20, SIZE[1])
         out["resize"] = await resized - t

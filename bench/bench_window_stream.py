@@ -100,10 +100,8 @@ class MMStream:
     def absorbed(self) -> bool:
         view = self.app.view
         items = self.app.transcript.items
-        return (
-            not self.app._message_queue.qsize()
-            and len(view._versions) == len(items)
-            and all(view._versions[i] == item.version for i, item in enumerate(items))
+        return not self.app._message_queue.qsize() and all(
+            view.drawn_version(item) == item.version for item in items
         )
 
     async def settled(self) -> None:
@@ -114,7 +112,7 @@ class MMStream:
         self.app.screen._on_timer_update()
 
     def text(self) -> str:
-        from mm_tui.transcript import AnswerItem
+        from mm_tui.transcript.store import AnswerItem
 
         return "".join(i.text for i in self.app.transcript.items if isinstance(i, AnswerItem))
 

@@ -24,11 +24,11 @@ from textual.message import Message
 from textual.widget import Widget
 
 from mm_tui.core.text import one_line
-from mm_tui.transcript import NoticeItem, Transcript
+from mm_tui.transcript.store import NoticeItem, Transcript
+from mm_tui.transcript.view import TranscriptView
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import COMMANDS, Prompt
 from mm_tui.widgets.status_line import StatusLine
-from mm_tui.widgets.transcript_view import TranscriptView
 
 W = TypeVar("W", bound=Widget)
 
@@ -228,7 +228,7 @@ class MMApp(App[int]):
     def _redraw(self, session: Session) -> None:
         """Show `session` from its records alone: nothing of the one before stays in view, and
         the view follows the bottom (its last lines are where the conversation goes on)."""
-        from mm_tui.transcript import transcript_from_records
+        from mm_tui.transcript.store import transcript_from_records
 
         self.transcript.clear()
         transcript_from_records(self.transcript, session.records)
@@ -472,7 +472,16 @@ class MMApp(App[int]):
             self.box.action_decide("r")
 
     def action_interrupt(self) -> None:
-        """Ctrl+C: cancel the turn and forget what was queued behind it; quit when idle."""
+        """Ctrl+C: copy the text selected with the mouse when there is some (as in a terminal,
+        and as Textual's screen binds it); else cancel the turn and forget what was queued
+        behind it; quit when idle."""
+        selected = self.screen.get_selected_text()
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.screen.clear_selection()
+            self._toasts_above_prompt()
+            self.notify(f"Copied {len(selected):,} characters", timeout=2)
+            return
         if self.engine is not None and self.engine.busy:
             if self._queued:
                 self._notice(f"taken back: {len(self._queued)} queued request(s)", "info")

@@ -31,7 +31,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.line import LinePrinter
 from mm_tui.tools.ask_agent import split_ask
-from mm_tui.transcript import RecapItem
+from mm_tui.transcript.store import RecapItem
 
 
 @pytest.fixture

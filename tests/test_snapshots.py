@@ -32,7 +32,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.engine.demo import DemoModel
 from mm_tui.startup import DEMO_NOTE
-from mm_tui.transcript import ToolItem
+from mm_tui.transcript.store import ToolItem
 
 SIZE = (100, 30)
 

@@ -19,7 +19,7 @@ from mm_tui.core.events import (
     Usage,
 )
 from mm_tui.engine.session import INTERRUPTED
-from mm_tui.transcript import (
+from mm_tui.transcript.store import (
     AnswerItem,
     CompactionItem,
     NoticeItem,

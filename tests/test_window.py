@@ -24,12 +24,12 @@ from mm_tui.core.events import (
 from mm_tui.engine.demo import DemoModel
 from mm_tui.screens.help import HelpScreen
 from mm_tui.screens.sessions import SessionsScreen
-from mm_tui.transcript import NoticeItem, RecapItem, ToolItem
+from mm_tui.transcript.store import NoticeItem, RecapItem, ToolItem
+from mm_tui.transcript.view import TranscriptView
 from mm_tui.widgets.agent_header import AgentHeader
 from mm_tui.widgets.key_bar import KeyBar
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import Prompt
-from mm_tui.widgets.transcript_view import TranscriptView
 
 
 async def type_and_send(pilot, text: str) -> None:

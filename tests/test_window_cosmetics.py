@@ -16,8 +16,8 @@ from support.waiting import await_until
 from window_helpers import make_app, settle
 
 from mm_tui.app import MMApp
-from mm_tui.transcript import AnswerItem
-from mm_tui.widgets.answer import Answer
+from mm_tui.transcript.renderers.answer import Answer
+from mm_tui.transcript.store import AnswerItem
 
 MONOKAI_BACKGROUND = "#272822"
 FRIENDLY_BACKGROUND = "#f0f0f0"

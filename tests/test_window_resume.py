@@ -30,10 +30,10 @@ from mm_tui.core.events import (
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import INTERRUPTED, Session
 from mm_tui.screens.sessions import SessionsScreen
-from mm_tui.transcript import CompactionItem, NoticeItem, RecapItem, ToolItem
+from mm_tui.transcript.renderers.strips import format_elapsed
+from mm_tui.transcript.store import CompactionItem, NoticeItem, RecapItem, ToolItem
+from mm_tui.transcript.view import TranscriptView
 from mm_tui.widgets.agent_header import AgentHeader
-from mm_tui.widgets.render import format_elapsed
-from mm_tui.widgets.transcript_view import TranscriptView
 
 CTX = r"ctx [\d,]+ / 4,096 \(\d+%\)"  # the context after each turn, against the config's window
 SUMMARY = "Summary: the person had three calls run and a count made; nothing is left to do."

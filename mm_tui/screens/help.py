@@ -20,7 +20,7 @@ KEYS = (
         "Esc",
         "close this help or the keys panel; else take back the last queued request, else cancel the turn",
     ),
-    ("Ctrl+C", "cancel the turn; twice when idle: quit"),
+    ("Ctrl+C", "copy the text selected with the mouse; else cancel the turn; twice when idle: quit"),
     ("Ctrl+O", "open or close every tool output"),
     ("Tab", "move between the prompt and the transcript (typing there goes to the prompt)"),
     ("Up, Down, Enter (transcript)", "select a tool line, fold or unfold it"),

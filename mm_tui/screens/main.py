@@ -8,13 +8,13 @@ from collections.abc import Callable
 from textual.app import ComposeResult
 from textual.screen import Screen
 
-from mm_tui.transcript import Transcript
+from mm_tui.transcript.store import Transcript
+from mm_tui.transcript.view import TranscriptView
 from mm_tui.widgets.agent_header import AgentHeader
 from mm_tui.widgets.key_bar import KeyBar
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import Prompt
 from mm_tui.widgets.status_line import StatusLine
-from mm_tui.widgets.transcript_view import TranscriptView
 
 
 class MainScreen(Screen[None]):

@@ -1,91 +1,45 @@
 """TranscriptView: one line-rendering scroll view over the transcript store.
 
 Design (2) of the design notes, chosen by measuring: every item renders to lines once per width
-and version and is cached; the view paints only the visible lines (the way Textual's `Log` stays
-fast); a click or Enter on a line finds its item by bisecting the items' offsets and folds or
-unfolds it; only the item still streaming is rendered again, at most once per frame. Mounting a
-widget per item costs seconds and hundreds of MB at ten thousand tool lines; this costs what the
-visible lines cost.
+and version and is cached (`line_cache.py`); the view paints only the visible lines (the way
+Textual's `Log` stays fast); a click or Enter on a line finds its item by bisecting the items'
+offsets and folds or unfolds it; only the item still streaming is rendered again, at most once
+per frame. Mounting a widget per item costs seconds and hundreds of MB at ten thousand tool
+lines; this costs what the visible lines cost. Each kind of item has its renderer
+(`renderers/`), found by the item's type; the scrollbar is painted in the view's own lines
+(`scrollbar.py`).
+
+Text can be selected with the mouse, as in Textual's `Log`: each painted line carries the
+offsets of its characters, Textual's screen turns a drag into a selection of lines and
+characters, the view paints it and gives its text (the lines as they are drawn, trailing blanks
+cut) to Ctrl+C, which copies it (`MMApp.action_interrupt`).
 """
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Offset, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
-from textual.scrollbar import ScrollBarRender
+from textual.selection import Selection
 from textual.strip import Strip
 
-from mm_tui.transcript import (
-    AgentHeaderItem,
-    AnswerItem,
-    Item,
-    NoticeItem,
-    RecapItem,
-    ThoughtItem,
-    ToolItem,
-    Transcript,
-    UserItem,
-)
-from mm_tui.widgets.agent_header import ChildHeader
-from mm_tui.widgets.answer import DARK_CODE_THEME, LIGHT_CODE_THEME, Answer
-from mm_tui.widgets.recap import Recap
+from mm_tui.transcript.line_cache import LineCache
+from mm_tui.transcript.renderers import Renderers
+from mm_tui.transcript.renderers.answer import DARK_CODE_THEME, LIGHT_CODE_THEME
+from mm_tui.transcript.renderers.strips import highlighted
+from mm_tui.transcript.scrollbar import BAR, ScrollbarPainter
+from mm_tui.transcript.store import AnswerItem, Item, ToolItem, Transcript
+from mm_tui.transcript.styles import LIGHT_STYLES, STYLES
 from mm_tui.widgets.theme_style import theme_style
-from mm_tui.widgets.thought import Thought
-from mm_tui.widgets.tool_line import ToolLine
-from mm_tui.widgets.user_message import UserMessage
 
 FRAME = 1 / 20  # updates are coalesced: 20 frames a second read as smooth streaming text
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
-HELD_LINES = 4000  # rendered lines kept; beyond, the oldest items give theirs back
-MARGIN_BEFORE = (UserItem, AnswerItem, AgentHeaderItem, NoticeItem, RecapItem)
-BAR = 2  # columns of the scrollbar the view draws at the right of its lines
-
-
-# What each part of an item is drawn in: (theme variable for the colour, text style). Styles come
-# from the theme directly (see widgets/theme_style.py) rather than from component classes.
-STYLES: dict[str, tuple[str | None, str]] = {
-    "tool--bullet": ("accent", ""),
-    "tool--title": ("text", ""),
-    "tool--ok": ("success", ""),
-    "tool--error": ("error", ""),
-    "tool--rejected": ("warning", ""),
-    "tool--cancelled": ("warning", ""),
-    "tool--running": ("accent", ""),
-    "tool--waiting": ("warning", "bold"),
-    "tool--time": ("text-muted", ""),
-    "tool--output": ("text-muted", ""),
-    "tool--output-error": ("error", ""),
-    "tool--selected": (None, "reverse"),
-    "diff--added": ("success", ""),
-    "diff--removed": ("error", ""),
-    "diff--hunk": ("accent", ""),
-    "diff--header": ("text-muted", "bold"),
-    "user--prompt": ("accent", "bold"),
-    "user--text": ("text", "bold"),
-    "answer--text": ("text", ""),
-    "answer--label": ("secondary", "bold"),
-    "thought--text": ("text-muted", "italic"),
-    "recap--rule": ("panel-lighten-2", ""),
-    "recap--text": ("text-muted", ""),
-    "notice--error": ("error", "bold"),
-    "notice--warning": ("warning", ""),
-    "notice--info": ("text-muted", ""),
-    "child--header": ("secondary", "bold"),
-}
-# In a light theme, the colours of STYLES that would vanish into the background: the panel's
-# lighter shade is near white there. `text-disabled` is the contrasting text at 38% in every
-# theme, so it shows on any background and stays dimmer than the recap's muted text.
-LIGHT_STYLES: dict[str, str] = {"recap--rule": "text-disabled"}
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -141,31 +95,22 @@ class TranscriptView(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.transcript = transcript
         self.clock = clock
-        self._width = 0
-        # Per item index, at self._width: its lines when rendered (None: not rendered, or given
-        # back to bound memory), the version they show, whether its height is measured (else
-        # estimated), its height, and the line where it starts.
-        self._lines: list[list[Strip] | None] = []
-        self._versions: list[int] = []
-        self._measured: list[bool] = []
-        self._heights: list[int] = []
-        self._offsets: list[int] = []
-        self._held: OrderedDict[int, int] = OrderedDict()  # items holding lines, oldest first
-        self._held_lines = 0
+        self._width = 0  # the width the cache's lines are rendered at; 0: lay out again
+        self._cache = LineCache()
         self._dirty: set[int] = set()
         self._flush_scheduled = False
         self._follow = True
         self.cursor: int | None = None  # index of the selected foldable item
         self._styles: dict[str, Style] = {}
         self._base: Style | None = None
-        self._renderers_ready = False
-        self._bar: tuple[tuple, list[Segment]] | None = None
+        self._renderers: Renderers | None = None
+        self._bar = ScrollbarPainter()
         self._dragging = False
 
-    # -- renderers ------------------------------------------------------------------------
+    # -- styles and renderers -------------------------------------------------------------
 
     def style(self, name: str) -> Style:
-        """A component class's style; `base` is the view's own."""
+        """A part's style (`STYLES`); `base` is the view's own."""
         if name == "base":
             return self.base_style
         style = self._styles.get(name)
@@ -181,23 +126,19 @@ class TranscriptView(ScrollView, can_focus=True):
         light background."""
         return DARK_CODE_THEME if self.app.current_theme.dark else LIGHT_CODE_THEME
 
-    def _make_renderers(self) -> None:
-        console = self.app.console
-        self.tool_line = ToolLine(console, self.style)
-        self.answer = Answer(console, self.style, code_theme=self._code_theme())
-        self.thought = Thought(console, self.style)
-        self.recap = Recap(console, self.style)
-        self.user = UserMessage(console, self.style)
-        self.child = ChildHeader(console, self.style)
-        self._renderers_ready = True
+    @property
+    def renderers(self) -> Renderers:
+        """The item renderers, made at mount (they need the app's console)."""
+        assert self._renderers is not None, "the view renders once mounted"
+        return self._renderers
 
     def notify_style_update(self) -> None:
         super().notify_style_update()  # a theme change comes here too, whatever it changed
         self._styles.clear()
-        self._bar = None
+        self._bar.forget()
         self._base = None
-        if self._renderers_ready:  # drawn answers draw their code again, in the new theme's style
-            self.answer.code_theme = self._code_theme()
+        if self._renderers is not None:  # drawn answers draw their code again, in the new style
+            self._renderers.answer.code_theme = self._code_theme()
         self._invalidate_all()
 
     @property
@@ -208,7 +149,7 @@ class TranscriptView(ScrollView, can_focus=True):
         return self._base
 
     def on_mount(self) -> None:
-        self._make_renderers()
+        self._renderers = Renderers(self.app.console, self.style, self._code_theme())
         self.anchor()
         self.set_interval(SPIN, self._tick)
         self._invalidate_all()
@@ -220,10 +161,7 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def reset(self) -> None:
         """The store was cleared (a new or resumed session): forget every cached line."""
-        self._lines, self._versions, self._measured = [], [], []
-        self._heights, self._offsets = [], []
-        self._held.clear()
-        self._held_lines = 0
+        self._cache.clear()
         self._dirty.clear()
         self.cursor = None
         self._follow = True
@@ -248,95 +186,13 @@ class TranscriptView(ScrollView, can_focus=True):
         """The items' width: the content's, less the scrollbar drawn at its right."""
         return max(10, self.scrollable_content_region.width - BAR)
 
-    # -- the scrollbar ----------------------------------------------------------------------
-
-    def _bar_rows(self) -> list[Segment]:
-        """The scrollbar's cell pair for each row of the view, as Textual's ScrollBar draws it
-        (its renderer, colours and glyphs), blank while everything fits. Drawn by the view in
-        its own lines because Textual's ScrollBar is a widget of its own that renders all its
-        rows again whenever the content grows by a line: about a quarter of the CPU of a
-        streaming answer."""
-        height = self.size.height
-        total = self.virtual_size.height
-        scroll_y = self.scroll_offset.y
-        key = (height, total, scroll_y, self.base_style)
-        if self._bar is not None and self._bar[0] == key:
-            return self._bar[1]
-        if total <= height:
-            rows = [Segment(" " * BAR, self.base_style)] * height
-        else:
-            styles = self.styles
-            base_background, _ = self.background_colors
-            background = styles.scrollbar_background
-            if background.a < 1:
-                background = base_background + background
-            color = background + styles.scrollbar_color
-            bar = ScrollBarRender.render_bar(
-                size=height,
-                virtual_size=total,
-                window_size=height,
-                position=scroll_y,
-                thickness=BAR,
-                vertical=True,
-                back_color=background.rich_color,  # type: ignore[arg-type] - as Textual passes it
-                bar_color=color.rich_color,  # type: ignore[arg-type]
-            )
-            under = self.base_style + Style(bgcolor=background.rich_color)
-            rows = [
-                Segment(segment.text, under + segment.style.clear_meta_and_links())
-                for segment in bar.segments
-                if segment.text != "\n" and segment.style is not None
-            ]
-        self._bar = (key, rows)
-        return rows
-
-    def _on_bar(self, event: events.MouseEvent) -> bool:
-        offset = event.get_content_offset(self)
-        return offset is not None and offset.x >= self._content_width()
-
-    def _drag_bar(self, event: events.MouseEvent) -> None:
-        """Scroll so that the thumb is under the pointer, as dragging Textual's would."""
-        height = self.size.height
-        total = self.virtual_size.height
-        if total <= height:
-            return
-        thumb = max(1.0, height * height / total)
-        ratio = (event.y - thumb / 2) / max(1.0, height - thumb)
-        self._follow = False
-        self.scroll_to(y=round(min(1.0, max(0.0, ratio)) * self.max_scroll_y), animate=False)
-
-    def on_mouse_down(self, event: events.MouseDown) -> None:
-        if self._on_bar(event):
-            self._dragging = True
-            self.capture_mouse()
-            self._drag_bar(event)
-            event.stop()
-
-    def on_mouse_move(self, event: events.MouseMove) -> None:
-        if self._dragging:
-            self._drag_bar(event)
-            event.stop()
-
-    def on_mouse_up(self, event: events.MouseUp) -> None:
-        if self._dragging:
-            self._dragging = False
-            self.release_mouse()
-            event.stop()
-
-    def _total(self) -> int:
-        return (self._offsets[-1] + self._heights[-1]) if self._heights else 0
-
     def _visible_range(self, margin: int = 0) -> range:
         """Indices of the items that intersect the viewport, `margin` lines more each way."""
-        if not self._offsets:
-            return range(0)
         height = self.scrollable_content_region.height
         top = int(self.scroll_y)
         if self._follow:  # the view is about to show the bottom
-            top = max(0, self._total() - height)
-        first = max(0, bisect_right(self._offsets, top - margin) - 1)
-        last = min(len(self._offsets), bisect_right(self._offsets, top + height + margin))
-        return range(first, max(first, last))
+            top = max(0, self._cache.total - height)
+        return self._cache.between(top - margin, top + height + margin)
 
     def flush(self) -> None:
         """Render what changed and is on screen, estimate the rest, fix the offsets from the
@@ -346,69 +202,64 @@ class TranscriptView(ScrollView, can_focus=True):
         text and corrected when it comes into view. So loading a long session, a resize and
         Ctrl+O cost what the screen costs, whatever the length of the session."""
         self._flush_scheduled = False
-        if not self.is_mounted or not self._renderers_ready:
+        if not self.is_mounted or self._renderers is None:
             return
+        cache = self._cache
         base = self.rich_style
         if base != self._base:  # the theme or the CSS changed under us: render again
             self._base = base
             self._width = 0
-        items = self.transcript.items
-        count = len(items)
+        count = len(self.transcript.items)
         width = self._content_width()
         self._follow = self._follow or self.scroll_y >= self.max_scroll_y - 1
-        old_total = self._total()
+        old_total = cache.total
         reflow_from: int | None = None
         if width != self._width:
             self._width = width
-            self._lines = [None] * count
-            self._versions = [-1] * count
-            self._measured = [False] * count
-            self._held.clear()
-            self._held_lines = 0
-            self.answer.forget()
-            self._heights = [self._estimate(i) for i in range(count)]
+            self._renderers.answer.forget()
+            cache.restart([self._estimate(i) for i in range(count)])
             self._dirty.clear()
             reflow_from = 0
-        grow = count - len(self._heights)
+        grow = count - len(cache)
         if grow > 0:
-            self._lines.extend([None] * grow)
-            self._versions.extend([-1] * grow)
-            self._measured.extend([False] * grow)
-            self._heights.extend(self._estimate(i) for i in range(count - grow, count))
+            cache.extend(self._estimate(i) for i in range(count - grow, count))
             reflow_from = count - grow if reflow_from is None else min(reflow_from, count - grow)
         if reflow_from is not None:
-            self._reflow(reflow_from)
+            cache.reflow(reflow_from)
         dirty, self._dirty = self._dirty, set()
         for index in dirty:
             if 0 <= index < count:
-                self._drop(index)  # its height stays until it is measured or estimated again
+                cache.drop(index)  # its height stays until it is measured or estimated again
         visible = self._visible_range(margin=2)
         for index in dirty:
             if 0 <= index < count and index not in visible:
                 height = self._estimate(index)
-                if height != self._heights[index]:
-                    self._heights[index] = height
+                if height != cache.heights[index]:
+                    cache.heights[index] = height
                     reflow_from = index if reflow_from is None else min(reflow_from, index)
         if reflow_from is not None:
-            self._reflow(reflow_from)
-        # Render what is on screen; an exact height may move what is on screen, so again.
-        anchor = self.item_index_at(int(self.scroll_y))
+            cache.reflow(reflow_from)
+        # Render what is on screen; an exact height may move what is on screen, so again. An
+        # item rendered while painting, before this frame, is measured here too.
+        anchor = cache.index_at(int(self.scroll_y))
         shift = 0
         for _ in range(4):
             moved: int | None = None
             for index in self._visible_range(margin=2):
-                if self._lines[index] is None or not self._measured[index]:
-                    before = self._heights[index]
-                    self._heights[index] = self._render_item(index)
-                    if self._heights[index] != before:
-                        if anchor is not None and index < anchor:
-                            shift += self._heights[index] - before
-                        moved = index if moved is None else min(moved, index)
+                lines = cache.lines[index]
+                if lines is None or not cache.measured[index]:
+                    lines = self._render_item(index)
+                before = cache.heights[index]
+                if len(lines) != before:
+                    cache.heights[index] = len(lines)
+                    if anchor is not None and index < anchor:
+                        shift += len(lines) - before
+                    moved = index if moved is None else min(moved, index)
             if moved is None:
                 break
-            self._reflow(moved)
+            cache.reflow(moved)
             reflow_from = moved if reflow_from is None else min(reflow_from, moved)
-        total = self._total()
+        total = cache.total
         laid_out = True
         if (width, total) != tuple(self.virtual_size):
             laid_out = self._resize_content(Size(width, total))
@@ -437,28 +288,21 @@ class TranscriptView(ScrollView, can_focus=True):
         self.virtual_size = size
         return False
 
-    def _reflow(self, start: int) -> None:
-        """Offsets from item `start` on, after heights changed."""
-        del self._offsets[start:]
-        if start >= len(self._heights):
-            return
-        initial = self._offsets[start - 1] + self._heights[start - 1] if start > 0 else 0
-        self._offsets.extend(itertools.accumulate(self._heights[start:-1], initial=initial))
-
     def _refresh_items(self, indices: Iterable[int]) -> None:
         """Repaint only the visible rows of items whose height did not change; of an answer
         still streaming, only the rows of its growing block."""
+        cache = self._cache
         top = int(self.scroll_y)
         height = self.scrollable_content_region.height
         for index in indices:
-            if not 0 <= index < len(self._offsets):
+            if not 0 <= index < len(cache.offsets):
                 continue
             item = self.transcript.items[index]
-            same = self.answer.stable_rows(item.id) if isinstance(item, AnswerItem) else 0
+            same = self.renderers.answer.stable_rows(item.id) if isinstance(item, AnswerItem) else 0
             if same:
-                same += self._header_row(index)  # the blank line above it
-            first = max(self._offsets[index] + same, top)
-            last = min(self._offsets[index] + self._heights[index], top + height)
+                same += self._margin(index)  # the blank line above it
+            first = max(cache.offsets[index] + same, top)
+            last = min(cache.offsets[index] + cache.heights[index], top + height)
             if last > first:
                 self.refresh_lines(first, last - first)  # lines of the content, not the screen
 
@@ -468,133 +312,138 @@ class TranscriptView(ScrollView, can_focus=True):
             # may still do right after the content first outgrows the view.
             self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
 
-    def _drop(self, index: int) -> None:
-        """Forget an item's lines: it changed."""
-        held = self._held.pop(index, None)
-        if held is not None:
-            self._held_lines -= held
-        self._lines[index] = None
-        self._measured[index] = False
-
     def _estimate(self, index: int) -> int:
         """An item's height from its text alone, without rendering it: exact for a folded tool
         line, close for the rest."""
         item = self.transcript.items[index]
-        width = max(1, self._width)
-        margin = self._header_row(index)  # the blank line above it
-        if isinstance(item, ToolItem):
-            if item.folded:
-                return 1
-            body = item.diff if item.diff and item.status == "ok" else item.output
-            return 2 + _wrapped_lines(body or "", width - 4)
-        if isinstance(item, AnswerItem):
-            label = 1 if item.label else 0
-            return margin + label + _wrapped_lines(item.text, width)
-        if isinstance(item, ThoughtItem):
-            return 1 if item.folded else 1 + _wrapped_lines(item.text, width)
-        if isinstance(item, UserItem):
-            return margin + _wrapped_lines(item.text, width - 2)
-        if isinstance(item, NoticeItem):
-            return margin + _wrapped_lines(item.text, width)
-        return margin + 1
+        return self._margin(index) + self.renderers.of(item).estimate(item, max(1, self._width))
 
-    def item_index_at(self, y: int) -> int | None:
-        index = bisect_right(self._offsets, y) - 1
-        return index if 0 <= index < len(self._offsets) else None
-
-    def _render_item(self, index: int) -> int:
+    def _render_item(self, index: int) -> list[Strip]:
+        """Render an item into the cache; its height is taken by the next layout."""
         item = self.transcript.items[index]
         width = self._width
-        if isinstance(item, ToolItem):
-            lines = [Strip.blank(width)]  # header: drawn live in render_line
-            if not item.folded:
-                lines.extend(self.tool_line.body(item, width))
-        elif isinstance(item, AnswerItem):
-            lines = self.answer.render(item, width)
-        elif isinstance(item, ThoughtItem):
-            lines = self.thought.render(item, width)
-        elif isinstance(item, UserItem):
-            lines = self.user.render(item, width)
-        elif isinstance(item, RecapItem):
-            lines = self.recap.render(item, width)
-        elif isinstance(item, AgentHeaderItem):
-            lines = self.child.render(item, width)
-        elif isinstance(item, NoticeItem):
-            lines = self.user.notice(item, width)
-        else:
-            lines = []
+        renderer = self.renderers.of(item)
+        lines = renderer.render(item, width)
         base = self.base_style
-        if not isinstance(item, AnswerItem):  # an answer's blocks carry the base already
+        if not renderer.draws_base:
             lines = [line.apply_style(base) for line in lines]
-        if self._header_row(index):
+        if self._margin(index):
             lines = [Strip.blank(width, base), *lines]
-        self._lines[index] = lines
-        self._versions[index] = item.version
-        self._measured[index] = True
-        self._hold(index, len(lines))
-        return len(lines)
-
-    def _hold(self, index: int, count: int) -> None:
-        """Keep an item's lines, giving back the oldest others' beyond the budget (their heights
-        stay known; they render again when they come back into view)."""
-        previous = self._held.pop(index, None)
-        if previous is not None:
-            self._held_lines -= previous
-        self._held[index] = count
-        self._held_lines += count
-        while self._held_lines > HELD_LINES and len(self._held) > 1:
-            oldest, lines = self._held.popitem(last=False)
-            self._held_lines -= lines
-            self._lines[oldest] = None
+        self._cache.keep(index, lines, item.version)
+        return lines
 
     def _tick(self) -> None:
         """Redraw the header lines of running tool calls that are on screen."""
         for index in self._visible_range():
             item = self.transcript.items[index]
             if isinstance(item, ToolItem) and item.running:
-                self.refresh_lines(self._offsets[index] + self._header_row(index), 1)
+                self.refresh_lines(self._cache.offsets[index] + self._margin(index), 1)
 
-    def _header_row(self, index: int) -> int:
-        item = self.transcript.items[index]
-        return 1 if isinstance(item, MARGIN_BEFORE) and index > 0 else 0
+    def _margin(self, index: int) -> int:
+        """1 when a blank line sets the item apart from the one above it, else 0."""
+        if index == 0:
+            return 0
+        return 1 if self.renderers.of(self.transcript.items[index]).margin_before else 0
+
+    # -- the scrollbar ----------------------------------------------------------------------
+
+    def _on_bar(self, event: events.MouseEvent) -> bool:
+        offset = event.get_content_offset(self)
+        return offset is not None and offset.x >= self._content_width()
+
+    def _drag_bar(self, event: events.MouseEvent) -> None:
+        y = self._bar.scroll_for(event.y, self)
+        if y is not None:
+            self._follow = False
+            self.scroll_to(y=y, animate=False)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        if self._on_bar(event):
+            self.screen.clear_selection()  # a drag on the bar scrolls, it selects nothing
+            self._dragging = True
+            self.capture_mouse()
+            self._drag_bar(event)
+            event.stop()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if self._dragging:
+            self._drag_bar(event)
+            event.stop()
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self._dragging:
+            self._dragging = False
+            self.release_mouse()
+            event.stop()
 
     # -- painting -------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        bar = self._bar_rows()
-        bar_cell = bar[y] if y < len(bar) else Segment(" " * BAR, self.base_style)
+        bar = self._bar.rows(self, self.base_style)
+        bar_cell = bar[y] if y < len(bar) else self._bar.blank(self.base_style)
         strip = self._content_line(y)
         return Strip([*strip, bar_cell], strip.cell_length + BAR)
 
     def _content_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self._width or self._content_width()
-        base = self.base_style
         line_y = y + scroll_y
-        index = bisect_right(self._offsets, line_y) - 1
-        if index < 0 or index >= len(self._offsets):
+        strip = self._line(line_y)
+        selection = self.text_selection
+        if selection is not None:
+            span = selection.get_span(line_y)
+            if span is not None:
+                strip = highlighted(
+                    strip, *span, self.screen.get_component_rich_style("screen--selection")
+                )
+        if scroll_x != 0 or strip.cell_length != width:
+            strip = strip.crop_extend(scroll_x, scroll_x + width, self.base_style)
+        # stored strips keep the offsets they were given (Strip caches them), so painting a
+        # line again costs no new Strip
+        return strip.apply_offsets(scroll_x, line_y)
+
+    def _line(self, line_y: int) -> Strip:
+        """Line `line_y` of the content as drawn (a tool header live), not yet cropped."""
+        cache = self._cache
+        width = self._width or self._content_width()
+        base = self.base_style
+        index = cache.index_at(line_y)
+        if index is None:
             return Strip.blank(width, base)
-        lines = self._lines[index]
+        lines = cache.lines[index]
         if lines is None:  # scrolled into view before the next flush: render it now
-            self._render_item(index)
-            self._schedule()  # its exact height may differ from the estimate
-            lines = self._lines[index] or []
-        row = line_y - self._offsets[index]
+            lines = self._render_item(index)
+            self._schedule()  # the next layout takes its exact height
+        row = line_y - cache.offsets[index]
         if row >= len(lines):
             return Strip.blank(width, base)
         item = self.transcript.items[index]
-        header = row == self._header_row(index)
+        header = row == self._margin(index)
         if header and isinstance(item, ToolItem):  # drawn live: spinner, time, selection
             selected = index == self.cursor
-            strip = self.tool_line.header(item, self._width, self.clock(), selected=selected)
-            strip = strip.apply_style(base)
-        elif header and index == self.cursor:
-            strip = lines[row].apply_style(self.style("tool--selected"))
-        else:
-            strip = lines[row]
-        if scroll_x == 0 and strip.cell_length == width:
-            return strip  # stored ready to paint: no new Strip per painted line
-        return strip.crop_extend(scroll_x, scroll_x + width, base)
+            strip = self.renderers.tool.header(item, self._width, self.clock(), selected=selected)
+            return strip.apply_style(base)
+        if header and index == self.cursor:
+            return lines[row].apply_style(self.style("tool--selected"))
+        return lines[row]
+
+    # -- text selection -------------------------------------------------------------------
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text as it is drawn, each line without its trailing blanks (Textual's
+        screen asks, for Ctrl+C). Lines of items not in memory are rendered again."""
+        total = self._cache.total
+        if total == 0:
+            return None
+        start = selection.start or Offset(0, 0)
+        end = selection.end or Offset(len(self._line(total - 1).text), total - 1)
+        last = min(end.y, total - 1)
+        lines = [self._line(y).text.rstrip() for y in range(start.y, last + 1)]
+        shifted = Selection(Offset(start.x, 0), Offset(end.x, last - start.y))
+        return shifted.extract("\n".join(lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
     # -- read-only views of the state, for tests and tools --------------------------------
 
@@ -617,25 +466,50 @@ class TranscriptView(ScrollView, can_focus=True):
     def item_top(self, item: Item) -> int:
         """The line of the content where `item` starts (0 is the transcript's first line), as
         last laid out."""
-        return self._offsets[item.id - 1]
+        return self._cache.offsets[item.id - 1]
+
+    def item_rows(self, item: Item) -> range:
+        """The lines of the content `item` takes, as last laid out (empty before)."""
+        index = item.id - 1
+        cache = self._cache
+        if not 0 <= index < len(cache.offsets):
+            return range(0)
+        return range(cache.offsets[index], cache.offsets[index] + cache.heights[index])
+
+    def drawn_version(self, item: Item) -> int | None:
+        """The version of `item` its lines were last rendered from (None: the view does not know
+        the item yet, or never rendered it at this width)."""
+        index = item.id - 1
+        versions = self._cache.versions
+        version = versions[index] if 0 <= index < len(versions) else -1
+        return None if version < 0 else version
+
+    def items_on_screen(self) -> list[Item]:
+        """The items that intersect the visible rows."""
+        items = self.transcript.items
+        return [items[index] for index in self._visible_range()]
 
     def drawn_lines(self, item: Item) -> list[Strip] | None:
         """The lines `item` is drawn with, as the last frame rendered them (None: not rendered,
         or given back to bound memory); a tool line's header as it is painted now, with its
         spinner and time."""
         index = item.id - 1
-        lines = self._lines[index] if 0 <= index < len(self._lines) else None
+        cached = self._cache.lines
+        lines = cached[index] if 0 <= index < len(cached) else None
         if lines is None or not isinstance(item, ToolItem):
             return lines
-        row = self._header_row(index)
-        header = self.tool_line.header(item, self._width, self.clock())
+        row = self._margin(index)
+        header = self.renderers.tool.header(item, self._width, self.clock())
         return [*lines[:row], header, *lines[row + 1 :]]
 
     # -- folding --------------------------------------------------------------------------
 
+    def item_index_at(self, y: int) -> int | None:
+        return self._cache.index_at(y)
+
     def item_at(self, y: int) -> Item | None:
         """The item drawn at a line of the content (0 is the first line of the transcript)."""
-        index = self.item_index_at(y)
+        index = self._cache.index_at(y)
         return None if index is None else self.transcript.items[index]
 
     def toggle(self, item: Item) -> None:
@@ -645,14 +519,14 @@ class TranscriptView(ScrollView, can_focus=True):
             self.post_message(self.Toggled(item))
 
     def on_click(self, event: events.Click) -> None:
-        if self._on_bar(event):
+        if self._on_bar(event) or self.text_selection is not None:  # a drag selected text
             return
         line = event.y + int(self.scroll_y)
         item = self.item_at(line)
         if item is None or not item.foldable:
             return
         index = item.id - 1
-        if line - self._offsets[index] == self._header_row(index):
+        if line - self._cache.offsets[index] == self._margin(index):
             self.cursor = index
             self.toggle(item)
 
@@ -676,7 +550,7 @@ class TranscriptView(ScrollView, can_focus=True):
                 position = bisect_left(foldable, self.cursor) - 1
             self.cursor = foldable[max(0, min(len(foldable) - 1, position))]
         self._follow = False
-        top = self._offsets[self.cursor]
+        top = self._cache.offsets[self.cursor]
         height = self.scrollable_content_region.height
         if top < self.scroll_y or top >= self.scroll_y + height:
             self.scroll_to(y=max(0, top - height // 3), animate=False)
@@ -706,12 +580,3 @@ class TranscriptView(ScrollView, can_focus=True):
             self._follow = True
         if round(old_value) != round(new_value):
             self._schedule()  # items coming into view may need rendering
-
-
-def _wrapped_lines(text: str, width: int) -> int:
-    """How many lines text takes at a width, without rendering it."""
-    width = max(1, width)
-    total = 0
-    for line in text.split("\n"):
-        total += max(1, -(-len(line) // width))
-    return total

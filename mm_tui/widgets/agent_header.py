@@ -1,23 +1,17 @@
 """AgentHeader: `mm [title] · model @ provider` at the top of the window, with the working
 folder, how full the model's context is (`ctx 1,234 / 4,096 (30%)`, once the window is known),
-a `no answer` badge while the model server does not answer, and a `yolo` badge; the same line, `· asked by <parent>`, heads an asked agent's part of the
-transcript."""
+a `no answer` badge while the model server does not answer, and a `yolo` badge. (The same line,
+`· asked by <parent>`, heads an asked agent's part of the transcript:
+`transcript/renderers/child_header.py`.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from rich.cells import cell_len
-from rich.console import Console
-from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
-from textual.strip import Strip
 from textual.widget import Widget
 
 from mm_tui.core.text import agent_header
-from mm_tui.transcript import AgentHeaderItem
-from mm_tui.widgets.render import strips
 from mm_tui.widgets.theme_style import theme_style
 
 
@@ -110,17 +104,3 @@ class AgentHeader(Widget):
         self.set_reactive(AgentHeader.cwd, cwd)
         self.set_reactive(AgentHeader.yolo, yolo)
         self.refresh()
-
-
-class ChildHeader:
-    """An asked agent's header inside the transcript."""
-
-    def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
-        self.console = console
-        self.style = style
-
-    def render(self, item: AgentHeaderItem, width: int) -> list[Strip]:
-        name, rest = agent_header(item.title, item.model, item.provider, item.asked_by)
-        text = Text.assemble((name, "bold"), rest)
-        text.stylize(self.style("child--header"))
-        return strips(self.console, text, width)

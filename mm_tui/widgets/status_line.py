@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.timer import Timer
 from textual.widgets import Static
 
-from mm_tui.widgets.tool_line import spinner_frame
+from mm_tui.transcript.renderers.tool_line import spinner_frame
 
 
 class StatusLine(Static):

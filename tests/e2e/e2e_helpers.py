@@ -179,7 +179,7 @@ async def next_turn_answers(
 
 async def window_answers_next(pilot: Any, app: Any, text: str, patience: float = 30.0) -> Any:
     """The same in the window: `text` sent, its answer on screen, its recap. Returns the recap."""
-    from mm_tui.transcript import AnswerItem, RecapItem
+    from mm_tui.transcript.store import AnswerItem, RecapItem
 
     answers = len(items_of(app, AnswerItem))
     recaps = len(items_of(app, RecapItem))

@@ -28,8 +28,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from mm_tui.transcript import AnswerItem
-from mm_tui.widgets.render import strips
+from mm_tui.transcript.renderers.strips import strips, wrapped_lines
+from mm_tui.transcript.store import AnswerItem
 
 FENCES = ("```", "~~~")
 LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)", re.MULTILINE)
@@ -156,6 +156,9 @@ class _Kept:
 class Answer:
     """Renders `AnswerItem`s, keeping the finished blocks of the answers still streaming."""
 
+    margin_before = True
+    draws_base = True  # its blocks are drawn over the view's base in Rich's one pass
+
     def __init__(
         self,
         console: Console,
@@ -182,7 +185,7 @@ class Answer:
         self, source: str, width: int, numbers: tuple[int, int] | None = None
     ) -> list[Strip]:
         # markdown-it and pygments: not on the first frame
-        from mm_tui.widgets.markdown_render import BlockMarkdown
+        from mm_tui.transcript.renderers.markdown import BlockMarkdown
 
         markdown = BlockMarkdown(source, code_theme=self.code_theme, numbers=numbers)
         style = self.style("answer--text")
@@ -290,6 +293,9 @@ class Answer:
         if first or not lines or lines[0].text.strip():
             return lines
         return lines[1:]
+
+    def estimate(self, item: AnswerItem, width: int) -> int:
+        return (1 if item.label else 0) + wrapped_lines(item.text, width)
 
     def stable_rows(self, item_id: int) -> int:
         """How many leading rows of a streaming answer the last render drew as before (the label

@@ -9,11 +9,14 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from mm_tui.transcript import RecapItem
-from mm_tui.widgets.render import text_strip
+from mm_tui.transcript.renderers.strips import text_strip
+from mm_tui.transcript.store import RecapItem
 
 
 class Recap:
+    margin_before = True
+    draws_base = False
+
     def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
         self.console = console
         self.style = style
@@ -25,3 +28,6 @@ class Recap:
         rule = max(0, width - text.cell_len)
         text.append("─" * rule, style=self.style("recap--rule"))
         return [text_strip(text, width, self.console)]
+
+    def estimate(self, item: RecapItem, width: int) -> int:
+        return 1

@@ -1,8 +1,9 @@
-"""Rich renderables to Textual strips: what every transcript item renderer uses."""
+"""Rich renderables to Textual strips, and the sizes of text: what every item renderer uses."""
 
 from __future__ import annotations
 
 from rich.console import Console, RenderableType
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
@@ -39,6 +40,41 @@ def right_aligned(left: Text, right: Text, width: int, console: Console) -> Stri
     line = Text.assemble(left, " ", right)
     line.truncate(width, pad=True)
     return Strip(list(line.render(console)), width)
+
+
+def highlighted(strip: Strip, start: int, end: int, style: Style) -> Strip:
+    """`strip` with its characters from `start` to `end` (exclusive; -1: to the last one that is
+    not blank) drawn with `style` over their own: a text selection. Offsets count characters,
+    as Textual's selection does."""
+    if end < 0:
+        end = len(strip.text.rstrip())
+    if end <= start:
+        return strip
+    segments: list[Segment] = []
+    position = 0
+    for text, own, control in strip:
+        length = len(text)
+        first, last = max(start, position) - position, min(end, position + length) - position
+        if control or last <= first:
+            segments.append(Segment(text, own, control))
+        else:
+            if first:
+                segments.append(Segment(text[:first], own))
+            segments.append(Segment(text[first:last], own + style if own else style))
+            if last < length:
+                segments.append(Segment(text[last:], own))
+        position += length
+    return Strip(segments, strip.cell_length)
+
+
+def wrapped_lines(text: str, width: int) -> int:
+    """How many lines text takes at a width, without rendering it: a renderer's estimate of an
+    item's height before it is drawn."""
+    width = max(1, width)
+    total = 0
+    for line in text.split("\n"):
+        total += max(1, -(-len(line) // width))
+    return total
 
 
 def format_elapsed(seconds: float) -> str:

@@ -10,11 +10,14 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from mm_tui.transcript import ThoughtItem
-from mm_tui.widgets.render import strips, text_strip
+from mm_tui.transcript.renderers.strips import strips, text_strip, wrapped_lines
+from mm_tui.transcript.store import ThoughtItem
 
 
 class Thought:
+    margin_before = False
+    draws_base = False
+
     def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
         self.console = console
         self.style = style
@@ -33,3 +36,6 @@ class Thought:
             out[0] = out[0].apply_style(self.style("tool--selected"))
         out.extend(strips(self.console, Text(text, style=style), width))
         return out
+
+    def estimate(self, item: ThoughtItem, width: int) -> int:
+        return 1 if item.folded else 1 + wrapped_lines(item.text, width)

@@ -10,8 +10,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from mm_tui.transcript import ToolItem
-from mm_tui.widgets.render import format_elapsed, right_aligned, strips
+from mm_tui.transcript.renderers.strips import format_elapsed, right_aligned, strips, wrapped_lines
+from mm_tui.transcript.store import ToolItem
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 MARKS = {"ok": "✓", "error": "✗", "rejected": "⊘", "cancelled": "⊘"}
@@ -25,7 +25,11 @@ def spinner_frame(now: float) -> str:
 
 class ToolLine:
     """Renders a `ToolItem`. `style(name)` gives the theme's style of a component class
-    (`tool--ok`, `tool--error`, ...)."""
+    (`tool--ok`, `tool--error`, ...). The view draws the header row itself, live (`header`):
+    its spinner and time move while the call runs."""
+
+    margin_before = False
+    draws_base = False
 
     def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
         self.console = console
@@ -54,6 +58,20 @@ class ToolLine:
         if selected:
             strip = strip.apply_style(self.style("tool--selected"))
         return strip
+
+    def render(self, item: ToolItem, width: int) -> list[Strip]:
+        """A blank row where the header is drawn live, then the output unless folded."""
+        lines = [Strip.blank(width)]
+        if not item.folded:
+            lines.extend(self.body(item, width))
+        return lines
+
+    def estimate(self, item: ToolItem, width: int) -> int:
+        """Exact when folded, close otherwise."""
+        if item.folded:
+            return 1
+        body = item.diff if item.diff and item.status == "ok" else item.output
+        return 2 + wrapped_lines(body or "", width - len(OUTPUT_INDENT))
 
     def body(self, item: ToolItem, width: int) -> list[Strip]:
         """The unfolded output, indented; a diff coloured line by line."""

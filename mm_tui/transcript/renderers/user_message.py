@@ -9,11 +9,14 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from mm_tui.transcript import NoticeItem, UserItem
-from mm_tui.widgets.render import strips
+from mm_tui.transcript.renderers.strips import strips, wrapped_lines
+from mm_tui.transcript.store import UserItem
 
 
 class UserMessage:
+    margin_before = True
+    draws_base = False
+
     def __init__(self, console: Console, style: Callable[[str], Style]) -> None:
         self.console = console
         self.style = style
@@ -24,8 +27,5 @@ class UserMessage:
         )
         return strips(self.console, text, width)
 
-    def notice(self, item: NoticeItem, width: int) -> list[Strip]:
-        """An engine error or warning, in the transcript where it happened."""
-        return strips(
-            self.console, Text(item.text, style=self.style(f"notice--{item.level}")), width
-        )
+    def estimate(self, item: UserItem, width: int) -> int:
+        return wrapped_lines(item.text, width - 2)
