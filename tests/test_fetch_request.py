@@ -344,3 +344,64 @@ def test_binary_content_is_undecodable() -> None:
         "[fetch_content: error 1 (conversion) — https://x.org/f cannot be decoded: its bytes are "
         "not text in windows-1252]"
     )
+
+
+# --- undeclared encodings: charset-normalizer's guess for non-Latin scripts (mm's extension) ---
+
+RUSSIAN = (
+    "<html><body><h1>Новости</h1><p>Сегодня в Москве прошла встреча представителей разных "
+    "стран, на которой обсуждались вопросы экономики и культуры. Участники отметили важность "
+    "сотрудничества.</p><p>Погода была хорошей, и многие жители вышли на прогулку.</p></body></html>"
+)
+JAPANESE = (
+    "<html><body><h1>ニュース</h1><p>今日、東京で各国の代表者が集まり、経済と文化について話し合い"
+    "ました。参加者は協力の重要性を強調しました。</p><p>天気が良く、多くの市民が公園を散歩しました。"
+    "</p></body></html>"
+)
+CHINESE = (
+    "<html><body><h1>新闻</h1><p>今天，各国代表在北京举行会议，讨论了经济和文化问题。与会者强调了"
+    "合作的重要性。</p><p>天气很好，许多市民在公园散步。</p></body></html>"
+)
+GERMAN = (
+    "<html><body><p>Größere Änderungen wurden für die Übersetzung vorgenommen. Die Bürger mögen "
+    "schöne Straßen, grüne Wälder und frische Brötchen – „natürlich“.</p></body></html>"
+)
+CZECH = (
+    "<html><body><p>Dnes se v Praze sešli zástupci různých zemí, aby diskutovali o ekonomice a "
+    "kultuře. Účastníci zdůraznili důležitost spolupráce.</p></body></html>"
+)
+
+
+@pytest.mark.parametrize(
+    ("page", "encoding", "chosen"),
+    [
+        (RUSSIAN, "cp1251", "cp1251"),
+        (RUSSIAN, "koi8-r", "koi8-r"),
+        (JAPANESE, "shift_jis", "cp932"),
+        (CHINESE, "gb18030", "gb18030"),
+        (GERMAN, "cp1252", "windows-1252"),  # charset-normalizer says windows-1250: not taken
+        (CZECH, "cp1250", "windows-1252"),  # a Latin script: the reference's fallback stays
+    ],
+    ids=["russian cp1251", "russian koi8-r", "japanese", "chinese", "german", "czech"],
+)
+def test_an_undeclared_non_latin_page_is_guessed(page: str, encoding: str, chosen: str) -> None:
+    assert choose_encoding(page.encode(encoding), "text/html") == (chosen, 0)
+
+
+async def test_an_undeclared_russian_page_reads_as_russian(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page("/", RUSSIAN.encode("cp1251"), content_type="text/html")
+        text = await fetch(web.url("/"), ctx)
+    assert "# Новости" in text and "Погода была хорошей" in text
+
+
+def test_a_declared_encoding_is_never_second_guessed() -> None:
+    body = RUSSIAN.encode("cp1251")
+    assert choose_encoding(body, "text/html; charset=windows-1252") == ("windows-1252", 0)
+
+
+def test_a_few_accented_bytes_are_too_little_to_guess_from() -> None:
+    """charset-normalizer reads `café “quoted”` in windows-1252 as Arabic windows-1256; with
+    fewer than GUESS_EVIDENCE bytes above 0x7F it is not asked."""
+    body = "<p>café “quoted” and a few more words, naïve résumé</p>".encode("cp1252")
+    assert choose_encoding(body, "text/html") == ("windows-1252", 0)

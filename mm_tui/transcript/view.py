@@ -1,6 +1,6 @@
 """TranscriptView: one line-rendering scroll view over the transcript store.
 
-Design (2) of the design notes, chosen by measuring: every item renders to lines once per width
+Chosen by measuring against a widget per item: every item renders to lines once per width
 and version and is cached (`line_cache.py`); the view paints only the visible lines (the way
 Textual's `Log` stays fast); a click or Enter on a line finds its item by bisecting the items'
 offsets and folds or unfolds it; only the item still streaming is rendered again, at most once
