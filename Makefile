@@ -2,7 +2,13 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Three stamps, each newer than the one it needs: mm and its runtime dependencies (what
+# `make run` needs); the test and lsp extras (`make test`); the bench extra (`make bench`). So
+# `make test` after `make run` installs only the extras, `make run` after `make test` installs
+# nothing, and a changed pyproject.toml reinstalls the first and then, when asked, the others.
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+BENCH_STAMP := $(VENV)/.installed-bench
 # What the tests run beside Python: pylsp and basedpyright come with `.[lsp]`; clangd (a third
 # language server) and tmux (the real program in a terminal) come from Debian when missing.
 LSP_STAMP := $(VENV)/.lsp-servers
@@ -24,12 +30,21 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# editable_mode=compat: the project folder goes on sys.path through a .pth file; the default
-# editable mode imports a finder module at every start, 17 ms of mm's first frame.
-$(STAMP): pyproject.toml | $(BIN)/python
+# An editable install whose .pth file puts the project folder on sys.path: pyproject.toml's
+# `package-dir` has setuptools write that instead of its import hook, a finder module imported
+# at every start (17 ms of mm's first frame), without the transitional `editable_mode=compat`.
+$(STAMP): pyproject.toml mm_tui/__init__.py | $(BIN)/python
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,lsp]' --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[test,lsp]'
+	touch $(TEST_STAMP)
+
+$(BENCH_STAMP): $(TEST_STAMP)
+	$(BIN)/pip install -q -e '.[test,lsp,bench]'
+	touch $(BENCH_STAMP)
 
 $(LSP_STAMP): | $(STAMP)
 	missing=""; for p in $(APT_PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
@@ -44,13 +59,13 @@ run: $(STAMP)
 	@$(BIN)/python -m compileall -q mm_tui
 	$(BIN)/mm $(ARGS)
 
-test: $(STAMP) lsp-servers
+test: $(TEST_STAMP) lsp-servers
 	$(BIN)/ruff check mm_tui tests bench tools
 	$(BIN)/lint-imports
 	$(BIN)/basedpyright --project pyproject.toml
 	MM_REQUIRE_LSP=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-bench: $(STAMP) lsp-servers
+bench: $(BENCH_STAMP) lsp-servers
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 $(E2E_PYTHON):
@@ -64,7 +79,7 @@ $(E2E_STAMP): | $(E2E_PYTHON)
 
 # The tests under tests/e2e start the server themselves (one for the session, on a free port) and
 # stop it whatever happens; without MM_E2E_PYTHON, `make test` does not collect them.
-e2e: $(STAMP) $(E2E_STAMP)
+e2e: $(TEST_STAMP) $(E2E_STAMP)
 	MM_E2E_PYTHON=$(abspath $(E2E_PYTHON)) $(BIN)/python -m pytest -q tests/e2e $(PYTEST_ARGS)
 
 # mm in window mode on the embedded server: no account, no model server of your own. It asks before

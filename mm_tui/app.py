@@ -12,6 +12,7 @@ loop, since a long session's journal is megabytes of JSON."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -110,11 +111,15 @@ class MMApp(App[int]):
         super().__init__()
         from mm_tui.theme_files import load_themes
 
-        for loaded in load_themes():
-            self.register_theme(loaded)
+        loaded = load_themes()
+        for each in loaded.themes:
+            self.register_theme(each)
+        self._theme_warnings = loaded.warnings  # theme files left out, said once attached
         self._first_theme(theme if theme in self.available_themes else "mm-dark")
         self.boot = boot
         self.clock = clock
+        self._signals = contextlib.ExitStack()  # the stop-signal handlers, from on_ready on
+        self._window_closing = False  # on_unmount began: the screen's widgets are going
         self.transcript = Transcript(clock)
         self.engine: Engine | None = None
         self.exit_message: str | None = None
@@ -146,7 +151,12 @@ class MMApp(App[int]):
         return MainScreen(self.transcript, self.clock)
 
     def on_ready(self) -> None:
-        """After the first frame: only now load what start-up needs."""
+        """After the first frame: only now load what start-up needs. From now on SIGTERM and
+        SIGHUP (a closed terminal) quit as /quit does: the turn cancelled, its commands stopped,
+        the session saved (`core/stop_signals.py`)."""
+        from mm_tui.core.stop_signals import on_stop_signal
+
+        self._signals.enter_context(on_stop_signal(lambda signum: self.exit(128 + signum)))
         self.status.show(None, "starting…")
         self._boot()
 
@@ -168,6 +178,10 @@ class MMApp(App[int]):
         settings = engine.settings
         if settings.theme in self.available_themes and settings.theme != self.theme:
             self.theme = settings.theme
+        theme_warnings = list(self._theme_warnings)
+        if settings.theme not in self.available_themes:  # from --theme or the theme key
+            names = ", ".join(sorted(self.available_themes))
+            theme_warnings.append(f"no theme named {settings.theme} — themes: {names}")
         from mm_tui.widgets.agent_header import AgentHeader
 
         header = self._widget(AgentHeader)
@@ -181,7 +195,7 @@ class MMApp(App[int]):
         header.show_server(engine.server_answering is not False)
         self._show_context()
         session = engine.session
-        warnings = list(session.warnings) + started.warnings
+        warnings = list(session.warnings) + started.warnings + theme_warnings
         if len(session.records) > 1:  # more than the header: a resumed session
             self._redraw(session)
         notes = list(started.notes)
@@ -193,6 +207,7 @@ class MMApp(App[int]):
             if warning not in notes:
                 self._notice(warning, "warning")
         self._notice(WELCOME, "info")
+        engine.registry.listen(self.emit)  # an MCP server that fails says so when it does
         self.status.show(None, "")
         self._run_queued()
 
@@ -280,6 +295,8 @@ class MMApp(App[int]):
         from mm_tui.core.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
 
         event = message.event
+        if self._window_closing:  # a turn cancelled as the window closes: nothing to show
+            return
         if isinstance(event, ContextUsage):
             if event.agent is None:  # an asked agent's context is its own business
                 from mm_tui.widgets.agent_header import AgentHeader
@@ -377,7 +394,8 @@ class MMApp(App[int]):
         from mm_tui.screens.help import HelpScreen
 
         standing = self.engine.permissions.standing() if self.engine else {}
-        self.push_screen(HelpScreen(standing))
+        instructions = self.engine.instructions.listing() if self.engine else []
+        self.push_screen(HelpScreen(standing, instructions))
 
     def switch_theme(self, name: str) -> None:
         names = sorted(self.available_themes)
@@ -512,6 +530,8 @@ class MMApp(App[int]):
         self.view.fold_all()
 
     async def on_unmount(self) -> None:
+        self._window_closing = True
+        self._signals.close()
         if self.engine is not None:
             self.engine.cancel()
             await self.engine.aclose()

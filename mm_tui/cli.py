@@ -16,6 +16,30 @@ from pathlib import Path
 from mm_tui import __version__
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version (importlib.metadata, read only when
+    asked: its import is not paid at every start), the source's when mm runs uninstalled."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: object):
+        super().__init__(option_strings, dest, nargs=0, help="print mm's version and exit")
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("mm-tui")
+        except PackageNotFoundError:
+            number = __version__
+        print(f"mm {number}")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mm",
@@ -58,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
         help="run every tool call without asking",
     )
     p.add_argument("--theme", help="window theme")
-    p.add_argument("--version", action="version", version=f"mm {__version__}")
+    p.add_argument("--version", action=_Version)
     return p
 
 
@@ -91,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         from mm_tui.acp.agent import run as run_acp
 
         return run_acp(settings, cwd, demo=args.demo)
-    try:
-        return asyncio.run(_run(args, settings, cwd))
+    from mm_tui.core.stop_signals import run_stoppable
+
+    try:  # SIGTERM and SIGHUP end a mode as closing its input does (core/stop_signals.py)
+        return asyncio.run(run_stoppable(_run(args, settings, cwd)))
     except KeyboardInterrupt:
         return 130
 

@@ -12,14 +12,26 @@ import re
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from mm_tui.core.command_env import DEFAULT_EXCLUDE
 from mm_tui.core.files import resolve_path
+from mm_tui.core.paths import shown_path, user_config_dir
 
 
 class _Strict(BaseModel):
@@ -43,6 +55,68 @@ class AcpSettings(_Strict):
     title: str = "mm"
 
 
+class McpServer(_Strict):
+    """An entry of mcpServers, in the shape every MCP client uses: `command` (with `args`, `env`
+    and `cwd`) starts a server on stdio; `url` (with `headers`) reaches one over streamable
+    HTTP. `type` may say which (`stdio`, `http`); `startupTimeout` bounds its start (the
+    handshake and the list of its tools), `timeout` each call, in seconds."""
+
+    type: str | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    startup_timeout: float = Field(default=30, alias="startupTimeout", gt=0)
+    timeout: float = Field(default=60, gt=0)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> Self:
+        kind = (self.type or "").lower().replace("_", "-")
+        if kind and kind not in MCP_TYPES:
+            raise PydanticCustomError(
+                "mcp_type",
+                "type {type} is not one mm speaks: stdio (with command) or http (with url)",
+                {"type": self.type},
+            )
+        if self.command and self.url:
+            raise PydanticCustomError("mcp_both", "give command or url, not both")
+        if not (self.command or self.url):
+            raise PydanticCustomError(
+                "mcp_none", "give command (a server on stdio) or url (one over streamable HTTP)"
+            )
+        if kind and MCP_TYPES[kind] != self.transport:
+            needs = "command" if MCP_TYPES[kind] == "stdio" else "url"
+            raise PydanticCustomError(
+                "mcp_type", "type {type} needs {needs}", {"type": self.type, "needs": needs}
+            )
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise PydanticCustomError(
+                "mcp_url", "url must start with http:// or https://, not {url}", {"url": self.url}
+            )
+        return self
+
+    @property
+    def transport(self) -> str:
+        """`stdio` or `http`."""
+        return "stdio" if self.command else "http"
+
+
+MCP_TYPES = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamablehttp": "http",
+}
+"""The values of an mcpServers entry's `type` that mm accepts (lower case, `_` read as `-`);
+SSE, the transport the protocol replaced, is not among them."""
+
+MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+"""A server's name: the first part of its tools' names (`files__read`), which a model's tool
+name must allow."""
+
+
 class AgentRef(_Strict):
     """An entry of mmConfigs: an agent that ask_agent and /ask can hand work to."""
 
@@ -60,11 +134,17 @@ class Settings(_Strict):
     temperature: float | None = None
     yolo: bool = True
     bash_tool: bool = Field(default=True, alias="bashTool")
+    # Variables kept from the commands the model runs (bash, language servers): case-insensitive
+    # globs (core/command_env.py). mm's own key variables are kept from them whatever this says.
+    command_env_exclude: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EXCLUDE), alias="commandEnvExclude"
+    )
     edit_tools: bool = Field(default=True, alias="editTools")
     fetch_content_tool: bool = Field(default=False, alias="fetchContentTool")
     skills_dir: str = Field(default=".mm/skills", alias="skillsDir")
     lsp: LspSettings = Field(default_factory=LspSettings)
     mm_configs: dict[str, AgentRef] = Field(default_factory=dict, alias="mmConfigs")
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict, alias="mcpServers")
     max_output: int = Field(default=30000, alias="maxOutput", ge=1)
     preview_lines: int = Field(default=5, alias="previewLines", ge=0)
     max_turns: int = Field(default=50, alias="maxTurns", ge=1)
@@ -85,6 +165,27 @@ class Settings(_Strict):
         key = self.api_key.get_secret_value() if self.api_key is not None else None
         return (*self._read_keys, key) if key else self._read_keys
 
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_names(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
+        for name in value:
+            if not MCP_NAME.fullmatch(name):
+                raise PydanticCustomError(
+                    "mcp_name",
+                    'server name "{name}" may hold only letters, digits, - and _ (its tools '
+                    "are named <server>__<tool>)",
+                    {"name": name},
+                )
+        return value
+
+    @field_validator("command_env_exclude", mode="before")
+    @classmethod
+    def _patterns_of_a_text(cls, value: Any) -> Any:
+        """One text (MM_COMMAND_ENV_EXCLUDE, or a YAML string) holds comma-separated patterns."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
 
 # --- Loading ------------------------------------------------------------------------------------
 #
@@ -96,7 +197,7 @@ class Settings(_Strict):
 ENV_NAMES: dict[str, str] = {
     f"MM_{name.upper()}": field.alias or name
     for name, field in Settings.model_fields.items()
-    if name not in ("lsp", "acp", "mm_configs")  # nested keys come from files only
+    if name not in ("lsp", "acp", "mm_configs", "mcp_servers")  # nested keys: files only
 }
 """Environment variable -> YAML key, for every setting that can come from the environment."""
 
@@ -147,7 +248,8 @@ def load_settings(
     home: Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Merge defaults, ~/.config/mm, ./.mm, the --config agent file, MM_* variables and flags.
+    """Merge defaults, ~/.config/mm (`core/paths.py`: $XDG_CONFIG_HOME/mm when set), ./.mm, the
+    --config agent file, MM_* variables and flags.
 
     Later layers win and nested mappings (lsp, acp, mmConfigs) merge key by key, so a project file
     can change one agent of mmConfigs without repeating the others. Raises ConfigError.
@@ -156,8 +258,9 @@ def load_settings(
     home = Path.home() if home is None else home
     environ = os.environ if environ is None else environ
 
+    personal = user_config_dir(home, environ) / HOME_CONFIG.name
     layers = [
-        _read_yaml(home / HOME_CONFIG, f"~/{HOME_CONFIG}", required=False),
+        _read_yaml(personal, shown_path(personal, home), required=False),
         _read_yaml(cwd / PROJECT_CONFIG, str(PROJECT_CONFIG), required=False),
     ]
     if config_file is not None:
@@ -308,7 +411,7 @@ def _holds(data: Any, path: tuple[Any, ...]) -> bool:
 
 def _did_you_mean(key: str) -> str:
     known: dict[str, str] = {}
-    for model in (Settings, LspSettings, LspServer, AcpSettings, AgentRef):
+    for model in (Settings, LspSettings, LspServer, AcpSettings, AgentRef, McpServer):
         for name, field in model.model_fields.items():
             known[_loose(field.alias or name)] = field.alias or name
     close = difflib.get_close_matches(_loose(key), known, n=1, cutoff=0.8)

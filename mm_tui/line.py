@@ -257,6 +257,10 @@ async def run_print(engine: Engine, prompt: str, console: Console) -> int:
 
     printer = LinePrinter(console, engine.settings.preview_lines, _rejecter(console, "mm -p"))
     try:
+        # One request, and nobody to see tools arrive later: the MCP servers are waited for
+        # (each at most its startupTimeout), and what they say goes to stderr with the notes.
+        await engine.registry.ready()
+        engine.registry.listen(_to_stderr)
         ended = await engine.run_turn(prompt, printer)
     finally:
         await engine.aclose()
@@ -273,6 +277,12 @@ async def run_ask_print(engine: Engine, agent: str, prompt: str, console: Consol
     finally:
         await engine.aclose()
     return exit_status(ended)
+
+
+def _to_stderr(event: Event) -> None:
+    """What happens outside the turn's own lines in `mm -p` (an MCP server's warning)."""
+    if isinstance(event, EngineError):
+        print(f"mm: {event.message}", file=sys.stderr, flush=True)
 
 
 def _rejecter(console: Console, program: str) -> Callable[[PermissionRequested], None]:
@@ -412,6 +422,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
         return None
 
     printer = LinePrinter(console, engine.settings.preview_lines, ask)
+    engine.registry.listen(printer)  # an MCP server that fails says so when it does
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):  # not the main thread: Ctrl-C stays default

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mm_tui.config import Settings, resolve_dir
+from mm_tui.config import McpServer, Settings, resolve_dir
 from mm_tui.core.asking import AgentEntry, AgentRunner
 from mm_tui.engine.demo import DemoModel
+from mm_tui.engine.instructions import Instructions, load_instructions
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import Session, SessionError
 from mm_tui.engine.turn import Engine
-from mm_tui.tools.registry import ToolRegistry
+from mm_tui.tools.registry import ToolRegistry, ToolSource
 
 if TYPE_CHECKING:
     from mm_tui.engine.servers import Preset
@@ -27,7 +28,8 @@ class StartupError(Exception):
 @dataclass
 class Started:
     engine: Engine
-    notes: list[str]  # lines for the banner: the demo model, skipped servers, resumed session
+    notes: list[str]  # lines for the banner: the demo model, skipped servers, resumed session,
+    # the project instructions read
     warnings: list[str] = field(default_factory=list)  # those of the notes that are warnings
 
     @property
@@ -156,14 +158,32 @@ async def start(
             provider=client.provider,
             base_url=client.base_url,
         )
+    # The AGENTS.md files, read here with the rest (in the window: after its first frame).
+    instructions = load_instructions(cwd)
     engine = Engine(
-        settings, client, cwd=cwd, session=session, registry=tool_registry(settings, cwd)
+        settings,
+        client,
+        cwd=cwd,
+        session=session,
+        registry=tool_registry(settings, cwd),
+        instructions=instructions,
     )
     engine.server_answering = picked.answering
+    if settings.mcp_servers:  # they connect in the background from here; tools join when ready
+        engine.registry.add_source(mcp_pool(settings.mcp_servers, cwd))
+        engine.registry.start()
     notes.extend(await engine.learn_context_window())
     notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)
+    notes.extend(instruction_notes(instructions))
+    warnings.extend(instructions.warnings)
     return Started(engine=engine, notes=notes, warnings=warnings)
+
+
+def instruction_notes(instructions: Instructions) -> list[str]:
+    """What was read (one note, none when nothing was), then its warnings."""
+    note = instructions.note()
+    return ([note] if note else []) + list(instructions.warnings)
 
 
 def agent_runners(entries: Mapping[str, AgentEntry], command: Sequence[str] | None) -> AgentRunner:
@@ -172,6 +192,14 @@ def agent_runners(entries: Mapping[str, AgentEntry], command: Sequence[str] | No
     from mm_tui.acp.client import AgentPool
 
     return AgentPool.acquire(entries, command)
+
+
+def mcp_pool(servers: Mapping[str, McpServer], cwd: Path) -> ToolSource:
+    """MCP servers (stdio ones working in `cwd`), as a source of tools for a registry; the
+    package is loaded only when some server is configured."""
+    from mm_tui.tools.mcp import McpPool
+
+    return McpPool(servers, cwd)
 
 
 def tool_registry(settings: Settings, cwd: Path) -> ToolRegistry:

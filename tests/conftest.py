@@ -48,6 +48,16 @@ def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_instructions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The developer's ~/.config/mm/AGENTS.md must not enter the prompts and start-up notes of
+    the engines the tests start in this process: the person's configuration folder is an empty
+    one (tests that start `mm` give it its own, in the home of support/env.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
+        yield
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     """The demo's small project (greet.py, its test, a README) in this test's own folder."""

@@ -37,9 +37,9 @@ from fetch_server import WebServer
 from scripted_server import Reply, ScriptedServer, call
 from support.editor import Editor
 from support.env import clean_env
-from support.processes import processes_mentioning
+from support.processes import alive, processes_mentioning
 from support.program import MM
-from support.waiting import await_until, until
+from support.waiting import await_until, until, wait_until
 
 from mm_tui import __version__
 from mm_tui.engine.journal import flush_all
@@ -701,18 +701,97 @@ async def test_the_context_goes_to_the_editor_as_usage_updates(tmp_path: Path) -
     assert lookups.count(("GET", "/props")) == 1  # once for the process, not per session
 
 
-async def test_mcp_servers_are_accepted_and_ignored(tmp_path: Path) -> None:
+@pytest.mark.slow
+async def test_mcp_servers_of_session_new_and_load_are_used(tmp_path: Path) -> None:
+    """An editor's MCP servers (ACP's stdio entries) are honoured as mcpServers are: the
+    prompt waits for them, their tools are declared as `<server>__<tool>`, a call shows as
+    `<server>: <tool>`; one that cannot start costs a line in the log. session/load starts the
+    servers it names for the session reopened (those of the session it replaces stop); all are
+    stopped when the editor goes."""
+    import sys
+
+    from acp.schema import EnvVariable
+
+    pidfile = tmp_path / "pids"
+    server_script = str(Path(__file__).parent / "mcp_server.py")
+    files = McpServerStdio(
+        name="My files",
+        command=sys.executable,
+        args=[server_script],
+        env=[
+            EnvVariable(name="MCP_TEST_PIDFILE", value=str(pidfile)),
+            EnvVariable(name="MCP_TEST_LINGER", value="1"),  # mm must stop it, not its EOF
+        ],
+    )
+    broken = McpServerStdio(name="broken", command="/bin/false", args=[], env=[])
     client = Recorder()
-    with ScriptedServer(Reply("fine")) as server:
+    with ScriptedServer(
+        Reply(tool_calls=[call("My_files__echo", {"text": "from the editor"})]),
+        Reply("fine"),
+        Reply(tool_calls=[call("My_files__add", {"a": 1, "b": 2})]),
+        Reply(" again"),
+    ) as server:
         async with mm_acp(tmp_path, server, client) as (conn, log):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = await conn.new_session(
-                cwd=str(tmp_path),
-                mcp_servers=[McpServerStdio(name="files", command="/bin/false", args=[], env=[])],
-            )
+            init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[files, broken])
             assert await ask(conn, session.session_id, "hi") == "end_turn"
             with pytest.raises(acp.RequestError):
                 await conn.new_session(cwd="relative/folder", mcp_servers=[])
-    assert "mcpServers ignored" in log.read_text() and "files" in log.read_text()
-    assert server.requests[0].tool_names == ["bash", "read_file", "write_file", "edit_file"]
-    assert client.text() == "fine"
+            (pid,) = [int(line) for line in pidfile.read_text().split()]
+            assert alive(pid)
+            await conn.load_session(
+                cwd=str(tmp_path), session_id=session.session_id, mcp_servers=[files]
+            )
+            assert await ask(conn, session.session_id, "add") == "end_turn"
+            first, second = [int(line) for line in pidfile.read_text().split()]
+            assert first == pid and alive(second)
+            assert wait_until(lambda: not alive(first), 5), "the replaced session's server"
+        text = log.read_text()
+        requests = server.requests
+    caps = init.agent_capabilities
+    assert caps is not None and caps.mcp_capabilities is not None
+    assert (caps.mcp_capabilities.http, caps.mcp_capabilities.sse) == (True, False)
+    names = requests[0].tool_names
+    assert names[:4] == ["bash", "read_file", "write_file", "edit_file"]
+    assert "My_files__echo" in names and not any(n.startswith("broken__") for n in names)
+    started = client.start("My_files__echo")
+    assert started.title == "My_files: echo  from the editor"
+    statuses = client.statuses(started.tool_call_id)
+    assert statuses == ["pending", "in_progress", "completed", "completed"]  # then replayed
+    assert output_of(client.last(started.tool_call_id)) == "from the editor"
+    replayed = [u for u in client.starts() if u.tool_call_id == started.tool_call_id][-1]
+    assert replayed.title == "My_files: echo  from the editor"
+    assert tool_messages(requests[1]) == ["from the editor"]
+    assert "[warning: MCP server broken did not start" in text
+    assert tool_messages(requests[3]) == ["from the editor", "3"]
+    assert client.text() == "fine" + "fine" + " again"  # the answer, replayed, the next
+    assert wait_until(lambda: not alive(second), 5), "the editor's MCP server outlived mm"
+
+
+@pytest.mark.slow
+async def test_configured_mcp_servers_are_shared_by_the_sessions(tmp_path: Path) -> None:
+    import sys
+
+    pidfile = tmp_path / "pids"
+    server_script = str(Path(__file__).parent / "mcp_server.py")
+    entry = {"command": sys.executable, "args": [server_script]}
+    entry["env"] = {"MCP_TEST_PIDFILE": str(pidfile), "MCP_TEST_LINGER": "1"}
+    (tmp_path / ".mm").mkdir()
+    (tmp_path / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": {"t": entry}}))
+    client = Recorder()
+    with ScriptedServer(
+        Reply(tool_calls=[call("t__add", {"a": 1, "b": 2})]),
+        Reply("one"),
+        Reply(tool_calls=[call("t__add", {"a": 3, "b": 4})]),
+        Reply("two"),
+    ) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _):
+            first = await start(conn, tmp_path)
+            assert await ask(conn, first, "add") == "end_turn"
+            second = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            assert await ask(conn, second, "add") == "end_turn"
+            running = [int(line) for line in pidfile.read_text().split()]
+        requests = server.requests
+    assert len(running) == 1  # one server for the process, not one per session
+    assert tool_messages(requests[1]) == ["3"] and tool_messages(requests[3]) == ["7"]
+    assert wait_until(lambda: not alive(running[0]), 5), "the MCP server outlived mm"

@@ -52,3 +52,13 @@ async def test_a_reopened_session_reports_its_context(tmp_path: Path) -> None:
             await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
     usages = [u for u in editor.updates if isinstance(u, UsageUpdate)]
     assert usages and usages[-1].size == 8192 and usages[-1].used > 0
+
+
+@pytest.mark.parametrize("asked", [0, acp.PROTOCOL_VERSION, acp.PROTOCOL_VERSION + 5])
+async def test_initialize_answers_a_version_it_speaks(tmp_path: Path, asked: int) -> None:
+    """The requested version when mm supports it, else the latest it supports: a client that
+    asks for 0 (not a version) or a future one is told mm's."""
+    with ScriptedServer() as server:
+        async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+            answer = await conn.initialize(protocol_version=asked)
+    assert answer.protocol_version == acp.PROTOCOL_VERSION

@@ -77,11 +77,13 @@ DEFAULTS: dict[str, Any] = {
     "temperature": None,
     "yolo": True,
     "bash_tool": True,
+    "command_env_exclude": ["*_API_KEY", "*_TOKEN", "*_SECRET"],
     "edit_tools": True,
     "fetch_content_tool": False,
     "skills_dir": ".mm/skills",
     "lsp": {"servers": []},
     "mm_configs": {},
+    "mcp_servers": {},
     "max_output": 30000,
     "preview_lines": 5,
     "max_turns": 50,
@@ -300,6 +302,7 @@ ENV_CASES: list[tuple[str, str, str, Any]] = [
     ("MM_EDIT_TOOLS", "no", "edit_tools", False),
     ("MM_FETCH_CONTENT_TOOL", "yes", "fetch_content_tool", True),
     ("MM_PREVIEW_LINES", "9", "preview_lines", 9),
+    ("MM_COMMAND_ENV_EXCLUDE", "*_TOKEN, AWS_*", "command_env_exclude", ["*_TOKEN", "AWS_*"]),
 ]
 
 

@@ -41,7 +41,7 @@ class Probe(Widget):
 class ProbeApp(App[None]):
     def __init__(self, theme: str) -> None:
         super().__init__()
-        for loaded in load_themes():
+        for loaded in load_themes().themes:
             self.register_theme(loaded)
         self.theme = theme
 

@@ -761,7 +761,7 @@ async def test_the_scrollbar_looks_like_textuals_own(folder: Path, at: str) -> N
         def on_mount(self) -> None:
             from mm_tui.theme_files import load_themes
 
-            for loaded in load_themes():
+            for loaded in load_themes().themes:
                 self.register_theme(loaded)
             self.theme = "mm-dark"
 

@@ -37,6 +37,7 @@ class Counters:
     file_ops: int = 0
     skills: int = 0
     lsp_calls: int = 0
+    mcp_calls: int = 0  # calls of MCP servers' tools (not the reference's: mm's own)
 
     def parts(self) -> list[str]:
         """The recap's counters that are not zero, spelled as the reference spells them."""
@@ -49,6 +50,8 @@ class Counters:
             out.append(f"📖 {self.skills} skill(s)")
         if self.lsp_calls:
             out.append(f"🔎 {self.lsp_calls} lsp call(s)")
+        if self.mcp_calls:
+            out.append(f"🔌 {self.mcp_calls} mcp call(s)")
         return out
 
 

@@ -50,6 +50,7 @@ from mm_tui.core.text import one_line
 from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, RunawayDetector, loop_stop_message
+from mm_tui.engine.instructions import Instructions
 from mm_tui.engine.model_stream import (
     CONTEXT_ADVICE,
     ModelClient,
@@ -115,6 +116,7 @@ class Engine:
         session: Session,
         registry: ToolRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
+        instructions: Instructions | None = None,
     ) -> None:
         self.settings = settings
         self.client = client
@@ -124,6 +126,9 @@ class Engine:
             registry if registry is not None else ToolRegistry.from_settings(settings, cwd)
         )
         self.clock = clock
+        # The AGENTS.md files appended to the system prompt (start-up reads them; none here by
+        # default), read again for each new session.
+        self.instructions = instructions if instructions is not None else Instructions()
         self.permissions = Permissions(settings.yolo)
         self.redactor = Redactor(settings.secret_values())
         session.redactor = self.redactor
@@ -137,13 +142,17 @@ class Engine:
         self.server_answering: bool | None = None
         self._window_unread = False  # the server did not answer at start-up: ask it later
         self._declarations: list[dict[str, Any]] | None = None
+        self._declared: object = None  # the registry's version the declarations are of
         if not session.messages:
             session.messages.append({"role": "system", "content": self.system_prompt()})
 
     # -- public ----------------------------------------------------------------------------
 
     def system_prompt(self) -> str:
-        return self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT.format(cwd=self.cwd)
+        """The configured systemPrompt, else the built-in one, and after it the project
+        instructions (AGENTS.md): a configured prompt replaces the built-in one, not them."""
+        prompt = self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT.format(cwd=self.cwd)
+        return self.instructions.appended_to(prompt)
 
     @property
     def busy(self) -> bool:
@@ -185,10 +194,13 @@ class Engine:
             raise
 
     def tools(self) -> list[dict[str, Any]]:
-        """The tools' declarations, made once: the registry does not change during a session,
-        and the context meter measures them once."""
-        if self._declarations is None:
+        """The tools' declarations, made again only when the registry changed (an MCP server
+        became ready or stopped): the context meter measures each list once. Each request of a
+        turn declares the tools ready at that moment."""
+        version = self.registry.version
+        if self._declarations is None or version != self._declared:
             self._declarations = self.registry.declarations()
+            self._declared = version
         return self._declarations
 
     async def learn_context_window(self) -> list[str]:
@@ -286,7 +298,8 @@ class Engine:
     def new_session(self, session: Session) -> None:
         """`/new` (a fresh session) or a session reopened: the loop detector and the remembered
         decisions reset; the turn count is the session's own. The session left is closed (its
-        journal synced in the writer thread)."""
+        journal synced in the writer thread). A fresh session reads the project instructions
+        again; a reopened one keeps the system message it had."""
         if session is not self.session:
             self.session.close()
         self.session = session
@@ -295,7 +308,8 @@ class Engine:
         self.permissions.reset()
         self.turn_number = _turns_in(session)
         self.meter.forget_base()
-        if not session.messages:
+        if not session.messages:  # a new session: AGENTS.md as it is now (it may have changed)
+            self.instructions = self.instructions.reread()
             session.messages.append({"role": "system", "content": self.system_prompt()})
 
     # -- the turn --------------------------------------------------------------------------
@@ -691,7 +705,7 @@ class Engine:
                 continue
             tool, args = parsed
             arguments = args.model_dump()
-            state.titles[call.id] = title = f"{tool.name}  {tool.title(args)}"
+            state.titles[call.id] = title = tool.heading(args)
             emit(
                 ToolCallStarted(
                     call_id=call.id,
@@ -788,7 +802,7 @@ class Engine:
             PermissionRequested(
                 call_id=call.id,
                 tool=tool.name,
-                title=f"{tool.name}  {tool.title(args)}",
+                title=tool.heading(args),
                 details=details,
                 future=future,
             ),

@@ -1,6 +1,9 @@
-"""HelpScreen: the keys, the slash commands and the permission decisions remembered so far."""
+"""HelpScreen: the keys, the slash commands, the project instructions read and the permission
+decisions remembered so far."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -20,7 +23,10 @@ KEYS = (
         "Esc",
         "close this help or the keys panel; else take back the last queued request, else cancel the turn",
     ),
-    ("Ctrl+C", "copy the text selected with the mouse; else cancel the turn; twice when idle: quit"),
+    (
+        "Ctrl+C",
+        "copy the text selected with the mouse; else cancel the turn; twice when idle: quit",
+    ),
     ("Ctrl+O", "open or close every tool output"),
     ("Tab", "move between the prompt and the transcript (typing there goes to the prompt)"),
     ("Up, Down, Enter (transcript)", "select a tool line, fold or unfold it"),
@@ -28,7 +34,7 @@ KEYS = (
     ("a / s / r / n", "permission: allow once / for the session / reject / never"),
 )
 COMMANDS = (
-    ("/new", "a new session: fresh history, loop detector reset"),
+    ("/new", "a new session: fresh history, loop detector reset, AGENTS.md read again"),
     ("/compact", "replace the history with a summary"),
     ("/abort", "cancel the turn"),
     ("/ask AGENT …", "hand a request to an agent of mmConfigs"),
@@ -36,6 +42,11 @@ COMMANDS = (
     ("/theme [NAME]", "switch the theme"),
     ("/help", "this screen"),
     ("/quit", "leave mm"),
+)
+
+NO_INSTRUCTIONS = (
+    "mm reads AGENTS.md (or CLAUDE.md) in each folder from the repository's root down to the "
+    "working folder, and ~/.config/mm/AGENTS.md"
 )
 
 
@@ -49,9 +60,12 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,f1", "dismiss", "Close")]
 
-    def __init__(self, standing: dict[str, Decision]) -> None:
+    def __init__(
+        self, standing: dict[str, Decision], instructions: Sequence[tuple[str, str]] = ()
+    ) -> None:
         super().__init__()
         self.standing = standing
+        self.instructions = instructions  # (path, size) per file read, ("", warning) per warning
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -68,6 +82,12 @@ class HelpScreen(ModalScreen[None]):
         table.add_row(Text("Commands", style="bold underline"), "")
         for command, what in COMMANDS:
             table.add_row(command, what)
+        table.add_row("", "")
+        table.add_row(Text("Project instructions", style="bold underline"), "")
+        if not self.instructions:
+            table.add_row("(no file)", NO_INSTRUCTIONS)
+        for path, what in self.instructions:
+            table.add_row(path, Text(what, style="yellow") if not path else what)
         table.add_row("", "")
         table.add_row(Text("Decisions this session", style="bold underline"), "")
         if not self.standing:

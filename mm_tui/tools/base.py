@@ -85,7 +85,7 @@ def truncate(text: str, limit: int) -> str:
 
 
 class Tool(ABC):
-    name: ClassVar[str]
+    name: str  # a class attribute of each built-in tool; an MCP tool's own (`<server>__<tool>`)
     kind: ClassVar[str] = "other"  # the ACP kind: execute, read, edit, fetch, think, other
     counter: ClassVar[str | None] = None  # the Counters field this tool's responses count in
     Args: ClassVar[type[ToolArgs]]
@@ -119,6 +119,11 @@ class Tool(ABC):
     @abstractmethod
     def title(self, args: Any) -> str:
         """What the call does in a few words: the command, the path. Shown as `‣ <tool>  <title>`."""
+
+    def heading(self, args: Any) -> str:
+        """The call's line and the permission box's title, `<tool>  <title>` (`bash  ls`); an
+        MCP tool names its server there (`files: read  notes.txt`)."""
+        return f"{self.name}  {self.title(args)}"
 
     @abstractmethod
     def display(self, args: Any) -> str:

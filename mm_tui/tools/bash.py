@@ -12,6 +12,9 @@ hole while the command runs (`release_middle`).
 Why its own process group: cancelling the turn or hitting the timeout must stop everything the
 command started, not only the shell, and one `killpg` reaches them all.
 
+Its environment is mm's without the keys (`command_env`: mm's own key variables, the
+`commandEnvExclude` patterns), with `QUIET_ENV` on top.
+
 Markers appended to the output, each on a line of its own (a newline is added first when the
 output does not already end with one):
 
@@ -34,6 +37,7 @@ from typing import Any
 
 from pydantic import Field
 
+from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import stop_group
 from mm_tui.tools.base import (
     CANCELLED,
@@ -230,7 +234,9 @@ class BashTool(Tool):
 
     async def run(self, args: BashArgs, ctx: ToolContext) -> ToolResult:
         limit = ctx.settings.max_output
-        env = os.environ.copy()
+        # mm's keys and the secrets the exclude list names stay out of what the model runs
+        settings = ctx.settings
+        env = command_env(settings.command_env_exclude, secrets=settings.secret_values())
         env.update(QUIET_ENV)
         # Unlinked at once (O_TMPFILE on Linux): nothing is left behind whatever happens.
         with tempfile.TemporaryFile(buffering=0) as out:

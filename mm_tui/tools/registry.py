@@ -1,18 +1,44 @@
 """Which tools are declared (by the configuration's flags) and how a model's raw call becomes a
 validated one. A model's mistakes (broken JSON, a missing or mistyped field, a tool that does not
-exist) become a clear text result that names the problem, so the turn goes on."""
+exist) become a clear text result that names the problem, so the turn goes on.
+
+Besides the built-in tools, a registry holds sources of tools that come and go while mm runs:
+the MCP servers (`tools/mcp/`), whose tools are declared once their server is ready and no
+longer once it has stopped. `version` changes whenever what is declared may have."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from mm_tui.config import Settings, resolve_dir
 from mm_tui.core.asking import RunnerFactory
+from mm_tui.core.events import Event
 from mm_tui.tools.base import Tool, ToolArgs
+
+
+class ToolSource(Protocol):
+    """Tools that come and go (an MCP pool): those it declares now, and any it knows by name
+    (a stopped server's tools still answer a call, with the error that says why)."""
+
+    @property
+    def version(self) -> int: ...
+
+    def start(self) -> None: ...
+
+    def tools(self) -> list[Tool]: ...
+
+    def get(self, name: str) -> Tool | None: ...
+
+    def listen(self, emit: Callable[[Event], None]) -> None: ...
+
+    async def ready(self) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class ToolRegistry:
@@ -20,6 +46,45 @@ class ToolRegistry:
         self._tools = {tool.name: tool for tool in tools}
         # Lines for the banner: a configured tool that could not be declared, and why.
         self.warnings: list[str] = list(warnings or [])
+        self._sources: list[tuple[ToolSource, bool]] = []  # (source, owned: closed with us)
+
+    # -- sources of tools that come and go ------------------------------------------------
+
+    def add_source(self, source: ToolSource, *, owned: bool = True) -> None:
+        """Declare `source`'s tools as they become ready. An `owned` source is this registry's
+        own (started, listened to and closed with it); another is shared (an ACP agent's
+        configured MCP servers, which every session of the process uses)."""
+        self._sources.append((source, owned))
+
+    def start(self) -> None:
+        """Start the owned sources in the background (MCP servers connect); returns at once."""
+        for source, owned in self._sources:
+            if owned:
+                source.start()
+
+    def listen(self, emit: Callable[[Event], None]) -> None:
+        """Where the owned sources say what happens outside a turn (a server that did not
+        start, or stopped): the front end's `emit`. What they said before is said now."""
+        for source, owned in self._sources:
+            if owned:
+                source.listen(emit)
+
+    async def ready(self) -> None:
+        """Until every source has finished starting (each server bounded by its own start-up
+        timeout): what `mm -p` and an ACP prompt wait for."""
+        for source, _ in self._sources:
+            await source.ready()
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        return tuple(source.version for source, _ in self._sources)
+
+    def _declared(self) -> dict[str, Tool]:
+        tools = dict(self._tools)
+        for source, _ in self._sources:
+            for tool in source.tools():
+                tools.setdefault(tool.name, tool)  # a built-in tool's name wins
+        return tools
 
     @classmethod
     def from_settings(
@@ -63,28 +128,40 @@ class ToolRegistry:
         return cls(tools, warnings)
 
     async def aclose(self) -> None:
-        """Stop what the tools keep running (language servers, asked agents) when mm exits."""
+        """Stop what the tools keep running (language servers, asked agents, MCP servers) when
+        mm exits."""
         for tool in self._tools.values():
             try:
                 await tool.aclose()
             except Exception:  # noqa: BLE001 - closing must reach every tool
                 pass
+        for source, owned in self._sources:
+            if owned:
+                try:
+                    await source.aclose()
+                except Exception:  # noqa: BLE001 - as above
+                    pass
 
     @property
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._declared())
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        for source, _ in self._sources:
+            if tool is not None:
+                break
+            tool = source.get(name)
+        return tool
 
     def declarations(self) -> list[dict[str, Any]]:
-        return [tool.declaration() for tool in self._tools.values()]
+        return [tool.declaration() for tool in self._declared().values()]
 
     def parse(self, name: str, raw: str) -> tuple[Tool, ToolArgs] | str:
         """The tool and its validated arguments, or the error text for the model."""
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is None:
-            known = ", ".join(self._tools) or "none"
+            known = ", ".join(self.names) or "none"
             return f'[error: there is no tool named "{name}" — the tools are: {known}]'
         text = raw.strip() if raw else ""
         try:

@@ -576,6 +576,9 @@ def _finish(item: ToolItem, message: dict[str, Any], tool: Any, interrupted: str
         item.title = title
 
 
+_COUNTERS = ("commands", "file_ops", "skills", "lsp_calls", "mcp_calls")
+
+
 def _recap(record: dict[str, Any], turn: int) -> RecapItem:
     """A turn record's recap line, made by the same `TurnEnded.recap` as the live one."""
     from mm_tui.core.events import Counters, TurnEnded, Usage
@@ -588,9 +591,7 @@ def _recap(record: dict[str, Any], turn: int) -> RecapItem:
     window = _int(record.get("context_window")) or None
     event = TurnEnded(
         turn=turn,
-        counters=Counters(
-            **{k: _int(counted.get(k)) for k in ("commands", "file_ops", "skills", "lsp_calls")}
-        ),
+        counters=Counters(**{k: _int(counted.get(k)) for k in _COUNTERS}),
         elapsed=_float(record.get("elapsed")),
         usage=Usage(_int(used.get("prompt_tokens")), _int(used.get("completion_tokens"))),
         stop_reason=reason,  # type: ignore[arg-type] - as the engine wrote it

@@ -14,8 +14,9 @@ What is left out, and why (`leaks`):
 - COLUMNS, LINES: the size of the developer's terminal; what runs here has its own terminal or
   none, and Rich would take these over it.
 
-HOME is the test's folder (no ~/.config/mm/config.yaml of the developer's), and XDG_STATE_HOME
-a folder in it (the logs of asked agents, line mode's history); the rest (PATH, LANG, the
+HOME is the test's folder (no ~/.config/mm/config.yaml of the developer's), XDG_STATE_HOME
+a folder in it (the logs of asked agents, line mode's history), and XDG_CONFIG_HOME too (no
+~/.config/mm/AGENTS.md of the developer's, wherever their XDG_CONFIG_HOME points); the rest (PATH, LANG, the
 virtual environment's variables) is kept: the program needs it to run as it runs for a person.
 """
 
@@ -40,7 +41,11 @@ def leaks(name: str) -> bool:
 
 
 def home_variables(home: Path) -> dict[str, str]:
-    return {"HOME": str(home), "XDG_STATE_HOME": str(home / ".local" / "state")}
+    return {
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+    }
 
 
 def clean_env(home: Path, extra: Mapping[str, str] | None = None, **more: str) -> dict[str, str]:

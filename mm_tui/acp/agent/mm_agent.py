@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +14,13 @@ import acp
 from acp.schema import (
     AgentCapabilities,
     ForkSessionResponse,
+    HttpMcpServer,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
+    McpServerStdio,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -31,11 +36,12 @@ from mm_tui.acp.agent.acp_session import AcpSession
 from mm_tui.acp.agent.content import prompt_text
 from mm_tui.acp.agent.replay import replay
 from mm_tui.acp.agent.translate import send_events, translate
-from mm_tui.config import Settings, resolve_dir
-from mm_tui.core.events import Event
+from mm_tui.config import McpServer, Settings, resolve_dir
+from mm_tui.core.events import EngineError, Event
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import Session, SessionError, list_sessions
 from mm_tui.engine.turn import Engine
+from mm_tui.tools.registry import ToolRegistry, ToolSource
 
 log = logging.getLogger("mm.acp")
 
@@ -65,6 +71,7 @@ class MMAgent(acp.Agent):
         self._window_lock = asyncio.Lock()
         self._window: tuple[Any] | None = None  # (the model's ContextWindow or None), once learned
         self._sessions: dict[str, AcpSession] = {}
+        self._mcp: ToolSource | None = None  # the configured MCP servers, shared by the sessions
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -100,6 +107,9 @@ class MMAgent(acp.Agent):
         for state in self._sessions.values():
             with contextlib.suppress(Exception):
                 await state.engine.registry.aclose()
+        if self._mcp is not None:
+            with contextlib.suppress(Exception):
+                await self._mcp.aclose()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.aclose()
@@ -115,7 +125,13 @@ class MMAgent(acp.Agent):
     ) -> InitializeResponse:
         client = await self._model()
         return InitializeResponse(
-            protocol_version=min(protocol_version, acp.PROTOCOL_VERSION),
+            # The requested version when mm speaks it, else the latest it speaks (the
+            # protocol's rule: a client asking for 0, or for a version from the future, is told 1).
+            protocol_version=(
+                protocol_version
+                if 1 <= protocol_version <= acp.PROTOCOL_VERSION
+                else acp.PROTOCOL_VERSION
+            ),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 # Text, and resources embedded in a prompt (turned into text); no images or audio.
@@ -123,6 +139,8 @@ class MMAgent(acp.Agent):
                     image=False, audio=False, embedded_context=True
                 ),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                # MCP servers of session/new and session/load: stdio, and streamable HTTP
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             agent_info=Implementation(
                 name="mm", title=self.settings.acp.title, version=__version__
@@ -138,7 +156,7 @@ class MMAgent(acp.Agent):
         **kwargs: Any,
     ) -> NewSessionResponse:
         folder = _session_cwd(cwd)
-        _note_mcp(mcp_servers)
+        servers = _mcp_servers(mcp_servers)
         client = await self._model()
         session = Session.new(
             resolve_dir(self.settings.sessions_dir, folder),
@@ -147,7 +165,7 @@ class MMAgent(acp.Agent):
             provider=client.provider,
             base_url=client.base_url,
         )
-        await self._open(session, folder, client)
+        await self._open(session, folder, client, servers)
         log.info("session %s in %s", session.id, folder)
         return NewSessionResponse(session_id=session.id, field_meta=self._meta(client))
 
@@ -162,7 +180,7 @@ class MMAgent(acp.Agent):
         """Reopen a session of the session folder and replay its history as updates before
         answering, as the protocol asks: user messages, agent messages, tool calls finished."""
         folder = _session_cwd(cwd)
-        _note_mcp(mcp_servers)
+        servers = _mcp_servers(mcp_servers)
         running = self._sessions.get(session_id)
         if running is not None and running.prompting:
             raise acp.RequestError.invalid_request(
@@ -173,7 +191,7 @@ class MMAgent(acp.Agent):
         except SessionError as exc:
             raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
         client = await self._model()
-        state = await self._open(session, folder, client)
+        state = await self._open(session, folder, client, servers)
         await replay(state, self.settings)
         usage = state.engine.context_usage()
         if usage is not None:
@@ -207,6 +225,16 @@ class MMAgent(acp.Agent):
         text = prompt_text(prompt)
         state.prompting, state.cancel_requested, state.text_sent = True, False, False
         state.ids.clear()
+        try:
+            # The session's MCP servers (an editor's, the configured ones) have started or
+            # failed before the model hears of the tools: an editor gave them for this prompt.
+            await state.engine.registry.ready()
+        except BaseException:
+            state.prompting = False
+            raise
+        if state.cancel_requested:  # while they started: no turn
+            state.prompting = False
+            return PromptResponse(stop_reason="cancelled")
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         sender = asyncio.create_task(send_events(state, queue))
         try:
@@ -281,17 +309,29 @@ class MMAgent(acp.Agent):
 
     # -- sessions ----------------------------------------------------------------------------
 
-    async def _open(self, session: Session, folder: Path, client: ModelClient) -> AcpSession:
-        from mm_tui.startup import tool_registry
+    async def _open(
+        self,
+        session: Session,
+        folder: Path,
+        client: ModelClient,
+        servers: Mapping[str, McpServer] | None = None,
+    ) -> AcpSession:
+        from mm_tui.engine.instructions import load_instructions
 
+        instructions = load_instructions(folder)  # the session's folder's AGENTS.md files
         engine = Engine(
             self.settings,
             client,
             cwd=folder,
             session=session,
-            registry=tool_registry(self.settings, folder),
+            registry=self._registry(folder, servers),
+            instructions=instructions,
         )
         for warning in engine.registry.warnings:
+            log.warning("%s", warning)
+        if instructions.note():
+            log.info("%s", instructions.note())
+        for warning in instructions.warnings:
             log.warning("%s", warning)
         for warning in session.warnings:
             log.warning("%s", warning)
@@ -302,6 +342,25 @@ class MMAgent(acp.Agent):
         state = AcpSession(id=session.id, engine=engine, conn=self._conn)
         self._sessions[session.id] = state
         return state
+
+    def _registry(self, folder: Path, servers: Mapping[str, McpServer] | None) -> ToolRegistry:
+        """A session's tools: the built-in ones in its folder, the configured MCP servers
+        (started at the first session, in the process's folder, shared by every session), and
+        the editor's servers for this session (working in its folder, stopped with it)."""
+        from mm_tui.startup import mcp_pool, tool_registry
+
+        registry = tool_registry(self.settings, folder)
+        if self.settings.mcp_servers:
+            if self._mcp is None:
+                self._mcp = mcp_pool(self.settings.mcp_servers, self.cwd)
+                self._mcp.listen(_log_warning)
+                self._mcp.start()
+            registry.add_source(self._mcp, owned=False)
+        if servers:
+            registry.add_source(mcp_pool(servers, folder))
+        registry.listen(_log_warning)
+        registry.start()
+        return registry
 
     async def _learn_window(self, engine: Engine) -> None:
         """The model's context window, asked of the server for the first session only: every
@@ -332,7 +391,35 @@ def _session_cwd(cwd: str) -> Path:
     return path
 
 
-def _note_mcp(servers: list[Any] | None) -> None:
-    if servers:
-        names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
-        log.info("mcpServers ignored (mm calls no MCP server): %s", names)
+def _mcp_servers(servers: list[Any] | None) -> dict[str, McpServer]:
+    """An editor's MCP servers as mcpServers entries, by a name a tool's name can start with
+    (`My files` is `My_files`). Those mm cannot reach (SSE, ACP) are logged and left out."""
+    found: dict[str, McpServer] = {}
+    for server in servers or []:
+        given = str(getattr(server, "name", "") or "")
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", given).lstrip("_-") or "mcp"
+        try:
+            if isinstance(server, McpServerStdio):
+                env = {variable.name: variable.value for variable in server.env}
+                entry = McpServer(command=server.command, args=list(server.args), env=env)
+            elif isinstance(server, HttpMcpServer):
+                headers = {header.name: header.value for header in server.headers}
+                entry = McpServer(url=server.url, headers=headers)
+            else:
+                kind = getattr(server, "type", type(server).__name__)
+                log.warning("MCP server %s left out: mm speaks stdio and http, not %s", given, kind)
+                continue
+        except ValueError as exc:  # pydantic's ValidationError: a url that is not http(s)
+            log.warning("MCP server %s left out: %s", given, str(exc).splitlines()[-1].strip())
+            continue
+        if name in found:
+            log.warning("MCP server %s left out: a server named %s is already given", given, name)
+            continue
+        found[name] = entry
+    return found
+
+
+def _log_warning(event: Event) -> None:
+    """What an MCP pool says outside a turn, in the log: ACP has no notice to carry it."""
+    if isinstance(event, EngineError):
+        log.warning("%s", event.message)

@@ -65,7 +65,7 @@ async def _replay_call(
 
         tool, args = parsed
         ctx = ToolContext(cwd=state.engine.cwd, settings=settings)
-        title, kind = f"{name}  {tool.title(args)}", tool.kind_for(args)
+        title, kind = tool.heading(args), tool.kind_for(args)
         locations, arguments = tool.locations(args, ctx), args.model_dump()
     status, output, diff, elapsed = "cancelled", INTERRUPTED, None, 0.0
     if result is not None:

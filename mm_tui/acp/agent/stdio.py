@@ -19,6 +19,7 @@ import acp
 from mm_tui import __version__
 from mm_tui.acp.agent.mm_agent import MMAgent
 from mm_tui.config import Settings
+from mm_tui.core.stop_signals import run_stoppable
 
 log = logging.getLogger("mm.acp")
 
@@ -105,9 +106,9 @@ async def serve(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
 
 
 def run(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
-    """`mm -acp`."""
+    """`mm -acp`. SIGTERM and SIGHUP end it as closing stdin does (`core/stop_signals.py`)."""
     configure_logging()
     try:
-        return asyncio.run(serve(settings, cwd, demo=demo))
+        return asyncio.run(run_stoppable(serve(settings, cwd, demo=demo)))
     except KeyboardInterrupt:
         return 130

@@ -95,7 +95,9 @@ class AgentPool:
 
     def child_env(self, entry: AgentEntry) -> dict[str, str]:
         """This process's environment, one level deeper; the MM_ variables of the keys the
-        agent file sets are left out, so that the agent file, not this shell, defines the agent."""
+        agent file sets are left out, so that the agent file, not this shell, defines the agent.
+        Not `core.command_env`: the child is mm itself, which needs the key (MM_API_KEY,
+        OPENAI_API_KEY) to reach its model; its own bash commands get the keys taken away."""
         env = dict(os.environ)
         env[DEPTH_VAR] = str(current_depth() + 1)
         own = set(agent_file_settings(entry.config))

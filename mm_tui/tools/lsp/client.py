@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui import __version__
+from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import kill_group
 from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 
@@ -166,6 +167,8 @@ class LspClient:
     request_timeout: float = REQUEST_TIMEOUT
     initialize_timeout: float = INITIALIZE_TIMEOUT
     apply_edit: ApplyEdit | None = None  # how workspace/applyEdit is carried out
+    # its environment: None for mm's without the keys (`command_env` with the default patterns)
+    env: dict[str, str] | None = None
 
     capabilities: dict[str, Any] = field(default_factory=dict)
     server_info: dict[str, Any] = field(default_factory=dict)
@@ -239,6 +242,7 @@ class LspClient:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self.root,
+                env=self.env if self.env is not None else command_env(),
                 # its own session: a Ctrl-C meant for mm's terminal must not kill the server
                 start_new_session=True,
             )

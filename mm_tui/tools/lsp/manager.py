@@ -14,11 +14,13 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mm_tui.config import LspServer
+from mm_tui.core.command_env import command_env
 from mm_tui.core.files import read_text
 from mm_tui.tools.lsp.client import (
     INITIALIZE_TIMEOUT,
@@ -96,8 +98,10 @@ class ServerManager:
         servers: list[LspServer],
         request_timeout: float = REQUEST_TIMEOUT,
         initialize_timeout: float = INITIALIZE_TIMEOUT,
+        env: Callable[[], dict[str, str]] = command_env,
     ) -> None:
         self.configs = servers
+        self.env = env  # a server's environment, made as it starts: mm's without the keys
         self.request_timeout = request_timeout
         self.initialize_timeout = initialize_timeout
         self._servers: dict[tuple[str, Path], Server] = {}
@@ -141,6 +145,7 @@ class ServerManager:
             server.pending = None
         config = server.config
         command = shutil.which(config.command) or config.command
+        env = self.env()
         client = LspClient(
             name=config.name,
             command=command,
@@ -149,10 +154,11 @@ class ServerManager:
             request_timeout=self.request_timeout,
             initialize_timeout=self.initialize_timeout,
             apply_edit=self.apply_edit,
+            env=env,
         )
         probe = None
         if server.has_linter is None and _is_pylsp(command):
-            probe = asyncio.create_task(asyncio.to_thread(pylsp_has_linter, command))
+            probe = asyncio.create_task(asyncio.to_thread(pylsp_has_linter, command, env))
         try:
             await client.start()
         except LspError:
@@ -336,7 +342,7 @@ print(" ".join(found))
 """
 
 
-def pylsp_has_linter(command: str) -> bool | None:
+def pylsp_has_linter(command: str, env: dict[str, str] | None = None) -> bool | None:
     """Whether pylsp can lint at all: without pyflakes, pycodestyle or another lint plugin it
     still publishes an empty list for every file, which must not read as "clean". The plugins
     are pylsp's entry points; one whose module loads and has a `pylsp_lint` hook is a linter
@@ -359,6 +365,7 @@ def pylsp_has_linter(command: str) -> bool | None:
             text=True,
             timeout=20,
             check=False,
+            env=command_env() if env is None else env,  # it loads the plugins: no keys either
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mm_tui.config import LspServer, Settings
+from mm_tui.core.command_env import command_env
 from mm_tui.core.files import read_text
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
 from mm_tui.tools.lsp.args import (
@@ -77,11 +79,12 @@ class LspTool(Tool):
         request_timeout: float = REQUEST_TIMEOUT,
         initialize_timeout: float = INITIALIZE_TIMEOUT,
         diagnostics_wait: float = DIAGNOSTICS_WAIT,
+        env: Callable[[], dict[str, str]] = command_env,
     ) -> None:
         self.servers = servers
         self.cwd = Path(os.path.abspath(cwd))
         self.diagnostics_wait = diagnostics_wait
-        self.manager = ServerManager(servers, request_timeout, initialize_timeout)
+        self.manager = ServerManager(servers, request_timeout, initialize_timeout, env)
         self.manager.apply_edit = apply_workspace_edit
         self._locks: dict[tuple[int, str, Path], asyncio.Lock] = {}
         self._pulled: dict[str, list[dict[str, Any]]] = {}  # uri -> last pulled full report
@@ -106,7 +109,12 @@ class LspTool(Tool):
                 "[warning: no lsp server found on the PATH — the lsp tool is not declared]"
             )
             return None, warnings
-        return cls(found, cwd), warnings
+
+        # the servers run the project's code (plugins, build scripts): no keys for them either
+        def env() -> dict[str, str]:
+            return command_env(settings.command_env_exclude, secrets=settings.secret_values())
+
+        return cls(found, cwd, env=env), warnings
 
     # --- declaration and display -------------------------------------------------------------
 

@@ -1,0 +1,60 @@
+"""The environment of the commands the model chooses: mm's own without its secrets.
+
+A bash command copied `os.environ`, so the model could run `curl … -H "Authorization: Bearer
+$OPENAI_API_KEY"` against any host, or print a token that the redactor does not know. Every
+process mm starts for the model (a bash command, a language server) gets `command_env()`
+instead, which leaves out:
+
+- mm's own key variables, `MM_API_KEY` and `OPENAI_API_KEY` (`redact.ENV_VARIABLES`), always,
+  whatever the exclude list says: nothing the model runs needs mm's key;
+- every variable whose name matches a pattern of the `commandEnvExclude` setting (shell globs,
+  `*` `?` `[…]`, matched without regard to case), by default `*_API_KEY`, `*_TOKEN`, `*_SECRET`,
+  as Codex does; an empty list keeps those;
+- any variable whose value is one of the keys mm holds (`secrets`: the configured key, which a
+  person may keep in a variable of their own name, `GROQ_KEY` say), when it is long enough to
+  be a key (`redact.MIN_LENGTH`: placeholder keys such as `ollama` are no secret).
+
+Not for mm's own children: an asked agent (`mm -acp`, acp/client/pool.py) is mm itself, which
+needs the key to reach its model, and keeps the whole environment.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping
+
+from mm_tui.core.redact import ENV_VARIABLES, MIN_LENGTH
+
+DEFAULT_EXCLUDE: tuple[str, ...] = ("*_API_KEY", "*_TOKEN", "*_SECRET")
+"""The `commandEnvExclude` setting's default."""
+
+ALWAYS_EXCLUDED: tuple[str, ...] = ENV_VARIABLES
+"""mm's own key variables, left out whatever the exclude list says."""
+
+
+def excluded(name: str, patterns: Iterable[str] = DEFAULT_EXCLUDE) -> bool:
+    """Whether the variable `name` is kept from commands: one of mm's own keys, or matching one
+    of `patterns` (case-insensitive globs)."""
+    upper = name.upper()
+    if upper in ALWAYS_EXCLUDED:
+        return True
+    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in patterns)
+
+
+def command_env(
+    exclude: Iterable[str] = DEFAULT_EXCLUDE,
+    *,
+    secrets: Iterable[str | None] = (),
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """A copy of `environ` (this process's by default) for a command the model runs: without
+    mm's key variables, the variables `exclude` matches, and those holding one of `secrets`."""
+    environ = os.environ if environ is None else environ
+    patterns = tuple(exclude)
+    values = {s for s in secrets if s and len(s) >= MIN_LENGTH}
+    return {
+        name: value
+        for name, value in environ.items()
+        if not excluded(name, patterns) and value not in values
+    }

@@ -1,0 +1,66 @@
+"""SIGTERM and SIGHUP stop mm the way closing its input does, in every mode.
+
+Why: Python's default for both is to die at once, with no `finally` run. The commands a tool
+started live in process groups of their own (so that stopping one stops its helpers), and they
+outlived mm, still writing files, when an editor stopped `mm -acp` with SIGTERM or a terminal
+closed under window mode (SIGHUP). Handled here, the signal cancels the mode's main task: the
+turn is cancelled as Esc cancels it (tools stop their process groups, the history is put in
+order and saved), the engine closes, and mm exits with 128 + the signal's number, as a shell
+reports a death by that signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def on_stop_signal(stop: Callable[[int], object]) -> Iterator[list[int]]:
+    """While inside, the first SIGTERM or SIGHUP calls `stop(signum)` on the running loop (later
+    ones are ignored: mm is already stopping). Yields the list of the signal received, empty
+    until one is. Where the loop cannot take signal handlers (not the main thread), nothing
+    changes."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def handle(signum: int) -> None:
+        if not received:
+            received.append(signum)
+            stop(signum)
+
+    installed: list[int] = []
+    for signum in STOP_SIGNALS:
+        try:
+            loop.add_signal_handler(signum, handle, signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue
+        installed.append(signum)
+    try:
+        yield received
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+async def run_stoppable(main: Coroutine[Any, Any, int]) -> int:
+    """Await a mode's main coroutine; a stop signal cancels it (its `finally` clauses run) and
+    the result is 128 + the signal's number."""
+    task = asyncio.current_task()
+    assert task is not None, "run_stoppable runs inside a task"
+    with on_stop_signal(lambda _signum: task.cancel()) as received:
+        result = 0
+        try:
+            result = await main
+        except asyncio.CancelledError:
+            if not received:
+                raise
+            task.uncancel()
+        # a stop is reported also when the mode took the cancellation as its end (the ACP
+        # connection ends quietly when cancelled)
+        return 128 + received[0] if received else result

@@ -1,0 +1,372 @@
+"""One MCP server's connection, through the official `mcp` SDK: started, listed, called, lost,
+stopped. The pool loads this module in a thread (the SDK takes about half a second to import).
+
+The SDK's transports are anyio context managers whose task groups must be entered and left in
+one task, so each server lives in a task of its own (`_run`): it connects, says it is ready,
+and waits until it is stopped or its connection ends. Calls come from the turn's task and race
+the end of the connection, so a server that dies in the middle of a call fails that call at
+once rather than at its timeout.
+
+What can go wrong, and what it costs (one warning each, said by the pool; never the session):
+- the server does not start (no such command, it exits, it refuses the handshake, no answer
+  within `startupTimeout`): its tools are never declared;
+- its connection ends (the process died; an HTTP server stopped answering): its tools are no
+  longer declared, and a call to one of them returns an error saying the server stopped;
+- a call gets no answer within `timeout`: the call fails, the server is stopped and its tools
+  go, since a server that hung once would make every later call wait as long.
+A stdio server's stderr goes to a temporary file (never onto mm's screen); its last line says
+why the server stopped, when it says anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx
+from mcp import ClientSession, McpError, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.message import SessionMessage
+
+from mm_tui import __version__
+from mm_tui.config import McpServer, resolve_dir
+from mm_tui.core.text import one_line
+
+# The SDK logs what it cannot parse and what its tasks meet; without a handler, Python's last
+# resort would print that on mm's screen. Handlers above (ACP's log file) still get it.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+State = Literal["starting", "ready", "failed", "closed"]
+STDERR_TAIL = 4096  # bytes of a server's stderr read back for the reason it stopped
+
+
+@dataclass
+class Outcome:
+    """What a call gives the model: the result's text, and whether it is an error."""
+
+    text: str
+    is_error: bool = False
+
+
+@dataclass
+class Listed:
+    """A tool as its server lists it."""
+
+    name: str
+    description: str | None
+    schema: dict[str, Any]
+
+
+class Link:
+    """One server. `on_change(link)` is called when it becomes ready and when it fails (`error`
+    then says why: the pool turns it into the warning)."""
+
+    def __init__(
+        self,
+        name: str,
+        config: McpServer,
+        cwd: Path,
+        on_change: Callable[[Link], None],
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.cwd = cwd
+        self.on_change = on_change
+        self.state: State = "starting"
+        self.error: str | None = None  # why it failed
+        self.was_ready = False  # it failed after it had started (it stopped, not "did not start")
+        self.tools: list[Listed] = []
+        self._session: ClientSession | None = None
+        self._started = asyncio.Event()  # start-up is over, ready or not
+        self._gone = asyncio.Event()  # the connection ended, or the link is being stopped
+        self._task: asyncio.Task[None] | None = None
+        self._starting = anyio.CancelScope()  # the handshake, cut short when mm stops first
+        self._errlog: Any = None  # a stdio server's stderr, in a temporary file
+
+    # -- life ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"mcp server {self.name}"
+            )
+
+    async def started(self) -> None:
+        """Until start-up is over (ready, or failed)."""
+        await self._started.wait()
+
+    async def aclose(self, timeout: float = 8.0) -> None:
+        """Stop the server (a stdio server: its stdin closed, then SIGTERM, then SIGKILL, as the
+        SDK does it) and wait for its task."""
+        if self.state in ("starting", "ready"):
+            self.state = "closed"
+        self._gone.set()
+        self._starting.cancel()
+        task = self._task
+        if task is None:
+            self._started.set()
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except TimeoutError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        except Exception:  # noqa: BLE001 - _run reports its own failures
+            pass
+
+    def _fail(self, reason: str) -> None:
+        """The server is lost (once): its task stops it, and the pool says so."""
+        if self.state in ("failed", "closed"):
+            return
+        self.was_ready = self.state == "ready"
+        self.state = "failed"
+        self.error = reason
+        self._gone.set()
+        self._started.set()
+        self.on_change(self)
+
+    async def _run(self) -> None:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                session = await self._connect(stack)
+                tools: list[Listed] = []
+                try:
+                    with self._starting, anyio.fail_after(self.config.startup_timeout):
+                        await session.initialize()
+                        tools = await _list_tools(session)
+                except TimeoutError:
+                    self._fail(f"no answer within {self.config.startup_timeout:g} s")
+                    return
+                if self.state != "starting":  # stopped while it started
+                    return
+                self._session, self.tools = session, tools
+                self.state = "ready"
+                self._started.set()
+                self.on_change(self)
+                await self._gone.wait()
+                if self.state == "ready":  # not stopped by mm: the connection ended
+                    self._fail(self._lost_reason("its connection closed"))
+        except asyncio.CancelledError:
+            if self.state in ("starting", "ready"):
+                self._fail("cancelled")
+            raise
+        except BaseException as exc:  # noqa: BLE001 - every way a server fails costs a warning
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            self._fail(self._reason(exc))
+        finally:
+            self._session = None
+            self._started.set()
+            self._gone.set()
+            if self._errlog is not None:
+                self._errlog.close()
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> ClientSession:
+        """The transport, a pump that notices when it ends, and the SDK's session over them."""
+        config = self.config
+        if config.transport == "stdio":
+            assert config.command is not None
+            self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            folder = resolve_dir(config.cwd, self.cwd) if config.cwd else self.cwd
+            params = StdioServerParameters(
+                command=config.command, args=config.args, env=config.env or None, cwd=folder
+            )
+            read, write = await stack.enter_async_context(stdio_client(params, self._errlog))
+        else:
+            assert config.url is not None
+            client = create_mcp_http_client(headers=config.headers or None)
+            await stack.enter_async_context(client)
+            read, write, _ = await stack.enter_async_context(
+                streamable_http_client(config.url, http_client=client)
+            )
+        # The session reads through a pump, so that the end of the transport's stream (the
+        # server's process died) is known at once, not at the next call's timeout.
+        sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def pump() -> None:
+            try:
+                async with sender:
+                    async for item in read:
+                        await sender.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+            finally:
+                self._gone.set()
+
+        group = await stack.enter_async_context(anyio.create_task_group())
+        group.start_soon(pump)
+        stack.callback(group.cancel_scope.cancel)  # left before the group: the pump stops
+        info = types.Implementation(name="mm", version=__version__)
+        return await stack.enter_async_context(ClientSession(receiver, write, client_info=info))
+
+    # -- calls -----------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Outcome:
+        """Call `tool`; never raises but for cancellation. A call that gets no answer in time
+        stops the server."""
+        session = self._session
+        if self.state != "ready" or session is None:
+            return Outcome(self._unavailable(tool), is_error=True)
+        timeout = self.config.timeout
+        calling = asyncio.ensure_future(session.call_tool(tool, arguments))
+        lost = asyncio.ensure_future(self._gone.wait())
+        finished = False
+        try:
+            await asyncio.wait({calling, lost}, timeout=timeout, return_when="FIRST_COMPLETED")
+        finally:
+            lost.cancel()
+            finished = calling.done()
+            if not finished:  # cancelled (Esc), lost, or no answer in time
+                calling.cancel()
+                await asyncio.gather(calling, return_exceptions=True)
+        exc = calling.exception() if finished else None
+        if finished and exc is None:
+            return result_outcome(calling.result())
+        if self._gone.is_set() or _connection_closed(exc):
+            if self._task is not None:  # its task says why, as it ends (a second at most)
+                await asyncio.wait({self._task}, timeout=2.0)
+            self._fail(self._lost_reason(f"it stopped during a call of {tool}"))
+            why = f" ({self.error})" if self.error else ""
+            return Outcome(
+                f"[error: the MCP server {self.name} stopped during this call of {tool}{why} — "
+                "its tools are gone for this session]",
+                is_error=True,
+            )
+        if not finished:
+            self._fail(f"{tool} got no answer within {timeout:g} s")
+            return Outcome(
+                f"[error: {self.name}: {tool} got no answer within {timeout:g} s — the MCP "
+                "server is stopped, and its tools are gone for this session]",
+                is_error=True,
+            )
+        if isinstance(exc, McpError):
+            return Outcome(f"[error: {self.name}: {tool}: {exc.error.message}]", is_error=True)
+        return Outcome(f"[error: {self.name}: {tool}: {type(exc).__name__}: {exc}]", is_error=True)
+
+    def _unavailable(self, tool: str) -> str:
+        if self.state == "starting":
+            return f"[error: the MCP server {self.name} is still starting — call {tool} again soon]"
+        why = f" ({self.error})" if self.error else ""
+        return (
+            f"[error: the MCP server {self.name} has stopped{why} — {tool} cannot run; its "
+            "tools are gone for this session]"
+        )
+
+    # -- reasons ---------------------------------------------------------------------------
+
+    def _reason(self, exc: BaseException) -> str:
+        """A failure in a few words, from the first real exception of an exception group."""
+        exc = _root(exc)
+        config = self.config
+        if isinstance(exc, FileNotFoundError) and config.transport == "stdio":
+            if config.cwd and not resolve_dir(config.cwd, self.cwd).is_dir():
+                return f"no such folder: {resolve_dir(config.cwd, self.cwd)}"
+            return f"no such command: {config.command}"
+        if isinstance(exc, PermissionError) and config.transport == "stdio":
+            return f"{config.command} cannot be run (permission denied)"
+        if isinstance(exc, httpx.HTTPStatusError):
+            return f"{config.url} answered HTTP {exc.response.status_code}"
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return f"cannot connect to {config.url}"
+        if isinstance(exc, httpx.HTTPError):
+            return f"{config.url}: {type(exc).__name__}: {exc}"
+        if isinstance(exc, McpError):
+            if exc.error.code == types.CONNECTION_CLOSED:
+                return self._lost_reason("it closed the connection")
+            if config.transport == "http" and exc.error.message == "Session terminated":
+                return f"{config.url} answered HTTP 404"  # how the SDK says a 404
+            return f"it refused: {exc.error.message}"
+        return one_line(f"{type(exc).__name__}: {exc}", 200)
+
+    def _lost_reason(self, what: str) -> str:
+        """`what`, and the last line the server wrote on stderr, when it wrote one."""
+        last = self._stderr_tail()
+        return f"{what}: {last}" if last else what
+
+    def _stderr_tail(self) -> str:
+        log = self._errlog
+        if log is None or log.closed:
+            return ""
+        try:
+            fd = log.fileno()
+            size = os.fstat(fd).st_size
+            start = max(0, size - STDERR_TAIL)
+            tail = os.pread(fd, size - start, start).decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        return one_line(lines[-1], 200) if lines else ""
+
+
+async def _list_tools(session: ClientSession) -> list[Listed]:
+    """Every tool, page after page."""
+    tools: list[Listed] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(cursor)
+        tools.extend(
+            Listed(tool.name, tool.description or tool.title, dict(tool.inputSchema))
+            for tool in page.tools
+        )
+        cursor = page.nextCursor
+        if not cursor:
+            return tools
+
+
+def result_outcome(result: types.CallToolResult) -> Outcome:
+    """A tool's result as text: its text parts joined, each image, audio clip or resource one
+    line that says what it is; the structured content when there is nothing else."""
+    parts = [content_text(block) for block in result.content]
+    if not parts and result.structuredContent is not None:
+        parts = [json.dumps(result.structuredContent, ensure_ascii=False)]
+    return Outcome("\n".join(parts), is_error=result.isError)
+
+
+def content_text(block: types.ContentBlock) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.ImageContent | types.AudioContent):
+        return f"[{block.type}: {block.mimeType}, {_size(len(block.data) * 3 // 4)}]"
+    if isinstance(block, types.ResourceLink):
+        what = ", ".join(p for p in (block.name, block.mimeType) if p)
+        return f"[resource link: {block.uri}{f' ({what})' if what else ''}]"
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, types.TextResourceContents):
+            size = f"{len(resource.text):,} characters"
+        else:
+            size = _size(len(resource.blob) * 3 // 4)
+        mime = f"{resource.mimeType}, " if resource.mimeType else ""
+        return f"[resource: {resource.uri} ({mime}{size})]"
+    return f"[{getattr(block, 'type', 'content')}]"
+
+
+def _size(count: int) -> str:
+    return f"{count:,} bytes"
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The first exception of a group that is not a cancellation."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        if not inner:
+            break
+        exc = inner[0]
+    return exc
+
+
+def _connection_closed(exc: BaseException | None) -> bool:
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError):
+        return True
+    return isinstance(exc, McpError) and exc.error.code == types.CONNECTION_CLOSED

@@ -1,0 +1,148 @@
+"""The MCP servers of one configuration (mcpServers, or an editor's session/new): started in the
+background, their tools offered as each server becomes ready, a warning for each server that
+fails, all stopped on exit. A `ToolSource` of the tool registry.
+
+`start()` returns at once: a task loads the SDK in a thread (about half a second of imports,
+kept off the event loop, so the window keeps drawing) and connects every server at the same
+time. The engine asks for the tools before each request to the model, so a request sent before
+a server is ready goes with the tools ready so far, and the next request of the same turn
+already has the server's. `ready()` waits until every server has started or failed (`mm -p`
+and an ACP prompt wait for it: they have one request and nobody to see tools arrive later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mm_tui.config import McpServer
+from mm_tui.core.events import EngineError, Event
+from mm_tui.core.text import one_line
+from mm_tui.tools.base import Tool
+from mm_tui.tools.mcp.tool import McpTool
+
+if TYPE_CHECKING:
+    from mm_tui.tools.mcp.link import Link
+
+SDK_MODULE = "mm_tui.tools.mcp.link"
+
+
+class McpPool:
+    def __init__(self, servers: Mapping[str, McpServer], cwd: Path) -> None:
+        self.servers = dict(servers)
+        self.cwd = cwd
+        self.links: dict[str, Link] = {}
+        self._tools: dict[str, dict[str, McpTool]] = {}  # server -> its tools by mm's name
+        self._version = 0
+        self._emit: Callable[[Event], None] | None = None
+        self._unsaid: list[Event] = []  # warnings from before anyone listened
+        self._warned: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- ToolSource --------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """Changes whenever the tools offered change."""
+        return self._version
+
+    def start(self) -> None:
+        if self._task is None and self.servers and not self._closed:
+            self._task = asyncio.get_running_loop().create_task(self._start(), name="mcp servers")
+
+    def tools(self) -> list[Tool]:
+        """The tools of the servers ready now."""
+        return [
+            tool
+            for name, link in self.links.items()
+            if link.state == "ready"
+            for tool in self._tools.get(name, {}).values()
+        ]
+
+    def get(self, name: str) -> Tool | None:
+        """A tool by mm's name, its server ready or not (a stopped server's tool answers with
+        the error that says so)."""
+        for tools in self._tools.values():
+            if name in tools:
+                return tools[name]
+        return None
+
+    def listen(self, emit: Callable[[Event], None]) -> None:
+        self._emit = emit
+        unsaid, self._unsaid = self._unsaid, []
+        for event in unsaid:
+            emit(event)
+
+    async def ready(self) -> None:
+        if self._task is None:
+            return
+        await asyncio.wait({self._task})  # never cancels it, whoever gives up waiting
+        await asyncio.gather(*(link.started() for link in self.links.values()))
+
+    async def aclose(self) -> None:
+        """Stop every server, all at once."""
+        self._closed = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(
+            *(link.aclose() for link in self.links.values()), return_exceptions=True
+        )
+
+    # -- inside ----------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        try:
+            sdk = await asyncio.to_thread(importlib.import_module, SDK_MODULE)
+        except Exception as exc:  # noqa: BLE001 - no server then, and one warning each
+            for name in self.servers:
+                self._warn(name, f"did not start: the MCP SDK cannot be loaded ({exc})")
+            return
+        if self._closed:
+            return
+        for name, config in self.servers.items():
+            link = sdk.Link(name, config, self.cwd, self._changed)
+            self.links[name] = link
+            link.start()
+
+    def _changed(self, link: Link) -> None:
+        """A server became ready (its tools are made) or failed (its warning is said)."""
+        if link.state == "ready":
+            made: dict[str, McpTool] = {}
+            for listed in link.tools:
+                tool = McpTool(
+                    link.name,
+                    listed.name,
+                    description=listed.description,
+                    schema=listed.schema,
+                    link=link,
+                )
+                made.setdefault(tool.name, tool)  # two names alike once cleaned: the first
+            self._tools[link.name] = made
+        elif link.state == "failed":
+            if link.was_ready:
+                self._warn(
+                    link.name, f"stopped ({link.error}) — its tools are gone for this session"
+                )
+            else:
+                self._warn(link.name, f"did not start ({link.error}) — its tools are not offered")
+        self._version += 1
+
+    def _warn(self, server: str, what: str) -> None:
+        if server in self._warned:  # one warning a server
+            return
+        self._warned.add(server)
+        event = EngineError(
+            where="mcp",
+            level="warning",
+            message=f"[warning: MCP server {server} {one_line(what, 400)}]",
+        )
+        if self._emit is None:
+            self._unsaid.append(event)
+        else:
+            self._emit(event)

@@ -1,0 +1,149 @@
+"""SIGTERM and SIGHUP stop mm as closing its input does, in every mode: the command a tool was
+running stops with it (it used to outlive mm, re-parented, still writing files), the session is
+saved, and mm exits with 128 + the signal's number (issue 18, ACP defect 4).
+
+Each test runs the real mm on the scripted server, whose model runs a command that writes a line
+to a file ten times a second and never ends; once the command is running, mm gets the signal."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import acp
+import pytest
+from scripted_server import Reply, ScriptedServer, call
+from support.env import clean_env
+from support.program import MM
+from support.terminal import mm_in_tmux, tmux
+from support.waiting import wait_until
+
+FOREVER = "echo $$ > shell.pid; while :; do echo tick >> ticks.txt; sleep 0.1; done"
+
+
+def command_turn() -> Reply:
+    return Reply(tool_calls=[call("bash", {"command": FOREVER})])
+
+
+def gone(pid: int) -> bool:
+    """Whether a process has ended (a zombie that nobody reaps has ended too)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def running_command(cwd: Path) -> int:
+    """The pid of the model's command once it runs and writes."""
+    wait_until(lambda: (cwd / "ticks.txt").exists() and (cwd / "shell.pid").read_text(), 30)
+    return int((cwd / "shell.pid").read_text())
+
+
+def assert_stopped(cwd: Path, shell: int) -> None:
+    """The command is gone and writes no more."""
+    wait_until(lambda: gone(shell), 10)
+    size = (cwd / "ticks.txt").stat().st_size
+    time.sleep(0.3)  # three ticks' time: the file would have grown
+    assert (cwd / "ticks.txt").stat().st_size == size
+
+
+def saved_call(cwd: Path) -> dict:
+    """The session file's record of the bash call's result: the turn was put in order."""
+    files = list((cwd / ".mm" / "sessions").glob("*.jsonl"))
+    assert len(files) == 1, files
+    records = [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
+    results = [r for r in records if '"tool_call_id"' in json.dumps(r)]
+    assert results, records
+    return results[-1]
+
+
+def on(server: ScriptedServer) -> list[str]:
+    return ["--base-url", server.base_url, "--model", "m"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "signum"),
+    [("-p", signal.SIGTERM), ("-p", signal.SIGHUP), ("--line", signal.SIGTERM)],
+)
+def test_a_stop_signal_stops_the_running_command(
+    tmp_path: Path, mode: str, signum: signal.Signals
+) -> None:
+    with ScriptedServer(command_turn()) as server:
+        argv = [*MM, *on(server), "--yolo"]
+        argv += ["-p", "run it"] if mode == "-p" else ["--line"]
+        proc = subprocess.Popen(
+            argv,
+            cwd=tmp_path,
+            env=clean_env(tmp_path),
+            stdin=subprocess.PIPE,  # kept open: the end of input is not what stops it
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            if mode == "--line":
+                assert proc.stdin is not None
+                proc.stdin.write(b"run it\n")
+                proc.stdin.flush()
+            shell = running_command(tmp_path)
+            proc.send_signal(signum)
+            code = proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert code == 128 + signum, proc.stderr.read() if proc.stderr else ""
+    assert_stopped(tmp_path, shell)
+    assert saved_call(tmp_path)
+
+
+async def test_sigterm_to_mm_acp_stops_the_running_command(tmp_path: Path) -> None:
+    from test_acp_agent import MODEL, Recorder
+
+    with ScriptedServer(command_turn()) as server:
+        async with acp.spawn_agent_process(
+            Recorder(),
+            *MM,
+            "-acp",
+            "--yolo",
+            "--base-url",
+            server.base_url,
+            "--model",
+            MODEL,
+            env=clean_env(tmp_path),
+            cwd=tmp_path,
+        ) as (conn, process):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            prompt = asyncio.ensure_future(
+                conn.prompt(
+                    session_id=session.session_id,
+                    prompt=[acp.text_block("run it")],
+                )
+            )
+            shell = await asyncio.to_thread(running_command, tmp_path)
+            process.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(process.wait(), 30)
+            prompt.cancel()
+    assert code == 128 + signal.SIGTERM
+    assert_stopped(tmp_path, shell)
+
+
+@pytest.mark.slow  # the real window in tmux: a few seconds
+def test_closing_the_terminal_stops_the_window_and_its_command(tmp_path: Path) -> None:
+    """Closing the terminal sends SIGHUP to the window's process: the command stops too."""
+    with ScriptedServer(command_turn()) as server:
+        with mm_in_tmux(tmp_path, "hangup", *on(server), "--yolo") as session:
+            tmux("send-keys", "-t", session, "run it", "Enter")
+            shell = running_command(tmp_path)
+            mm_pid = int(Path(f"/proc/{shell}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP
+            wait_until(lambda: gone(mm_pid), 30)
+    assert_stopped(tmp_path, shell)
+    if os.path.exists(tmp_path / ".mm" / "sessions"):
+        assert saved_call(tmp_path)

@@ -1,0 +1,146 @@
+"""Secrets stay out of what the model runs: `env` through the real bash tool, a language server's
+environment, the `commandEnvExclude` setting, and `mm -p` end to end (issue 17, item 6)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from lsp_fixtures.support import FAKE_SERVER
+from scripted_server import Reply, ScriptedServer, call
+from support.program import mm
+
+from mm_tui.config import LspServer, Settings, load_settings
+from mm_tui.core.command_env import command_env, excluded
+from mm_tui.tools.base import ToolContext
+from mm_tui.tools.bash import BashArgs, BashTool
+from mm_tui.tools.lsp import LspArgs, LspTool
+
+KEYS = {
+    "MM_API_KEY": "mm-key-0123456789",
+    "OPENAI_API_KEY": "sk-openai-0123456789",
+    "GITHUB_TOKEN": "ghp_0123456789",
+    "MY_SECRET": "hush-0123456789",
+}
+
+
+def names(env_output: str) -> set[str]:
+    """The variable names `env` printed (a value may span lines: only NAME= lines count)."""
+    return {line.split("=", 1)[0] for line in env_output.splitlines() if "=" in line}
+
+
+async def bash_env(tmp_path: Path, settings: Settings) -> set[str]:
+    result = await BashTool().run(BashArgs(command="env"), ToolContext(tmp_path, settings))
+    assert result.status == "ok", result.output
+    return names(result.output)
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**KEYS, "FOO": "bar", "lower_api_key": "low-0123456789"}.items():
+        monkeypatch.setenv(name, value)
+
+
+# --- the bash tool ------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("keys")
+async def test_env_in_bash_shows_no_key(tmp_path: Path) -> None:
+    shown = await bash_env(tmp_path, Settings())
+    assert not shown & set(KEYS), shown & set(KEYS)
+    assert "lower_api_key" not in shown  # the patterns take no account of case
+    assert {"FOO", "HOME", "PATH"} <= shown  # what is no secret is kept
+
+
+@pytest.mark.usefixtures("keys")
+async def test_an_empty_exclude_list_keeps_tokens_but_never_mm_s_own_keys(tmp_path: Path) -> None:
+    shown = await bash_env(tmp_path, Settings(commandEnvExclude=[]))
+    assert {"GITHUB_TOKEN", "MY_SECRET", "FOO"} <= shown
+    assert not shown & {"MM_API_KEY", "OPENAI_API_KEY"}
+
+
+@pytest.mark.usefixtures("keys")
+async def test_the_exclude_list_is_the_person_s(tmp_path: Path) -> None:
+    shown = await bash_env(tmp_path, Settings(commandEnvExclude=["f?o", "*_SECRET"]))
+    assert "FOO" not in shown and "MY_SECRET" not in shown
+    assert "GITHUB_TOKEN" in shown  # no longer in the list
+    assert not shown & {"MM_API_KEY", "OPENAI_API_KEY"}
+
+
+async def test_a_variable_holding_mm_s_key_is_left_out_whatever_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GROQ_KEY", "gsk-the-configured-key")
+    monkeypatch.setenv("OLLAMA_KEY", "ollama")  # a placeholder key is no secret
+    shown = await bash_env(tmp_path, Settings(apiKey="gsk-the-configured-key"))
+    assert "GROQ_KEY" not in shown
+    assert "OLLAMA_KEY" in shown
+
+
+def test_patterns_are_globs_without_case() -> None:
+    assert excluded("MM_API_KEY", []) and excluded("openai_api_key", [])
+    assert excluded("GITLAB_TOKEN") and excluded("aws_secret") and excluded("X_API_KEY")
+    assert not excluded("TOKENIZERS_PARALLELISM") and not excluded("SECRETS_DIR")
+    assert not excluded("HOME") and not excluded("MM_BASE_URL")
+    env = command_env(["A*"], environ={"ABC": "1", "BCD": "2", "MM_API_KEY": "k"})
+    assert env == {"BCD": "2"}
+
+
+# --- the setting --------------------------------------------------------------------------------
+
+
+def test_the_setting_from_files_and_the_environment(tmp_path: Path) -> None:
+    def load(**kw):  # noqa: ANN003, ANN202
+        return load_settings(cwd=tmp_path, home=tmp_path / "home", **kw)
+
+    assert load(environ={}).command_env_exclude == ["*_API_KEY", "*_TOKEN", "*_SECRET"]
+    (tmp_path / ".mm").mkdir()
+    (tmp_path / ".mm" / "config.yaml").write_text("commandEnvExclude: []\n")
+    assert load(environ={}).command_env_exclude == []
+    environ = {"MM_COMMAND_ENV_EXCLUDE": "*_TOKEN, AWS_*"}
+    assert load(environ=environ).command_env_exclude == ["*_TOKEN", "AWS_*"]
+
+
+# --- a language server --------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("keys")
+async def test_a_language_server_gets_no_key(tmp_path: Path) -> None:
+    """The fake server, started through `sh` so that the environment it got is written down."""
+    seen = tmp_path / "server-env.txt"
+    log = tmp_path / "log.jsonl"
+    start = f'env > "{seen}"; exec "{sys.executable}" "{FAKE_SERVER}" --log "{log}"'
+    server = LspServer(name="fake", command="sh", args=["-c", start], extensions=[".py"])
+    settings = Settings(lsp={"servers": [server]}, commandEnvExclude=["*_TOKEN"])
+    tool, warnings = LspTool.from_settings(settings, tmp_path)
+    assert tool is not None, warnings
+    (tmp_path / "a.py").write_text("x = 1\n")
+    try:
+        result = await tool.run(
+            LspArgs(action="hover", path="a.py", symbol="x"), ToolContext(tmp_path, settings)
+        )
+        assert result.output == "fake hover"
+    finally:
+        await tool.aclose()
+    shown = names(seen.read_text())
+    assert not shown & {"MM_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN"}
+    assert {"MY_SECRET", "FOO"} <= shown  # the setting's list, not the default one
+
+
+# --- end to end ---------------------------------------------------------------------------------
+
+
+def test_mm_p_runs_env_without_the_keys(tmp_path: Path) -> None:
+    """The real mm, its key in MM_API_KEY: the model has `env` run, and what goes back to it
+    names no key variable (the values are redacted anyway: the names show the leak)."""
+    with ScriptedServer() as server:
+        server.script(Reply(tool_calls=[call("bash", {"command": "env"})]), Reply("done"))
+        env = {**KEYS, "FOO": "bar", "MM_BASE_URL": server.base_url, "MM_MODEL": "m"}
+        result = mm("-p", "show the environment", cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        output = server.requests[1].messages[-1]["content"]
+    shown = names(output)
+    assert "FOO=bar" in output and "HOME" in shown
+    assert not shown & set(KEYS), shown & set(KEYS)
+    assert server.requests[0].headers.get("authorization") == f"Bearer {KEYS['MM_API_KEY']}"
