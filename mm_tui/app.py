@@ -119,7 +119,6 @@ class MMApp(App[int]):
         self.boot = boot
         self.clock = clock
         self._signals = contextlib.ExitStack()  # the stop-signal handlers, from on_ready on
-        self._window_closing = False  # on_unmount began: the screen's widgets are going
         self.transcript = Transcript(clock)
         self.engine: Engine | None = None
         self.exit_message: str | None = None
@@ -295,7 +294,7 @@ class MMApp(App[int]):
         from mm_tui.core.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
 
         event = message.event
-        if self._window_closing:  # a turn cancelled as the window closes: nothing to show
+        if not self.is_running:  # closing: its screens are gone, a cancelled turn still ends
             return
         if isinstance(event, ContextUsage):
             if event.agent is None:  # an asked agent's context is its own business
@@ -530,7 +529,6 @@ class MMApp(App[int]):
         self.view.fold_all()
 
     async def on_unmount(self) -> None:
-        self._window_closing = True
         self._signals.close()
         if self.engine is not None:
             self.engine.cancel()

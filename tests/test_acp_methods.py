@@ -62,3 +62,22 @@ async def test_initialize_answers_a_version_it_speaks(tmp_path: Path, asked: int
         async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
             answer = await conn.initialize(protocol_version=asked)
     assert answer.protocol_version == acp.PROTOCOL_VERSION
+
+
+async def test_a_new_session_is_loadable_and_listed_before_its_first_prompt(
+    tmp_path: Path,
+) -> None:
+    """Another `mm -acp` (acpx runs one per command) lists and loads the session a first one
+    made, though nothing was asked in it yet; the prompt then goes on in that session."""
+    with ScriptedServer() as server:
+        async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+            session_id = await start(conn, tmp_path)
+        async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            listed = await conn.list_sessions(cwd=str(tmp_path))
+            assert session_id in [s.session_id for s in listed.sessions]
+            await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+            server.script(Reply("answered in the loaded session"))
+            assert await ask(conn, session_id, "hi") == "end_turn"
+    files = list((tmp_path / ".mm" / "sessions").glob(f"{session_id}*.jsonl"))
+    assert files and "answered in the loaded session" in files[0].read_text()

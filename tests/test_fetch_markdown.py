@@ -1,12 +1,19 @@
 """fetch_content's conversion, rule by rule of the reference's "Conversion", "Unknown element",
-"Empty element", "Escaping" and "Result" rows, each against the exact Markdown expected."""
+"Empty element", "Escaping" and "Result" rows, each against the exact Markdown expected; and,
+where CommonMark decides what the Markdown means (emphasis next to punctuation, code in a table
+cell), the Markdown read back by a CommonMark parser."""
 
 from __future__ import annotations
+
+import html
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from selectolax.lexbor import LexborNode
 
+from mm_tui.tools.fetch import markdown as markdown_module
 from mm_tui.tools.fetch.markdown import html_to_markdown
 
 BASE = "https://example.com/docs/page.html"
@@ -37,6 +44,51 @@ CONVERSION = [
     ),
     ("emphasis spaces moved out", "<p>a<strong> spaced </strong>b</p>", "a **spaced** b\n"),
     ("nested strong", "<p><b>x <strong>y</strong></b></p>", "**x y**\n"),
+    (
+        "emphasis side by side makes one",
+        "<p><b>a</b><strong>b</strong> <i>c</i><em>d</em><i>e</i> <b>f</b> <b>g</b></p>",
+        "**ab** *cde* **f** **g**\n",
+    ),
+    (
+        "emphasis side by side, a block in the second",
+        "<div><b>a</b><b>b<div>c</div></b><b>d</b></div>",
+        "**a**\n\nb\n\nc\n\n**d**\n",
+    ),
+    (
+        "emphasis: a no-break space moved out",
+        "<p><b>Note:&nbsp;</b>text</p>",
+        "**Note:**\xa0text\n",
+    ),
+    (
+        "emphasis: an ideographic space moved out",
+        "<p><b>注意：\u3000</b>本文</p>",
+        "**注意：**\u3000本文\n",
+    ),
+    (
+        "emphasis: punctuation inside, spaces outside",
+        '<p>a <b>"quoted"</b> b</p>',
+        'a **"quoted"** b\n',
+    ),
+    (
+        "emphasis: punctuation inside, a letter outside: the HTML tag",
+        '<p><b>"quoted"</b>x and <i>(this)</i>s</p>',
+        '<strong>"quoted"</strong>x and <em>(this)</em>s\n',
+    ),
+    (
+        "emphasis: CJK brackets inside, letters outside",
+        "<p>これは<b>「重要」</b>です</p>",
+        "これは<strong>「重要」</strong>です\n",
+    ),
+    (
+        "emphasis around a link, letters outside",
+        '<p>a<i><a href="/u">link</a></i>b</p>',
+        "a<em>[link](https://example.com/u)</em>b\n",
+    ),
+    (
+        "emphasis: punctuation inside a heading and a cell",
+        '<h2>x<b>"y"</b>z</h2><table><tr><th>h</th></tr><tr><td>1<b>(2)</b>3</td></tr></table>',
+        '## x<strong>"y"</strong>z\n\n| h |\n| --- |\n| 1<strong>(2)</strong>3 |\n',
+    ),
     # inline code
     (
         "code kbd samp tt",
@@ -174,8 +226,58 @@ CONVERSION = [
     ),
     (
         "colspan=1 is still simple",
-        '<table><tr><td colspan="1">a</td></tr></table>',
-        "| a |\n| --- |\n",
+        '<table><tr><td colspan="1">a</td><td>b</td></tr></table>',
+        "| a | b |\n| --- | --- |\n",
+    ),
+    (
+        "pre in a cell: a code span per line, <br> between lines",
+        "<table><tr><th>Code</th><th>Note</th></tr><tr><td><pre>int f() {\n    // a comment\n\n"
+        "    return a|b;\n}</pre></td><td>x</td></tr></table>",
+        "| Code | Note |\n| --- | --- |\n"
+        "| `int f() {`<br>`    // a comment`<br>`    return a\\|b;`<br>`}` | x |\n",
+    ),
+    (
+        "pre in a cell with backticks",
+        "<table><tr><th>A</th><th>B</th></tr><tr><td><pre>`x` y</pre></td><td>1</td></tr></table>",
+        "| A | B |\n| --- | --- |\n| `` `x` y `` | 1 |\n",
+    ),
+    # layout tables: containers
+    (
+        "one-cell layout table",
+        "<table><tr><td><h2>Title</h2><p>One</p><p>Two</p></td></tr></table>",
+        "## Title\n\nOne\n\nTwo\n",
+    ),
+    (
+        "one-cell table around a code block",
+        '<table><tr><td><pre class="lang-sh">ls\ncd /</pre></td></tr></table>',
+        "```sh\nls\ncd /\n```\n",
+    ),
+    (
+        "cells holding headings and paragraphs",
+        "<table><tr><td><h3>A</h3><p>a text</p></td><td><h3>B</h3><p>b text</p></td></tr>"
+        "<tr><td><p>more</p></td><td>end</td></tr></table>",
+        "### A\n\na text\n\n### B\n\nb text\n\nmore\n\nend\n",
+    ),
+    (
+        "a single row of blocks: columns of a page",
+        "<table><tr><td><p>left</p></td><td><ul><li>x</li></ul></td></tr></table>",
+        "left\n\n- x\n",
+    ),
+    (
+        "role presentation",
+        '<table role="presentation"><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>',
+        "a\n\nb\n\nc\n\nd\n",
+    ),
+    (
+        "a layout table around a data table",
+        "<table><tr><td><p>Story</p></td></tr><tr><td><table><tr><th>K</th><th>V</th></tr>"
+        "<tr><td>a</td><td>1</td></tr></table></td></tr></table>",
+        "Story\n\n| K | V |\n| --- | --- |\n| a | 1 |\n",
+    ),
+    (
+        "a single row of short cells stays a table",
+        "<table><tr><td>a</td><td>b</td></tr></table>",
+        "| a | b |\n| --- | --- |\n",
     ),
     ("empty table", "<table><tr><td></td></tr></table>", ""),
     # tables with spans or nesting
@@ -197,6 +299,12 @@ CONVERSION = [
 ]
 
 FLATTEN = [
+    (
+        "a layout table is a container here too",
+        '<table><tr><td><p>Story</p></td></tr><tr><td><table><tr><th colspan="2">K</th></tr>'
+        "<tr><td>a</td><td>1</td></tr></table></td></tr></table>",
+        "Story\n\n| K | K |\n| --- | --- |\n| a | 1 |\n",
+    ),
     (
         "spans copied into every slot",
         '<table><tr><th colspan="2">Wide</th><th>C</th></tr>'
@@ -229,6 +337,12 @@ FLAGS = [
         "<p>a <del>old</del> <s>s</s> <strike>k</strike></p>",
         {"strikethrough": True},
         "a ~~old~~ ~~s~~ ~~k~~\n",
+    ),
+    (
+        "strikethrough: punctuation inside, letters outside; nested",
+        '<p>a<del>"old"</del>b <s>x <del>y</del></s></p>',
+        {"strikethrough": True},
+        'a<del>"old"</del>b ~~x y~~\n',
     ),
     (
         "task list off: checkbox dropped",
@@ -335,17 +449,47 @@ REMOVED = [
         "kept\n\nshown\n",
     ),
     (
-        "class and id words",
-        '<div class="ad">ad</div><div id="sidebar">sb</div><div class="cookie-banner">c</div>'
-        '<div class="site-nav">n</div><div class="skip-link">s</div><div class="Promo">p</div>'
-        '<div class="ads_top">a</div><div id="newsletter-form">nl</div><div class="share">sh</div>'
-        '<div class="social-icons">so</div><div class="breadcrumbs">bc</div><div class="gdpr">g</div>'
+        "class and id words, as whole tokens",
+        '<div class="ad">ad</div><div id="sidebar">sb</div><div class="Promo">p</div>'
+        '<div class="card ads">a</div><div id="newsletter">nl</div><div class="share">sh</div>'
+        '<div class="x social">so</div><div class="breadcrumbs">bc</div><div class="gdpr">g</div>'
         '<div class="consent">co</div><div class="popup">po</div><div class="modal">mo</div>'
         '<div class="subscribe">su</div><div class="sponsored">sp</div><div class="advert">av</div>'
         '<div class="menu">me</div><div class="navbar">nb</div><div class="navigation">ng</div>'
-        '<div class="header">header kept</div><div class="shadow">shadow kept</div>'
-        '<div class="shared-doc">shared kept</div>',
+        '<div class="cookies">ck</div><div class="header">header kept</div>'
+        '<div class="shadow">shadow kept</div><div class="shared-doc">shared kept</div>',
         "header kept\n\nshadow kept\n\nshared kept\n",
+    ),
+    (
+        "class and id words written with - or _ inside",
+        '<div class="side-bar">sb</div><div id="skip-link">s</div><div class="nav_bar">n</div>'
+        '<div class="pop-up">p</div><div class="bread-crumbs">b</div><p>kept</p>',
+        "kept\n",
+    ),
+    (
+        "a word inside a longer compound is not the word",
+        '<div class="l-sidebar-fixed"><div class="c-entry-content"><p>The whole article.</p>'
+        '</div></div><section id="sharing-with-a-single-developer"><h2>Sharing</h2><p>Alice '
+        'pushes.</p></section><section id="ad-hoc-queries"><p>Ad hoc.</p></section>'
+        '<div class="menu-item-pricing">Soup: 5</div><div class="site-nav cookie-banner">c</div>',
+        "The whole article.\n\n## Sharing\n\nAlice pushes.\n\nAd hoc.\n\nSoup: 5\n\nc\n",
+    ),
+    (
+        "class and id words do not remove inline elements",
+        '<p>Read <a class="popup" href="/n">this note</a>, <span class="share">share</span> it'
+        ' <em id="ad">now</em> <custom-tag class="menu">please</custom-tag>.</p>',
+        "Read [this note](https://example.com/n), share it *now* please.\n",
+    ),
+    (
+        "an inline element holding blocks is a block",
+        '<span class="ad"><div>block ad</div></span><a class="promo" href="/b"><p>Buy</p></a>'
+        "<p>after</p>",
+        "after\n",
+    ),
+    (
+        "hidden inline elements are removed",
+        '<p>a<span hidden>h</span><a aria-hidden="true" href="/x">x</a>b</p>',
+        "ab\n",
     ),
     (
         "screen-reader classes",
@@ -480,3 +624,114 @@ def test_pre_edges(html: str, expected: str) -> None:
 
 def test_empty_spanned_table_is_nothing() -> None:
     assert md('<p>a</p><table><tr><td colspan="2"> </td></tr></table><p>b</p>') == "a\n\nb\n"
+
+
+def test_emphasis_edges_take_all_unicode_whitespace() -> None:
+    """The characters moved outside the delimiters are every one `str.isspace` accepts."""
+    spaces = {chr(code) for code in range(0x110000) if chr(code).isspace()}
+    assert set(markdown_module._UNICODE_SPACE) == spaces
+
+
+COMMONMARK = MarkdownIt("commonmark").enable("table")
+
+
+@pytest.mark.parametrize(
+    "html_text",
+    [
+        "<p><b>Note:&nbsp;</b>text</p>",
+        "<p><b>注意：\u3000</b>本文</p>",
+        '<p><b>"quoted"</b>x</p>',
+        '<p>x<b>"quoted"</b></p>',
+        "<p>これは<b>「重要」</b>です</p>",
+        '<p>a<b><i>"x"</i></b>b</p>',
+        '<p>a <b><i>"x"</i></b> b</p>',
+        '<p><i>a</i> <b>"b"</b>c</p>',
+        '<p>a<b><a href="/u">link</a></b>b</p>',
+        "<p>x<b><code>f()</code></b>s</p>",
+        "<p>x<b>\\</b>y</p>",
+        "<p>*<b>*star*</b>*</p>",
+    ],
+)
+def test_emphasis_reads_back_as_emphasis(html_text: str) -> None:
+    rendered = COMMONMARK.render(md(html_text))
+    assert "<strong>" in rendered or "<em>" in rendered
+    assert rendered.count("<strong>") == html_text.count("<b>")
+    assert rendered.count("<em>") == html_text.count("<i>")
+    assert "**" not in rendered.replace("\\*", "")
+
+
+_PIECES = list('ab1"().,「」！ \xa0\u3000*_')
+
+
+def _text(draw: st.DrawFn, empty: bool) -> str:
+    text = "".join(draw(st.lists(st.sampled_from(_PIECES), min_size=0 if empty else 1, max_size=4)))
+    return html.escape(text)
+
+
+@st.composite
+def _emphasis(draw: st.DrawFn) -> tuple[str, int, int]:
+    """A paragraph of text and emphasis, with how many b and i hold text. Never two elements side
+    by side: those of one kind make one (another test), and a b beside an i is not this test's
+    matter."""
+    parts: list[str] = []
+    strong = em = 0
+    for _ in range(draw(st.integers(1, 4))):
+        parts.append(_text(draw, empty=False))
+        outer, inner = draw(st.sampled_from((("b", "i"), ("i", "b"))))
+        body = _text(draw, empty=False)
+        nested = not html.unescape(body).isspace()  # whether the inner element holds text
+        if draw(st.booleans()):
+            body = f"{_text(draw, True)}<{inner}>{body}</{inner}>{_text(draw, True)}"
+        else:
+            nested = False
+        visible = html.unescape(body.replace(f"<{inner}>", "").replace(f"</{inner}>", ""))
+        if visible.isspace():
+            continue
+        parts.append(f"<{outer}>{body}</{outer}>")
+        strong += (outer == "b") + (nested and inner == "b")
+        em += (outer == "i") + (nested and inner == "i")
+    parts.append(_text(draw, empty=False))
+    return "<p>" + "".join(parts) + "</p>", strong, em
+
+
+@settings(max_examples=300, deadline=None)
+@given(_emphasis())
+def test_every_emphasis_reads_back(case: tuple[str, int, int]) -> None:
+    """Whatever the characters around a b or an i, CommonMark reads each one back as emphasis."""
+    html_text, strong, em = case
+    rendered = COMMONMARK.render(md(html_text))
+    assert (rendered.count("<strong>"), rendered.count("<em>")) == (strong, em), md(html_text)
+
+
+def test_pre_in_a_cell_reads_back_line_by_line() -> None:
+    html_text = (
+        "<table><tr><th>Code</th><th>Note</th></tr><tr><td><pre>int f() {\n    // comment\n"
+        "    return 1;\n}</pre></td><td>after</td></tr></table>"
+    )
+    for tables in ("html", "flatten"):
+        rendered = COMMONMARK.render(md(html_text, tables=tables))
+        assert (
+            "<td><code>int f() {</code><br><code>    // comment</code><br>"
+            "<code>    return 1;</code><br><code>}</code></td>\n<td>after</td>"
+        ) in rendered
+
+
+def test_each_element_decided_and_freed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lexbor returns an element once per selector of the list it matches: deciding it twice
+    would free it twice."""
+    from mm_tui.tools.fetch import clean as clean_module
+
+    decided: list[int] = []
+    real = clean_module._removed
+
+    def counted(node: LexborNode) -> bool:
+        decided.append(node.mem_id)
+        return real(node)
+
+    monkeypatch.setattr(clean_module, "_removed", counted)
+    page = (
+        '<div class="header sidebar promo" id="top" role="banner">x</div>'
+        '<p class="shadow modal-x nav-y" id="p">kept</p>'
+    )
+    assert md(page) == "kept\n"
+    assert len(decided) == len(set(decided)) == 2

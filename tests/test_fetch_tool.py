@@ -190,6 +190,39 @@ async def test_markdown_returned(ctx: ToolContext) -> None:
         assert (result.output, result.status) == ("# Title\n\nOne\n\nTwo\n", "ok")
 
 
+# The shapes of real pages that lost their article (issue 18): a news site's layout classes, a
+# Sphinx page's section ids, a link opening a popup, a text laid out in a one-cell table, code
+# in a table cell, a bold label followed by a no-break space.
+REAL_SHAPES = (
+    "<html><head><title>T</title></head><body>"
+    '<nav class="site-nav"><a href="/">Home</a></nav>'
+    '<div class="l-root"><div class="l-sidebar-fixed"><div class="c-entry-content">'
+    "<p><b>Note:&nbsp;</b>the whole article, with "
+    '<a class="popup" href="/glossary">a word</a> explained.</p></div>'
+    '<aside class="sidebar">Related</aside></div></div>'
+    '<div class="section" id="sharing-with-a-single-developer"><h2>Sharing</h2>'
+    "<p>Alice pushes.</p></div>"
+    "<table><tr><td><h3>Chapter</h3><p>A text laid out in a table.</p></td></tr></table>"
+    "<table><tr><th>Call</th><th>Result</th></tr>"
+    "<tr><td><pre>f(1)  // one\ng(2)</pre></td><td>3</td></tr></table>"
+    '<div class="ad">Buy now</div></body></html>'
+)
+
+
+async def test_real_page_shapes_keep_their_content(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page("/", REAL_SHAPES)
+        result = await run(ctx, url=web.url("/"))
+    assert result.status == "ok"
+    assert result.output == (
+        "**Note:**\xa0the whole article, with "
+        f"[a word]({web.url('/glossary')}) explained.\n\n"
+        "## Sharing\n\nAlice pushes.\n\n"
+        "### Chapter\n\nA text laid out in a table.\n\n"
+        "| Call | Result |\n| --- | --- |\n| `f(1)  // one`<br>`g(2)` | 3 |\n"
+    )
+
+
 async def test_markdown_truncated_to_max_output(tmp_path: Path) -> None:
     ctx = ToolContext(cwd=tmp_path, settings=Settings.model_validate({"maxOutput": 12}))
     with WebServer() as web:

@@ -166,6 +166,7 @@ class MMAgent(acp.Agent):
             base_url=client.base_url,
         )
         await self._open(session, folder, client, servers)
+        await _on_disk(session)
         log.info("session %s in %s", session.id, folder)
         return NewSessionResponse(session_id=session.id, field_meta=self._meta(client))
 
@@ -423,3 +424,18 @@ def _log_warning(event: Event) -> None:
     """What an MCP pool says outside a turn, in the log: ACP has no notice to carry it."""
     if isinstance(event, EngineError):
         log.warning("%s", event.message)
+
+
+async def _on_disk(session: Session) -> None:
+    """Write a new session's file now, not at its first prompt: mm advertises `loadSession`, and
+    a client may load the id it was given from another `mm -acp` (acpx runs one per command) or
+    list it before prompting; a session kept in memory only was not found, and acpx silently
+    made another. A folder that cannot be written costs a warning in the log, as a failed save
+    does in a turn."""
+    try:
+        session.save()
+        written = session.sync()
+        if written is not None:
+            await asyncio.wrap_future(written)
+    except OSError as exc:
+        log.warning("session %s not written: %s", session.id, exc)

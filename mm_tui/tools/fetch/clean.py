@@ -6,9 +6,9 @@ a 4 MB page costs as much as the whole conversion, while a CSS query runs in C a
 millisecond per selector of its list (Lexbor tests each element against each selector).
 
 - `clean()` removes what only attributes reveal, with one query: any role, aria-hidden, hidden,
-  id, input or footer (few elements carry these), and the classes that contain a removed word as
-  a substring (most elements of a modern page have a class, so the narrowing is done in C). Python
-  then decides for each of those few candidates.
+  id, input or footer (few elements carry these), and the classes that contain a removed word's
+  stem as a substring (most elements of a modern page have a class, so the narrowing is done in
+  C). Python then decides for each of those few candidates.
 - The elements removed for their tag alone (`REMOVED_TAGS`: script, style, nav…) are skipped by
   the converter as it walks, which costs nothing since it reads every tag anyway; a query would
   cost twenty selectors.
@@ -18,9 +18,18 @@ millisecond per selector of its list (Lexbor tests each element against each sel
 
 Choices where the reference is silent:
 
-- a class or id "word" is a whitespace-separated token, a part of one split at `-` and `_`
-  (`site-nav`, `ad_slot`), or the token with its `-`/`_` removed (`skip-link`, `side-bar`); the
-  "few variants" are the plurals and participles in `CLASS_WORDS`;
+- a class or id "word" is a whole whitespace-separated token (an id is one token), or such a token
+  once its `-` and `_` are taken out (`side-bar`, `skip-link`, `nav_bar`), never a fragment of a
+  longer compound: `l-sidebar-fixed` is a layout holding the article, `ad-hoc-queries` and
+  `sharing-with-a-single-developer` are documentation sections (Sphinx makes ids of titles),
+  `menu-item-pricing` is a restaurant's menu; the "few variants" are the plurals and participles
+  in `CLASS_WORDS`. The query's stems find the dash-less forms that pages write (`side-bar`,
+  `nav-bar`, `pop-up`, `skip-link`, `bread-crumb`), not every way of splitting a word
+  (`news-letter` is not found);
+- removal by a class or id word applies to block elements only: an inline element (a link, a
+  `span`, a custom element: any element outside `BLOCKS`) that holds no block element stays, as
+  it sits inside a sentence (`<a class="popup">` is a link that opens a window); `hidden`,
+  `aria-hidden` and the screen-reader classes remove inline elements too;
 - `html`, `body` and `main` are never removed for a class or id: WordPress puts `has-sidebar` on
   `body`, and the page is not its sidebar;
 - "contains main, article or h1" means a descendant, not the element itself: `<article class=ad>`
@@ -57,6 +66,19 @@ CLASS_WORDS = frozenset(
 
 HIDDEN_CLASSES = frozenset(("sr-only", "visually-hidden", "screen-reader-text"))
 
+CONTAINERS = frozenset(
+    (
+        "html body div p section article main header footer address figure figcaption details "
+        "summary dl dt dd form fieldset legend center hgroup search caption li tr td th thead "
+        "tbody tfoot colgroup optgroup frameset noframes"
+    ).split()
+)
+"""HTML's block-level elements without a Markdown block of their own: the converter's containers."""
+SPECIAL_BLOCKS = frozenset("h1 h2 h3 h4 h5 h6 pre hr blockquote ul ol menu table".split())
+"""Elements with a Markdown block of their own."""
+BLOCKS = CONTAINERS | SPECIAL_BLOCKS
+"""The block elements; any other element is inline unless it holds one of these."""
+
 ALLOWED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "a": ("href",),
     "img": ("src", "alt"),
@@ -85,23 +107,25 @@ _SELECTOR = ",".join(
     ["input", "footer", "[role]", "[aria-hidden]", "[hidden]", "[id]"]
     + [f'[class*="{stem}" i]' for stem in _STEMS]
 )
-_SPLIT = re.compile(r"[-_]+")
 _LANGUAGE = re.compile(r"^(?:language|lang)-(.+)$")
 
 
 def word_matches(value: str | None) -> bool:
-    """Whether a class or id value holds one of the removed words."""
-    if not value:
-        return False
-    for token in value.lower().split():
-        if token in CLASS_WORDS or token in HIDDEN_CLASSES:
+    """Whether a class or id value holds one of the removed words as a whole token, or as a
+    token written with `-` or `_` inside the word (`side-bar`)."""
+    return _words_match(value.lower().split()) if value else False
+
+
+def _undashed(token: str) -> str:
+    return token.replace("-", "").replace("_", "")
+
+
+def _words_match(tokens: list[str] | tuple[()]) -> bool:
+    for token in tokens:
+        if token in CLASS_WORDS:
             return True
-        if "-" in token or "_" in token:
-            if _SPLIT.sub("", token) in CLASS_WORDS:
-                return True
-            for part in _SPLIT.split(token):
-                if part in CLASS_WORDS:
-                    return True
+        if ("-" in token or "_" in token) and _undashed(token) in CLASS_WORDS:
+            return True
     return False
 
 
@@ -127,6 +151,12 @@ def _contains_keeper(node: LexborNode) -> bool:
     return any(found.mem_id != node.mem_id for found in node.css(KEEPERS))
 
 
+def _contains_block(node: LexborNode) -> bool:
+    # A walk in Python: an inline element holds a few nodes, and a query of forty selectors
+    # costs more than walking them. The element itself is inline, so it is no match.
+    return any(inner.tag in BLOCKS for inner in node.traverse())
+
+
 def _inside_article_or_main(node: LexborNode) -> bool:
     parent = node.parent
     while parent is not None:
@@ -139,19 +169,28 @@ def _inside_article_or_main(node: LexborNode) -> bool:
 def _removed(node: LexborNode) -> bool:
     """Whether an element the wide query found goes."""
     tag = node.tag
-    attrs = node.attrs
+    attrs = node.attributes  # one call into Lexbor; each `attrs.get` would be one more
     if tag == "input":
         return (attrs.get("type") or "").strip().lower() != "checkbox"
-    if "hidden" in attrs or (attrs.get("aria-hidden") or "").strip().lower() == "true":
+    if "hidden" in attrs:
         return True
-    role = attrs.get("role")
-    if role and not REMOVED_ROLES.isdisjoint(role.lower().split()):
+    value = attrs.get("aria-hidden")
+    if value and value.strip().lower() == "true":
+        return True
+    value = attrs.get("role")
+    if value and not REMOVED_ROLES.isdisjoint(value.lower().split()):
         return True
     if tag == "footer" and not _inside_article_or_main(node):
         return True
     if tag in _NEVER_BY_WORD:
         return False
-    if word_matches(attrs.get("class")) or word_matches(attrs.get("id")):
+    value = attrs.get("class")
+    tokens = value.lower().split() if value else ()
+    if tokens and not HIDDEN_CLASSES.isdisjoint(tokens):
+        return not _contains_keeper(node)
+    if _words_match(tokens) or word_matches(attrs.get("id")):
+        if tag not in BLOCKS and not _contains_block(node):
+            return False  # inline: part of a sentence
         return not _contains_keeper(node)
     return False
 
@@ -162,8 +201,17 @@ def clean(tree: LexborHTMLParser) -> None:
     root = tree.root
     if root is None:
         return
-    # The query returns document order; removing last-first takes a descendant out before its
-    # ancestor, since removing the ancestor first would free the descendant this list holds.
-    removed = [node for node in root.css(_SELECTOR) if _removed(node)]
+    # Lexbor returns an element once for each selector of the list it matches (`class="header
+    # sidebar"` thrice, with `[id]`): each is decided once, and freed once. The query returns
+    # document order; removing last-first takes a descendant out before its ancestor, since
+    # removing the ancestor first would free the descendant this list holds.
+    seen: set[int] = set()
+    removed: list[LexborNode] = []
+    for node in root.css(_SELECTOR):
+        key = node.mem_id
+        if key not in seen:
+            seen.add(key)
+            if _removed(node):
+                removed.append(node)
     for node in reversed(removed):
         node.decompose()

@@ -16,8 +16,10 @@ this module keeps it lean:
   than per text node, and strings are joined once per block;
 - the elements removed for their tag (clean.py) are skipped here at no cost.
 
-Measured on that page (bench/bench_fetch.py, same run, a shared machine): 16-20 MB/s, 17-23x
-markdownify and 1.2-1.3x html-to-markdown.
+Measured on that page (bench/bench_fetch.py, same run, a shared machine): 16-20 MB/s, 17-24x
+markdownify and 1.0-1.3x html-to-markdown. On real pages, where scripts, styles and navigation
+are much of the HTML (bench/bench_fetch_corpus.py, 36 of Readability's test pages, 7 MB):
+1.5-1.7x html-to-markdown in CPU time.
 
 The walk has two modes. Block mode (`_flow`) goes through a container's children, gathers inline
 content into the current paragraph, and closes the paragraph at each block element. Inline mode
@@ -29,7 +31,11 @@ cells flatten instead: a block inside them becomes a line break.
 
 Inside inline content a line break (`<br>`, or a block boundary when flattening) is carried as
 NUL, a character the HTML parser never leaves in text, until the paragraph is finished: only then
-is whitespace collapsed, which would otherwise swallow a newline.
+is whitespace collapsed, which would otherwise swallow a newline. Two more marks wait for the
+paragraph's end the same way, as lone surrogates (the parser only gives valid Unicode): the edges
+of emphasis whose delimiters touch punctuation on the inside (`_settle`), and the spaces of a
+`pre` flattened into a cell. A paragraph is tested for them only when it is not ASCII, a flag
+CPython keeps on every string.
 
 Choices where the reference is silent:
 
@@ -42,7 +48,22 @@ Choices where the reference is silent:
   items are separated by a single newline; an empty item is dropped;
 - a list item "starts with a checkbox" when the checkbox is its first content, possibly inside
   its first element (`<li><label><input type=checkbox> …`);
+- emphasis: the whitespace at its edges goes outside the delimiters, Unicode's too (`&nbsp;`,
+  U+3000), as CommonMark reads no delimiter beside whitespace on its inner side. A delimiter with
+  punctuation on its inner side opens or closes only with whitespace or punctuation outside: when
+  the outside is a letter or a digit (`a<b>"quoted"</b>b`, `これは<b>「重要」</b>です`), or another
+  delimiter, the pair is written as the HTML tags `<strong>`, `<em>`, `<del>` (CommonMark keeps
+  inline HTML), the content inside still Markdown;
 - in a heading or a table cell, consecutive line breaks count as one;
+- a `pre` in a table cell (or a heading) is a code span per line, its spacing kept, the lines
+  joined by `<br>` as the reference writes any line break in a cell (a blank line goes with the
+  rest): a cell cannot hold a fenced block, and code joined into one line would change meaning
+  (`// a comment` would swallow the next lines). The table stays a GFM table;
+- a layout table is a container, not a table: one that says so (`role="presentation"` or
+  `"none"`), that has a single cell, whose cells hold a heading, whose only row holds blocks
+  (columns of a page), or that holds another table beside paragraphs, lists, quotes or code (a
+  page laid out in nested tables). This is tested before the reference's rule for spans and
+  nested tables, which then applies to data tables;
 - in a table kept as HTML, text is whitespace-collapsed, a `pre`'s newlines are written `&#10;`
   so that the block holds no blank line (which would end it), and rows go one per line;
 - `rowspan="0"` spans to the end of the table; spans are capped at the table's size.
@@ -51,8 +72,10 @@ Choices where the reference is silent:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from html import escape as html_escape
 from urllib.parse import urljoin, urlsplit
 
@@ -60,6 +83,8 @@ from selectolax.lexbor import LexborDocumentOptions, LexborHTMLParser, LexborNod
 
 from mm_tui.tools.fetch.clean import (
     ALLOWED_ATTRIBUTES,
+    BLOCKS,
+    CONTAINERS,
     REMOVED_TAGS,
     clean,
     code_language,
@@ -82,18 +107,6 @@ class Options:
 class _HasBlock(Exception):  # noqa: N818 - a signal within the walk
     """An element converted as inline holds a block element: convert it as a container."""
 
-
-CONTAINERS = frozenset(
-    (
-        "html body div p section article main header footer address figure figcaption details "
-        "summary dl dt dd form fieldset legend center hgroup search caption li tr td th thead "
-        "tbody tfoot colgroup optgroup frameset noframes"
-    ).split()
-)
-"""Close the current paragraph; their content flows as blocks."""
-SPECIAL_BLOCKS = frozenset("h1 h2 h3 h4 h5 h6 pre hr blockquote ul ol menu table".split())
-"""Elements with a Markdown block of their own."""
-BLOCKS = CONTAINERS | SPECIAL_BLOCKS
 
 _VOID = frozenset("area br col embed hr img input source track wbr".split())
 _TABLE_STRUCTURE = frozenset("table thead tbody tfoot tr colgroup".split())
@@ -132,10 +145,35 @@ _TAG_IDS = _tag_ids(
 """Name to id, computed once here: the ids are Lexbor's constants, and the converters built in
 worker threads then share nothing mutable."""
 _LI_ID = _TAG_IDS["li"]
+_PRE_ID = _TAG_IDS["pre"]
 _CELL_IDS = frozenset((_TAG_IDS["td"], _TAG_IDS["th"]))
+_STRONG_IDS = frozenset((_TAG_IDS["strong"], _TAG_IDS["b"]))
+_EM_IDS = frozenset((_TAG_IDS["em"], _TAG_IDS["i"]))
+_STRIKE_IDS = frozenset((_TAG_IDS["del"], _TAG_IDS["s"], _TAG_IDS["strike"]))
 
 BREAK = "\x00"
-_EDGE = " \t\n\r\f\x00"  # what surrounds inline content without being part of it
+_UNICODE_SPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""Every character `str.isspace` accepts: CommonMark's Unicode whitespace and a few controls."""
+_EDGE = _UNICODE_SPACE + BREAK  # what surrounds inline content without being part of it
+
+# Emphasis whose delimiter touches punctuation (`**"quoted"**`) is emphasis or literal asterisks
+# depending on the character outside it, which is not known when the element is converted. Such
+# a pair is written between sentinels, and settled when its paragraph is finished (`_settle`).
+# The sentinels are lone surrogates: text from the parser is valid Unicode and never holds one.
+_OPEN = ("\ud800", "\ud802", "\ud804")  # strong, em, strike
+_CLOSE = ("\ud801", "\ud803", "\ud805")
+_MARKS = ("**", "*", "~~")
+_HTML_TAGS = (("<strong>", "</strong>"), ("<em>", "</em>"), ("<del>", "</del>"))
+_SENTINELS = re.compile("[\ud800-\ud805]")
+_PRIVATE = "\ud800\ud801\ud802\ud803\ud804\ud805\ud806\ud807"
+# In a pre flattened into a cell or a heading, the spaces and tabs of a line are these until the
+# cell is finished, so that collapsing the cell's whitespace leaves the code's alone.
+_KEPT_SPACE = "\ud806"
+_KEPT_TAB = "\ud807"
+_ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _WS = re.compile(r"[ \t\n\r\f]+")
 _COLLAPSE = re.compile(r"[\t\n\r\f][ \t\n\r\f]*| [ \t\n\r\f]+")  # all but a lone space
 _NEEDS_ESCAPE = re.compile(r"[\\*`\[\]<_]").search
@@ -183,7 +221,12 @@ def _finish(text: str, flat: bool) -> str:
         text = " ".join(text.split()) if text.isascii() else _COLLAPSE.sub(" ", text)
     if BREAK in text:
         text = _BREAKS.sub("\n" if flat else _several_breaks, text)
-    return text.strip(" \n")
+    text = text.strip(" \n")
+    if text.isascii():
+        return text
+    if _KEPT_SPACE in text:
+        text = text.replace(_KEPT_SPACE, " ").replace(_KEPT_TAB, "\t")
+    return _settle(text) if _fragile(text) else text
 
 
 def _line_start(match: re.Match[str]) -> str:
@@ -208,14 +251,96 @@ def _around(inner: str, core: str, middle: str) -> str:
     return inner[:start] + middle + inner[start + len(core) :]
 
 
-def _wrap(inner: str, mark: str) -> str:
-    """`**…**` around inline content; edge whitespace goes outside, where Markdown needs it."""
+def _punct(char: str) -> bool:
+    """CommonMark's punctuation (Unicode P and S categories), or a sentinel (which stands for a
+    delimiter or a tag: punctuation either way)."""
+    if char < "\x80":
+        return char in _ASCII_PUNCT
+    return "\ud800" <= char <= "\ud805" or unicodedata.category(char)[0] in "PS"
+
+
+def _wrap(inner: str, kind: int) -> str:
+    """`**…**` around inline content (`kind` indexes `_MARKS`); edge whitespace, Unicode's
+    included, goes outside, where Markdown needs it. A delimiter touching punctuation on the
+    inside makes the pair fragile: sentinels around it let `_settle` look at the outside."""
     core = inner.strip(_EDGE)
     if not core:
         return inner  # empty: nothing; only whitespace or breaks: those
-    if len(core) == len(inner):
-        return mark + inner + mark
-    return _around(inner, core, mark + core + mark)
+    mark = _MARKS[kind]
+    if len(core) == len(inner):  # the usual case, tested inline: this runs once per emphasis
+        first = core[0]
+        last = core[-1]
+        if (
+            first in _ASCII_PUNCT
+            or last in _ASCII_PUNCT
+            or (first >= "\x80" and _punct(first))
+            or (last >= "\x80" and _punct(last))
+        ):
+            return _OPEN[kind] + mark + core + mark + _CLOSE[kind]
+        return mark + core + mark
+    start = inner.index(core[0])
+    end = start + len(core)
+    if (start == 0 and _punct(core[0])) or (end == len(inner) and _punct(core[-1])):
+        core = _OPEN[kind] + mark + core + mark + _CLOSE[kind]
+    else:
+        core = mark + core + mark
+    return inner[:start] + core + inner[end:]
+
+
+def _opens_or_closes(text: str, at: int, step: int, delimiter: str) -> bool:
+    """Whether a delimiter whose inner side is punctuation still opens (step -1) or closes (step
+    1) given what lies outside it, from `at` on: CommonMark asks for whitespace or punctuation
+    there, or the edge of the text. Sentinels are skipped, and so are the delimiter characters
+    beside it (`***"x"***` is one run: what counts is beyond the run)."""
+    while 0 <= at < len(text) and (text[at] == delimiter or "\ud800" <= text[at] <= "\ud805"):
+        at += step
+    if not 0 <= at < len(text):
+        return True
+    char = text[at]
+    return char.isspace() or _punct(char)
+
+
+def _settle(text: str) -> str:
+    """A finished paragraph's fragile emphasis made final: Markdown delimiters where CommonMark
+    reads them as emphasis, else the HTML tags (`a<strong>"quoted"</strong>b`)."""
+    found = [(m.start(), ord(m.group()) - 0xD800) for m in _SENTINELS.finditer(text)]
+    opened: tuple[list[int], list[int], list[int]] = ([], [], [])  # per kind, innermost last
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement) in the text
+    for pos, code in found:
+        kind, closing = divmod(code, 2)
+        if not closing:
+            opened[kind].append(pos)
+            continue
+        if not opened[kind]:
+            continue
+        start = opened[kind].pop()
+        mark = _MARKS[kind]
+        width = len(mark)
+        ok = True
+        if _punct(text[start + 1 + width]):
+            ok = _opens_or_closes(text, start - 1, -1, mark[0])
+        if ok and _punct(text[pos - width - 1]):
+            ok = _opens_or_closes(text, pos + 1, 1, mark[0])
+        if ok:
+            edits.append((start, start + 1, ""))
+            edits.append((pos, pos + 1, ""))
+        else:
+            edits.append((start, start + 1 + width, _HTML_TAGS[kind][0]))
+            edits.append((pos - width, pos + 1, _HTML_TAGS[kind][1]))
+    edits.sort()
+    out: list[str] = []
+    at = 0
+    for start, end, replacement in edits:
+        out.append(text[at:start])
+        out.append(replacement)
+        at = end
+    out.append(text[at:])
+    return _SENTINELS.sub("", "".join(out))  # an unpaired sentinel, should one ever be left
+
+
+def _fragile(text: str) -> bool:
+    # isascii is a flag lookup; `in` on a narrower string returns at once.
+    return not text.isascii() and ("\ud800" in text or "\ud802" in text or "\ud804" in text)
 
 
 def _code_span(raw: str) -> str:
@@ -278,8 +403,8 @@ class _Converter:
         self.strikethrough = options.strikethrough
         self.task_list = options.task_list
         self.flatten = 0  # > 0 inside headings and table cells: a block becomes a line break
-        self.strong = 0
-        self.em = 0
+        self.inside = [0, 0, 0]  # depth in strong, em, strike (`_MARKS`' order)
+        self.merged: set[int] = set()  # emphasis elements written with the one before them
         self._urls: dict[str, str] = {}
         self.block_handlers: dict[str, Callable[[LexborNode, list[str]], None]] = dict.fromkeys(
             CONTAINERS, self._flow
@@ -296,8 +421,12 @@ class _Converter:
         self.inline_handlers: dict[str, Callable[[LexborNode], str]] = dict.fromkeys(
             REMOVED_TAGS | {"input", "wbr", "source", "track", "area", "col"}, self._nothing
         )
-        self.inline_handlers.update(dict.fromkeys(("strong", "b"), self._strong))
-        self.inline_handlers.update(dict.fromkeys(("em", "i"), self._em))
+        # partial: the handler is called straight, without a method of its own in between.
+        strong = partial(self._emphasis, kind=0, ids=_STRONG_IDS)
+        self.inline_handlers.update(dict.fromkeys(("strong", "b"), strong))
+        self.inline_handlers.update(
+            dict.fromkeys(("em", "i"), partial(self._emphasis, kind=1, ids=_EM_IDS))
+        )
         self.inline_handlers.update(dict.fromkeys(("code", "kbd", "samp", "tt"), self._code))
         self.inline_handlers.update(dict.fromkeys(("del", "s", "strike"), self._strike))
         self.inline_handlers.update(a=self._link, img=self._image, br=self._br)
@@ -366,10 +495,14 @@ class _Converter:
         if BREAK in text:
             text = _BREAKS.sub(_several_breaks, text).strip(" \n")
             if text:
+                if not text.isascii() and _fragile(text):
+                    text = _settle(text)
                 blocks.append(_LINE_START.sub(_line_start, text).replace("\n", "\\\n"))
             return
         text = text.strip(" ")
         if text:
+            if not text.isascii() and _fragile(text):  # `isascii` first: a flag, no call
+                text = _settle(text)
             first = text[0]
             if first in _LINE_START_CHARS or first.isdigit():
                 text = _LINE_START.sub(_line_start, text)
@@ -410,18 +543,9 @@ class _Converter:
         blocks.append("---")
 
     def _pre(self, node: LexborNode, blocks: list[str]) -> None:
-        tags = [child.tag for child in node.iter()]
-        if REMOVED_TAGS.isdisjoint(tags) and node.css_first("br") is None:
-            code = node.text()  # the usual case: Lexbor gathers the text in C
-        else:  # a copy button beside the code, or lines made with <br>
-            code = _raw_text(node)
-        code = code.lstrip("\n").rstrip()
+        code, lang = _pre_code(node)
         if not code:
             return
-        lang = code_language(node.attrs.get("class"))
-        if not lang and "code" in tags:
-            inner = node.css_first("code")
-            lang = code_language(inner.attrs.get("class")) if inner is not None else ""
         fence = "```"
         if "`" in code:
             fence = "`" * max(3, max(len(run) for run in _BACKTICKS.findall(code)) + 1)
@@ -491,13 +615,18 @@ class _Converter:
             elif tag == "caption" and caption is None:
                 caption = part
         rows = [row for row in rows if row]
+        # One query for both: Lexbor's scoped query includes the node itself, hence `> 1`.
+        found = [inner.tag for inner in node.css(_TABLES_AND_HEADINGS)]
+        nested = found.count("table") > 1
+        if _layout(node, rows, nested, len(found) > found.count("table")):
+            self._flow(node, blocks)  # its rows and cells are containers
+            return
         spanned = any(
             _int_attr(cell.attrs.get(name), 1, 0, 65534) != 1
             for cell in node.css("[colspan],[rowspan]")
             for name in ("colspan", "rowspan")
             if cell.attrs.get(name) is not None
         )
-        nested = len(node.css("table")) > 1  # Lexbor's scoped query includes the node itself
         if (spanned or nested) and self.tables_as_html:
             out: list[str] = []
             self._html(node, out, False)
@@ -626,6 +755,8 @@ class _Converter:
                         raise _HasBlock
                     if tag in _TABLE_STRUCTURE_IDS:
                         parts.append(self._flat_table(child))
+                    elif tag == _PRE_ID:
+                        parts.append(_flat_pre(child))
                     else:
                         parts.append(BREAK + self._inline(child) + BREAK)
                 else:
@@ -649,27 +780,36 @@ class _Converter:
     def _br(self, node: LexborNode) -> str:
         return BREAK
 
-    def _strong(self, node: LexborNode) -> str:
-        if self.strong:  # already bold: `****` would end it
-            return self._inline(node)
-        self.strong += 1
-        try:
-            return _wrap(self._inline(node), "**")
-        finally:
-            self.strong -= 1
-
-    def _em(self, node: LexborNode) -> str:
-        if self.em:
-            return self._inline(node)
-        self.em += 1
-        try:
-            return _wrap(self._inline(node), "*")
-        finally:
-            self.em -= 1
-
     def _strike(self, node: LexborNode) -> str:
-        inner = self._inline(node)
-        return _wrap(inner, "~~") if self.strikethrough else inner
+        if not self.strikethrough:
+            return self._inline(node)
+        return self._emphasis(node, 2, _STRIKE_IDS)
+
+    def _emphasis(self, node: LexborNode, kind: int, ids: frozenset[int]) -> str:
+        if self.merged and node.mem_id in self.merged:
+            return ""  # written with the element before it
+        if self.inside[kind]:  # already bold: `****` would end it
+            return self._inline(node)
+        self.inside[kind] += 1
+        try:
+            inner = self._inline(node)
+            after = node.next
+            if after is not None and after.tag_id in ids:
+                # `<b>a</b><b>b</b>`: CommonMark cannot write two of them side by side (the
+                # delimiters of `**a****b**` make one run, left as text): they make one. One
+                # that holds a block ends the run; the caller converts it as a container.
+                parts = [inner]
+                while after is not None and after.tag_id in ids:
+                    try:
+                        parts.append(self._inline(after))
+                    except _HasBlock:
+                        break
+                    self.merged.add(after.mem_id)
+                    after = after.next
+                inner = "".join(parts)
+            return _wrap(inner, kind)
+        finally:
+            self.inside[kind] -= 1
 
     def _code(self, node: LexborNode) -> str:
         return _code_span(node.text())
@@ -746,6 +886,62 @@ def _raw_text(node: LexborNode) -> str:
     return "".join(out)
 
 
+def _pre_code(node: LexborNode) -> tuple[str, str]:
+    """A pre's code (without the blank lines around it) and its language."""
+    tags = [child.tag for child in node.iter()]
+    if REMOVED_TAGS.isdisjoint(tags) and node.css_first("br") is None:
+        code = node.text()  # the usual case: Lexbor gathers the text in C
+    else:  # a copy button beside the code, or lines made with <br>
+        code = _raw_text(node)
+    code = code.lstrip("\n").rstrip()
+    if not code:
+        return "", ""
+    lang = code_language(node.attrs.get("class"))
+    if not lang and "code" in tags:
+        inner = node.css_first("code")
+        lang = code_language(inner.attrs.get("class")) if inner is not None else ""
+    return code, lang
+
+
+def _flat_pre(node: LexborNode) -> str:
+    """A pre inside a table cell or a heading: each line a code span, the lines separated by line
+    breaks (`<br>` in a cell); blank lines go, as consecutive breaks count as one there."""
+    code, _ = _pre_code(node)
+    spans = []
+    for line in code.split("\n"):
+        line = line.rstrip()
+        if not line:
+            continue
+        fence = "`"
+        if "`" in line:
+            fence = "`" * (max(len(run) for run in _BACKTICKS.findall(line)) + 1)
+            if line[0] == "`" or line[-1] == "`":
+                line = f" {line} "
+        spans.append(fence + line.replace(" ", _KEPT_SPACE).replace("\t", _KEPT_TAB) + fence)
+    return BREAK + BREAK.join(spans) + BREAK if spans else ""
+
+
+_TABLES_AND_HEADINGS = "table,h1,h2,h3,h4,h5,h6"
+_TEXT_BLOCKS = "p,ul,ol,blockquote,pre"
+_FLOW_BLOCKS = ",".join(sorted(BLOCKS - {"tr", "td", "th", "thead", "tbody", "tfoot", "colgroup"}))
+
+
+def _layout(table: LexborNode, rows: list[list[LexborNode]], nested: bool, heading: bool) -> bool:
+    """Whether a table lays out a page rather than holding data: it says so (role presentation
+    or none), it has a single cell, a cell holds a heading, its only row holds blocks, or it
+    holds another table beside paragraphs, lists, quotes or code."""
+    role = table.attrs.get("role")
+    if role and role.strip().lower() in ("presentation", "none"):
+        return True
+    if len(rows) == 1 and len(rows[0]) == 1:
+        return True
+    if heading:
+        return True
+    if len(rows) == 1 and any(cell.css_first(_FLOW_BLOCKS) is not None for cell in rows[0]):
+        return True
+    return nested and table.css_first(_TEXT_BLOCKS) is not None
+
+
 def _cells(tr: LexborNode) -> list[LexborNode]:
     return [cell for cell in tr.iter() if cell.tag_id in _CELL_IDS]
 
@@ -776,6 +972,11 @@ def _leading_checkbox(item: LexborNode) -> bool | None:
 def convert(root: LexborNode, options: Options) -> str:
     """A cleaned tree to Markdown ending with exactly one newline, or "" when nothing is left."""
     markdown = _Converter(options).render(root)
+    if not markdown.isascii() and any(char in markdown for char in _PRIVATE):
+        # Never expected (each paragraph settles its own), but a lone surrogate would make the
+        # text impossible to encode: a fault here must cost a tag, not the page.
+        markdown = markdown.replace(_KEPT_SPACE, " ").replace(_KEPT_TAB, "\t")
+        markdown = _SENTINELS.sub("", markdown)
     return markdown + "\n" if markdown else ""
 
 

@@ -1,0 +1,227 @@
+"""How much of a real page's article survives fetch_content's conversion, against its peers.
+
+The corpus is a subset of Mozilla Readability's test pages, kept outside the repository (in the
+workplace's ../shared/corpus/readability/, or where MM_CORPUS says; see the README there): real
+sites saved whole (news in five languages, blogs, documentation, Chinese and Japanese pages), each
+with the article Readability extracted from it (expected.html). Every converter gets the same text (the pages are stored as UTF-8 and read so, as Readability's own tests read them:
+some still declare the charset they were served in, gb2312 for qq) and its Markdown is compared
+with the article, word by word:
+
+- kept: the share of the article's words found in the Markdown (bags of words, each word counted
+  as often as the article has it). The article is the reference's idea of the content; a
+  converter that removes what is not content must not remove it.
+- extra: words of the Markdown beyond the article's, as a share of the Markdown's words: what
+  the cleaning left of menus, footers, comments and ads. Peers that remove nothing score high.
+
+Words are runs of letters and digits (`_` splits them), lowercased; each Chinese, Japanese or
+Korean character is a word of its own, since those scripts put no space between words. Link
+destinations, image sources and the tags of a table kept as HTML are taken out of the Markdown
+first, and character references decoded: a URL's words are not the page's text. Other tags stay
+(a code block's `<div>` is the article's text).
+
+Then the speed: each converter over the whole corpus, best of a few interleaved rounds, against
+html-to-markdown. The time is the process's CPU time: every converter runs in this thread, and
+on a shared machine the wall clock mostly measures the neighbours. The peers (markdownify,
+html2text, html-to-markdown) are bench/bench_fetch.py's, installed the same way when missing
+(bench-only).
+
+Goals (issue 18): no page where fetch_content keeps under 90% of the article's words while a peer
+keeps more; overall at least 0.99 of the article's words; at least 1.5x html-to-markdown's speed.
+They are printed with the figures; nothing is asserted, a benchmark informs.
+
+Run: .venv/bin/python bench/bench_fetch_corpus.py [rounds] [--corpus DIR] [--pages a,b,...]
+[--show PAGE] (prints fetch_content's Markdown of that page)
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_fetch import _converters  # noqa: E402 - after the path set-up
+from selectolax.lexbor import LexborHTMLParser  # noqa: E402
+
+# Kept outside the repository (pages fetched from another project are not committed here):
+# beside the clone, in the workplace's shared folder, or wherever MM_CORPUS or --corpus says.
+CORPUS = Path(
+    os.environ.get("MM_CORPUS")
+    or Path(__file__).resolve().parents[2] / "shared" / "corpus" / "readability"
+)
+OURS = "fetch_content"
+RUST = "html-to-markdown"
+
+_CJK = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
+_WORD = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_LINK_TARGET = re.compile(r"\]\(\s*<?[^)\s>]*>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
+_AUTOLINK = re.compile(r"<(?:https?|mailto|ftp):[^>\s]*>", re.IGNORECASE)
+_FENCE = re.compile(r"^ {0,3}(?:```|~~~)")
+_TABLE_LINE = re.compile(
+    r"^[ >]*</?(?:table|thead|tbody|tfoot|tr|caption|colgroup)\b", re.IGNORECASE
+)
+_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+.*$", re.MULTILINE)  # html2text's link notes
+_BLOCK_TAG = re.compile(
+    r"<(/?)(p|div|br|li|ul|ol|h[1-6]|tr|td|th|table|section|article|blockquote|pre|dd|dt|"
+    r"figure|figcaption|header|footer|hr|img)\b",
+    re.IGNORECASE,
+)
+
+
+def words(text: str) -> Counter[str]:
+    return Counter(_WORD.findall(text.lower()))
+
+
+def article_words(expected_html: str) -> Counter[str]:
+    """The words of Readability's article: its text as a browser shows it, a block boundary
+    being a space and an inline tag nothing (`un<b>believ</b>able` is one word)."""
+    spaced = _BLOCK_TAG.sub(r" <\1\2", expected_html)
+    root = LexborHTMLParser(spaced).body
+    return words(root.text(deep=True, separator="") if root is not None else "")
+
+
+def _untagged_tables(markdown: str) -> str:
+    """The tags taken out of the lines of a table kept as HTML (fetch_content writes one row a
+    line), outside code blocks: a code block's `<div>` is the article's text."""
+    lines = markdown.split("\n")
+    fenced = False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and _TABLE_LINE.match(line):
+            lines[i] = _TAG.sub(" ", line)
+    return "\n".join(lines)
+
+
+def markdown_words(markdown: str) -> Counter[str]:
+    text = _LINK_TARGET.sub("]", markdown)
+    text = _AUTOLINK.sub(" ", text)
+    text = _REFERENCE.sub(" ", text)
+    if "<t" in text:
+        text = _untagged_tables(text)
+    return words(html.unescape(text))
+
+
+def kept(article: Counter[str], found: Counter[str]) -> float:
+    total = sum(article.values())
+    return sum((article & found).values()) / total if total else 1.0
+
+
+def extra(article: Counter[str], found: Counter[str]) -> float:
+    total = sum(found.values())
+    return sum((found - article).values()) / total if total else 0.0
+
+
+def load(corpus: Path, only: list[str] | None) -> dict[str, tuple[str, Counter[str]]]:
+    pages: dict[str, tuple[str, Counter[str]]] = {}
+    for folder in sorted(p for p in corpus.iterdir() if (p / "source.html").is_file()):
+        if only and folder.name not in only:
+            continue
+        source = (folder / "source.html").read_text(encoding="utf-8", errors="replace")
+        expected = (folder / "expected.html").read_text(encoding="utf-8")
+        pages[folder.name] = (source, article_words(expected))
+    return pages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("rounds", nargs="?", type=int, default=8)
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--pages", default="")
+    parser.add_argument("--show", default="", help="print this page's Markdown from fetch_content")
+    args = parser.parse_args()
+    if not args.corpus.is_dir():
+        print(f"note: no corpus at {args.corpus}, nothing measured")
+        return
+    pages = load(args.corpus, [p for p in args.pages.split(",") if p] or None)
+    converters: dict[str, Callable[[str], str]] = _converters()
+    names = list(converters)
+    size_mb = sum(len(src.encode()) for src, _ in pages.values()) / 1_000_000
+    print(f"corpus: {len(pages)} pages, {size_mb:.2f} MB of HTML, {args.rounds} rounds for speed")
+
+    scores: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in names}
+    totals: dict[str, list[int]] = {name: [0, 0] for name in names}  # kept words, article words
+    for page, (source, article) in pages.items():
+        for name, conv in converters.items():
+            markdown = conv(source)
+            if args.show == page and name == OURS:
+                print(markdown)
+            found = markdown_words(markdown)
+            scores[name][page] = (kept(article, found), extra(article, found))
+            totals[name][0] += sum((article & found).values())
+            totals[name][1] += sum(article.values())
+
+    width = max(len(p) for p in pages)
+    print(f"\nkept / extra per page ({', '.join(names)})")
+    print(f"{'page':{width}} {'words':>6}  " + "  ".join(f"{n[:16]:>16}" for n in names))
+    for page, (_, article) in pages.items():
+        row = "  ".join(f"{scores[n][page][0]:7.3f} / {scores[n][page][1]:5.2f}" for n in names)
+        flag = ""
+        ours = scores[OURS][page][0]
+        if ours < 0.90 and any(scores[n][page][0] > ours for n in names if n != OURS):
+            flag = "  <- under 0.90 while a peer keeps more"
+        print(f"{page:{width}} {sum(article.values()):6}  {row}{flag}")
+
+    print("\nper converter: overall kept (all pages' words), mean kept, lowest page, mean extra")
+    for name in names:
+        per_page = scores[name]
+        low_page = min(per_page, key=lambda p: per_page[p][0])
+        overall = totals[name][0] / totals[name][1]
+        mean_kept = sum(k for k, _ in per_page.values()) / len(per_page)
+        mean_extra = sum(e for _, e in per_page.values()) / len(per_page)
+        print(
+            f"  {name:17} overall {overall:.4f}  mean {mean_kept:.4f}  "
+            f"lowest {per_page[low_page][0]:.3f} ({low_page})  extra {mean_extra:.3f}"
+        )
+
+    rounds: dict[str, list[float]] = {name: [] for name in names}
+    sources = [src for src, _ in pages.values()]
+    slow = {"markdownify", "html2text"}
+    for r in range(args.rounds):
+        for name, conv in converters.items():  # interleaved: a busy machine slows all alike
+            if name in slow and r:
+                continue  # seconds per round: one says enough
+            start = time.process_time()
+            for src in sources:
+                conv(src)
+            rounds[name].append(time.process_time() - start)
+    times = {name: min(ts) for name, ts in rounds.items()}
+    print("\nspeed over the corpus (best round, CPU time)")
+    for name in names:
+        print(f"  {name:17} {size_mb / times[name]:7.1f} MB/s  ({times[name] * 1000:8.1f} ms)")
+
+    ours_scores = scores[OURS]
+    misses = [
+        page
+        for page, (k, _) in ours_scores.items()
+        if k < 0.90 and any(scores[n][page][0] > k for n in names if n != OURS)
+    ]
+    overall = totals[OURS][0] / totals[OURS][1]
+    print("\ngoals")
+    print(f"  pages under 0.90 while a peer keeps more: {len(misses)} {misses if misses else ''}")
+    print(f"  overall kept {overall:.4f} (goal >= 0.99)")
+    if RUST in times:
+        # Each round's ratio, the two runs side by side: steadier than the best times alone
+        # when the machine's load changes between rounds.
+        ratios = [rust / ours for rust, ours in zip(rounds[RUST], rounds[OURS], strict=True)]
+        print(
+            f"  speed {times[RUST] / times[OURS]:.2f}x html-to-markdown, best against best; "
+            f"median of the rounds {statistics.median(ratios):.2f}x (goal >= 1.5x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
