@@ -143,3 +143,10 @@ async def test_signal_group_of_a_group_that_is_gone_is_no_error() -> None:
     await process.wait()
     signal_group(process.pid, signal.SIGKILL)
     signal_group(process.pid, 0)
+
+
+def test_a_death_by_signal_is_named() -> None:
+    from mm_tui.core.processes import signal_name
+
+    assert signal_name(9) == "SIGKILL" and signal_name(15) == "SIGTERM"
+    assert signal_name(200) == "signal 200"

@@ -14,6 +14,15 @@ import os
 import signal
 
 
+def signal_name(signum: int) -> str:
+    """`SIGKILL` for 9: how a child's death by a signal is said (`signal 77` for a number that
+    names none)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 def signal_group(pgid: int, sig: int) -> None:
     """Send `sig` to every process of group `pgid`; a group that is gone already, or whose
     processes are not ours to signal, is no error."""

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from mm_tui import __version__
 from mm_tui.acp import meta
 from mm_tui.acp.client.relay import Relay
 from mm_tui.core.asking import BUILTIN_TITLE
-from mm_tui.core.processes import kill_group, stop_group
+from mm_tui.core.processes import kill_group, signal_name, stop_group
 from mm_tui.core.text import ellipsize
 
 STOP_GRACE = 2.0  # seconds between closing a child's stdin, SIGTERM and SIGKILL
@@ -194,11 +193,7 @@ class Child:
             code = process.returncode
             if code is not None:
                 if code < 0:
-                    try:
-                        how = signal.Signals(-code).name
-                    except ValueError:
-                        how = f"signal {-code}"
-                    reason = f"its process was killed ({how})"
+                    reason = f"its process was killed ({signal_name(-code)})"
                 else:
                     reason = f"its process exited with status {code}"
                     last = self.last_log_line() if code else ""

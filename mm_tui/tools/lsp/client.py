@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -31,7 +30,7 @@ from typing import Any
 
 from mm_tui import __version__
 from mm_tui.core.command_env import command_env
-from mm_tui.core.processes import kill_group
+from mm_tui.core.processes import kill_group, signal_name
 from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 
 REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
@@ -357,11 +356,7 @@ class LspClient:
         if code is None:
             why = "the server closed its output"
         elif code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            why = f"the server was killed ({name})"
+            why = f"the server was killed ({signal_name(-code)})"
         else:
             why = f"the server exited (exit status {code})"
         tail = self.stderr_tail()
