@@ -52,12 +52,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fetch import _converters  # noqa: E402 - after the path set-up
 from selectolax.lexbor import LexborHTMLParser  # noqa: E402
 
-# Kept outside the repository (pages fetched from another project are not committed here):
-# beside the clone, in the workplace's shared folder, or wherever MM_CORPUS or --corpus says.
-CORPUS = Path(
-    os.environ.get("MM_CORPUS")
-    or Path(__file__).resolve().parents[2] / "shared" / "corpus" / "readability"
+# Pages of another project are not committed here. The corpus is read from --corpus, MM_CORPUS,
+# the workplace's shared folder beside the clone, or else downloaded once from Readability's
+# repository at a fixed commit into the cache (`corpus()`).
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "readability"
+CACHE = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mm-bench" / "readability"
 )
+READABILITY = "https://raw.githubusercontent.com/mozilla/readability/"
+COMMIT = "ab4027a8b37669745016869a37a504727992b2ba"
+PAGES = (
+    "aktualne bbc-1 blogger buzzfeed-1 citylab-1 clean-links cnn daringfireball-1 dropbox-blog "
+    "engadget firefox-nightly-blog folha gmw google-sre-book-1 guardian-1 heise hukumusume iab-1 "
+    "ietf-1 la-nacion lemonde-1 lwn-1 medium-1 mercurial mozilla-1 nytimes-2 pixnet qq "
+    "royal-road theverge tumblr v8-blog videos-1 wapo-1 wikipedia wordpress"
+).split()
 OURS = "fetch_content"
 RUST = "html-to-markdown"
 
@@ -136,17 +145,45 @@ def load(corpus: Path, only: list[str] | None) -> dict[str, tuple[str, Counter[s
     return pages
 
 
+def corpus(given: Path | None) -> Path | None:
+    """Where the pages are: given, MM_CORPUS, the shared folder, or the cache, downloading the
+    pages (36 pairs of files, about 8 MB, with Readability's LICENSE and NOTICE) when none has
+    them; None when they cannot be had."""
+    for place in (given, os.environ.get("MM_CORPUS"), SHARED, CACHE):
+        if place and Path(place).is_dir():
+            return Path(place)
+    import httpx
+
+    print(f"downloading the corpus (Readability {COMMIT[:8]}) into {CACHE} …", flush=True)
+    partial = CACHE.with_name(CACHE.name + ".partial")
+    try:
+        with httpx.Client(base_url=READABILITY + COMMIT + "/", timeout=30) as client:
+            for name in ("LICENSE.md", "NOTICE"):
+                partial.mkdir(parents=True, exist_ok=True)
+                (partial / name).write_bytes(client.get(name).raise_for_status().content)
+            for page in PAGES:
+                (partial / page).mkdir(exist_ok=True)
+                for file in ("source.html", "expected.html"):
+                    response = client.get(f"test/test-pages/{page}/{file}").raise_for_status()
+                    (partial / page / file).write_bytes(response.content)
+    except (httpx.HTTPError, OSError) as exc:
+        print(f"note: the corpus could not be downloaded ({exc}), nothing measured")
+        return None
+    partial.rename(CACHE)
+    return CACHE
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("rounds", nargs="?", type=int, default=8)
-    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--corpus", type=Path, default=None)
     parser.add_argument("--pages", default="")
     parser.add_argument("--show", default="", help="print this page's Markdown from fetch_content")
     args = parser.parse_args()
-    if not args.corpus.is_dir():
-        print(f"note: no corpus at {args.corpus}, nothing measured")
+    folder = corpus(args.corpus)
+    if folder is None:
         return
-    pages = load(args.corpus, [p for p in args.pages.split(",") if p] or None)
+    pages = load(folder, [p for p in args.pages.split(",") if p] or None)
     converters: dict[str, Callable[[str], str]] = _converters()
     names = list(converters)
     size_mb = sum(len(src.encode()) for src, _ in pages.values()) / 1_000_000

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mm_tui.core.processes import kill_group, signal_group, stop_group
+from mm_tui.core.processes import kill_group, signal_group, signal_name, stop_group
 
 # The child: starts a grandchild that ignores SIGTERM (it would outlive a polite stop), writes
 # both pids, then sleeps. `term` says how the child itself takes SIGTERM.
@@ -146,7 +146,5 @@ async def test_signal_group_of_a_group_that_is_gone_is_no_error() -> None:
 
 
 def test_a_death_by_signal_is_named() -> None:
-    from mm_tui.core.processes import signal_name
-
     assert signal_name(9) == "SIGKILL" and signal_name(15) == "SIGTERM"
     assert signal_name(200) == "signal 200"
