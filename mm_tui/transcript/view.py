@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
+from textual.timer import Timer
 
 from mm_tui.transcript.line_cache import LineCache
 from mm_tui.transcript.renderers import Renderers
@@ -106,6 +107,10 @@ class TranscriptView(ScrollView, can_focus=True):
         self._renderers: Renderers | None = None
         self._bar = ScrollbarPainter()
         self._dragging = False
+        # The spinner's timer runs only while a tool call runs: an idle window wakes for nothing
+        # (ten wake-ups a second, forever, cost a model on the same cores its share).
+        self._running_tools: set[int] = set()  # indices of the tool lines running
+        self._spin: Timer | None = None
 
     # -- styles and renderers -------------------------------------------------------------
 
@@ -151,7 +156,6 @@ class TranscriptView(ScrollView, can_focus=True):
     def on_mount(self) -> None:
         self._renderers = Renderers(self.app.console, self.style, self._code_theme())
         self.anchor()
-        self.set_interval(SPIN, self._tick)
         self._invalidate_all()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -163,6 +167,8 @@ class TranscriptView(ScrollView, can_focus=True):
         """The store was cleared (a new or resumed session): forget every cached line."""
         self._cache.clear()
         self._dirty.clear()
+        self._running_tools.clear()
+        self._spin_while_running()
         self.cursor = None
         self._follow = True
         self._invalidate_all()
@@ -175,7 +181,20 @@ class TranscriptView(ScrollView, can_focus=True):
         """Items changed or were added: redraw them at the next frame."""
         for item in items:
             self._dirty.add(item.id - 1)
+            if isinstance(item, ToolItem):
+                if item.running:
+                    self._running_tools.add(item.id - 1)
+                else:
+                    self._running_tools.discard(item.id - 1)
+        self._spin_while_running()
         self._schedule()
+
+    def _spin_while_running(self) -> None:
+        if self._running_tools and self._spin is None:
+            self._spin = self.set_interval(SPIN, self._tick)
+        elif not self._running_tools and self._spin is not None:
+            self._spin.stop()
+            self._spin = None
 
     def _schedule(self) -> None:
         if not self._flush_scheduled:
@@ -446,6 +465,11 @@ class TranscriptView(ScrollView, can_focus=True):
         self.refresh()
 
     # -- read-only views of the state, for tests and tools --------------------------------
+
+    @property
+    def spinning(self) -> bool:
+        """Whether the view's spinner timer runs (only while a tool call runs)."""
+        return self._spin is not None
 
     @property
     def settled(self) -> bool:

@@ -1,11 +1,13 @@
-"""Selecting the transcript's text with the mouse, as Textual's Log allows, and copying it with
-Ctrl+C; what a click or a drag does otherwise (fold a line, scroll) stays as it was."""
+"""The transcript's view: selecting its text with the mouse, as Textual's Log allows, and copying
+it with Ctrl+C, while a click or a drag does what it did (fold a line, scroll); its line cache;
+an item drawn before its frame; a spinner timer that runs only while a tool call does."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from scripted_model import ScriptedModel, call, say
+from support.waiting import await_until
 from textual import events
 from window_helpers import make_app, screen_text, settle
 
@@ -162,3 +164,17 @@ async def test_an_item_painted_before_its_frame_is_laid_out_at_its_drawn_height(
         assert on_screen
         for item in on_screen:
             assert len(view.drawn_lines(item) or []) == len(view.item_rows(item)), item
+
+
+async def test_the_spinner_timer_runs_only_while_a_tool_runs(folder: Path) -> None:
+    """An idle window wakes for nothing: the view's timer, which redraws running tool lines,
+    starts with the first running call and stops when none runs."""
+    model = ScriptedModel(call("bash", {"command": "sleep 1"}), say("done"))
+    app = make_app(model, folder, frozen=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert not app.view.spinning
+        await pilot.press(*"go", "enter")
+        assert await await_until(lambda: app.view.spinning, 10, pilot=pilot), "never spun"
+        await settle(pilot, app)
+        assert not app.view.spinning
