@@ -1,0 +1,97 @@
+"""What an idle window costs: mm's CPU over 30 s with nothing happening, next to a bare Textual app.
+
+mm runs next to the model on the same cores, so an idle window should cost nothing: no timer
+while nothing moves. Both programs run for real in a tmux terminal of 100x30 (the driver, the
+terminal's input, the prompt's blinking cursor: all that an idle person's window does), and the
+CPU they use is read from /proc (user + system time) over the same span, after they are ready.
+
+- mm: `mm --demo` (the built-in demo model: no server to wait for), ready when its prompt's
+  placeholder is on screen.
+- floor: a Textual app with one TextArea, focused, as mm's prompt is (its cursor blinks).
+
+Goal (issue 19): mm under 0.5% of a core.
+
+Run: .venv/bin/python bench/bench_window_idle.py [seconds]
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+HZ = os.sysconf("SC_CLK_TCK")
+
+FLOOR_APP = """
+from textual.app import App
+from textual.widgets import Static, TextArea
+
+class Bare(App):
+    def compose(self):
+        yield Static("ready")
+        yield TextArea()
+
+Bare().run()
+"""
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system time of a process, in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ
+
+
+def idle_cpu(name: str, command: str, ready: str, seconds: float, cwd: Path) -> float:
+    """The share of a core `command` uses over `seconds` once `ready` is on its screen."""
+    session = f"idle-{name}-{os.getpid()}"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-c", str(cwd), command)
+    try:
+        deadline = time.monotonic() + 60
+        while ready not in tmux("capture-pane", "-p", "-t", session):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} never showed {ready!r}")
+            time.sleep(0.2)
+        pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").strip())
+        time.sleep(2)  # what start-up left to do after its first frame
+        before, start = cpu_seconds(pid), time.monotonic()
+        time.sleep(seconds)
+        used, span = cpu_seconds(pid) - before, time.monotonic() - start
+        return used / span
+    finally:
+        tmux("kill-session", "-t", session)
+
+
+def main() -> None:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
+    with tempfile.TemporaryDirectory() as folder:
+        cwd = Path(folder)
+        floor_script = cwd / "bare.py"
+        floor_script.write_text(FLOOR_APP)
+        env = f"exec env HOME={shlex.quote(folder)} TERM=xterm-256color"
+        mm = f"{env} PYTHONPATH={shlex.quote(str(ROOT))} {PYTHON} -m mm_tui.cli --demo"
+        bare = f"{env} {PYTHON} {shlex.quote(str(floor_script))}"
+        print(f"an idle window over {seconds:.0f} s, in tmux 100x30; load {os.getloadavg()[0]:.2f}")
+        floor = idle_cpu("floor", bare, "ready", seconds, cwd)
+        ours = idle_cpu("mm", mm, "Type a request", seconds, cwd)
+    print(f"  floor (a bare Textual app, a focused TextArea)  {floor * 100:6.2f}% of a core")
+    print(f"  mm --demo, idle                                 {ours * 100:6.2f}% of a core")
+    ratio = ours / floor if floor else float("inf")
+    goal = "goal met" if ours < 0.005 else "goal NOT met"
+    print(
+        f"  ratio mm / floor {ratio:.2f}x; mm {ours * 100:.2f}% (goal: < 0.5% of a core) -> {goal}"
+    )
+
+
+if __name__ == "__main__":
+    main()
