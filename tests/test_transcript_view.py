@@ -174,6 +174,7 @@ async def test_the_spinner_timer_runs_only_while_a_tool_runs(folder: Path) -> No
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         assert not app.view.spinning
+        assert not app.prompt.cursor_blink  # a blinking cursor is a timer too
         await pilot.press(*"go", "enter")
         assert await await_until(lambda: app.view.spinning, 10, pilot=pilot), "never spun"
         await settle(pilot, app)

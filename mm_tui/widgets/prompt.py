@@ -47,6 +47,9 @@ class Prompt(TextArea):
             highlight_cursor_line=False,
             tab_behavior="focus",
         )
+        # A steady cursor: a blinking one is a timer that wakes an idle window twice a second
+        # (0.8% of a core measured by bench/bench_window_idle.py, on the cores the model needs).
+        self.cursor_blink = False
         self.past: list[str] = []
         self._position: int | None = None  # index into history while walking it
         self._draft = ""
