@@ -4,8 +4,9 @@ MarkdownStream in the same run, headless (App.run_test, 100x30).
 1. Throughput. A realistic Markdown answer (headings, paragraphs, lists, code blocks, quotes) cut
    into 4-character chunks is pushed as fast as a fast server would deliver it: one chunk, then
    one turn of the event loop (`await asyncio.sleep(0)`), as a network read would give.
-   - mm: each chunk is `app.post_message(EngineEvent(TextDelta(chunk)))`, exactly what the
-     engine's `emit` does; the turn opens with TurnStarted and closes with TurnEnded.
+   - mm: each chunk is `app.emit(TextDelta(chunk))`, the engine's `emit` (which sends the
+     deltas of a frame to the window as one message); the turn opens with TurnStarted and
+     closes with TurnEnded.
    - floor: `await stream.write(chunk)` on `Markdown.get_stream(markdown)` inside an anchored
      VerticalScroll (it yields once per write by itself).
    Timed from the first chunk until every chunk is in the widget and the screen is up to date
@@ -66,7 +67,6 @@ class MMStream:
         self.flushes: list[float] = []
 
     async def start(self, pilot: Any) -> None:
-        from mm_tui.app import EngineEvent
         from mm_tui.core.events import TurnStarted
 
         self.pilot = pilot
@@ -79,28 +79,26 @@ class MMStream:
             self.flushes.append(time.perf_counter())
 
         view.flush = flush  # type: ignore[method-assign]
-        self.app.post_message(EngineEvent(TurnStarted(turn=1, text="explain the design")))
+        self.app.emit(TurnStarted(turn=1, text="explain the design"))
         await self.settled()
 
     def write(self, chunk: str) -> None:
-        from mm_tui.app import EngineEvent
         from mm_tui.core.events import TextDelta
 
-        self.app.post_message(EngineEvent(TextDelta(chunk)))
+        self.app.emit(TextDelta(chunk))
 
     def finish(self) -> None:
-        from mm_tui.app import EngineEvent
         from mm_tui.core.events import Counters, TurnEnded, Usage
 
         event = TurnEnded(
             turn=1, counters=Counters(), elapsed=1.0, usage=Usage(), stop_reason="end_turn"
         )
-        self.app.post_message(EngineEvent(event))
+        self.app.emit(event)
 
     def absorbed(self) -> bool:
         view = self.app.view
         items = self.app.transcript.items
-        return not self.app._message_queue.qsize() and all(
+        return (not self.app.deltas_pending and not self.app._message_queue.qsize()) and all(
             view.drawn_version(item) == item.version for item in items
         )
 

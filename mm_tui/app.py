@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import on, work
@@ -22,8 +23,10 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 
+from mm_tui.core.events import TextDelta, ThoughtDelta
 from mm_tui.core.text import one_line
 from mm_tui.transcript.store import NoticeItem, Transcript
 from mm_tui.transcript.view import TranscriptView
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
 
+DELTA_FRAME = 1 / 60  # deltas arriving within this cross to the window as one message
 WELCOME = "Type a request and press Enter. /help lists the keys and commands."
 DEMO_HINT = "Try: list the files · read the README · fix the typo in greet.py · run the tests"
 
@@ -119,6 +123,8 @@ class MMApp(App[int]):
         self.boot = boot
         self.clock = clock
         self._signals = contextlib.ExitStack()  # the stop-signal handlers, from on_ready on
+        self._deltas: list[TextDelta | ThoughtDelta] = []  # a run of deltas not yet posted
+        self._deltas_timer: Timer | None = None
         self.transcript = Transcript(clock)
         self.engine: Engine | None = None
         self.exit_message: str | None = None
@@ -258,8 +264,35 @@ class MMApp(App[int]):
     # -- turns ----------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        """The engine's `emit`: every event becomes a message; nothing waits."""
+        """The engine's `emit`: every event becomes a message; nothing waits. A run of answer
+        (or thought) deltas of one agent that arrive within a frame crosses as one message, its
+        texts joined: a fast server sends hundreds a second, and each message costs the window
+        about what a small render does (issue 19). Any other event posts the run first, so the
+        order is kept and nothing is lost."""
+        if isinstance(event, TextDelta | ThoughtDelta):
+            run = self._deltas
+            if run and (type(run[0]) is not type(event) or run[0].agent != event.agent):
+                self._post_deltas()
+            self._deltas.append(event)
+            if self._deltas_timer is None:
+                self._deltas_timer = self.set_timer(DELTA_FRAME, self._post_deltas)
+            return
+        self._post_deltas()
         self.post_message(EngineEvent(event))
+
+    def _post_deltas(self) -> None:
+        if self._deltas_timer is not None:
+            self._deltas_timer.stop()
+            self._deltas_timer = None
+        run, self._deltas = self._deltas, []
+        if run:
+            joined = run[0] if len(run) == 1 else replace(run[0], text="".join(d.text for d in run))
+            self.post_message(EngineEvent(joined))
+
+    @property
+    def deltas_pending(self) -> bool:
+        """Whether deltas wait to cross to the window (at most a frame): tests wait for none."""
+        return bool(self._deltas)
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def run_turn(self, text: str) -> None:

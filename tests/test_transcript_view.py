@@ -179,3 +179,38 @@ async def test_the_spinner_timer_runs_only_while_a_tool_runs(folder: Path) -> No
         assert await await_until(lambda: app.view.spinning, 10, pilot=pilot), "never spun"
         await settle(pilot, app)
         assert not app.view.spinning
+
+
+async def test_deltas_within_a_frame_cross_as_one_message_in_order(folder: Path) -> None:
+    """A fast server's hundreds of deltas a second reach the window as one message per run and
+    frame, their texts joined, nothing lost, the order kept around other events."""
+    from mm_tui.app import EngineEvent
+    from mm_tui.core.events import ThoughtDelta
+
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        posted: list = []
+        original = app.post_message
+
+        def counting(message):  # noqa: ANN001, ANN202
+            if isinstance(message, EngineEvent):
+                posted.append(message.event)
+            return original(message)
+
+        app.post_message = counting  # type: ignore[method-assign]
+        for n in range(200):
+            app.emit(ThoughtDelta(text=f"t{n} "))
+        for n in range(300):
+            app.emit(TextDelta(text=f"w{n} "))
+        app.emit(EngineError(where="test", message="after the text", level="warning"))
+        await settle(pilot, app)
+        kinds = [type(event).__name__ for event in posted]
+        assert kinds == ["ThoughtDelta", "TextDelta", "EngineError"], kinds
+        assert posted[0].text == "".join(f"t{n} " for n in range(200))
+        assert posted[1].text == "".join(f"w{n} " for n in range(300))
+        # alone, a run is posted within a frame, without another event to push it
+        app.emit(TextDelta(text="tail"))
+        assert app.deltas_pending
+        await settle(pilot, app)
+        assert not app.deltas_pending and posted[-1].text == "tail"

@@ -98,7 +98,7 @@ async def settle(pilot: Any, app: MMApp, *, idle: bool = True, timeout: float = 
     deadline = loop.time() + timeout
 
     def ready() -> bool:
-        if app.engine is None or (idle and turn_running(app)):
+        if app.engine is None or (idle and turn_running(app)) or app.deltas_pending:
             return False
         return app.view.settled
 

@@ -145,10 +145,16 @@ def model_ids(data: Any) -> list[str] | None:
 
 
 async def detect_local_server(
-    timeout: float = 0.5, presets: Sequence[Preset] | None = None
+    timeout: float = 2.0, presets: Sequence[Preset] | None = None
 ) -> DetectedServer | None:
     """Probe the local presets' `/models` concurrently; the first preset in table order that
-    answers with a model list wins. Bounded by `timeout`, so start-up never waits on a dead port."""
+    answers with a model list wins. Bounded by `timeout`, so start-up never waits long on a
+    port that takes a connection and never answers.
+
+    The timeout costs nothing where nothing listens (a closed local port refuses at once) or a
+    server answers (in milliseconds): it is only how long a server gets to answer on a machine
+    the model itself keeps busy. At 0.5 s, a llama.cpp server on a loaded two-core machine was
+    missed and mm started on the demo model instead, silently."""
     candidates = [p for p in (PRESETS if presets is None else presets) if p.local]
     if not candidates:
         return None
