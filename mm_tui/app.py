@@ -26,10 +26,18 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
 
-from mm_tui.core.events import TextDelta, ThoughtDelta
+from mm_tui.core.events import (
+    ContextUsage,
+    PermissionRequested,
+    ServerState,
+    TextDelta,
+    ThoughtDelta,
+    TurnEnded,
+)
 from mm_tui.core.text import one_line
 from mm_tui.transcript.store import NoticeItem, Transcript
 from mm_tui.transcript.view import TranscriptView
+from mm_tui.widgets.agent_header import AgentHeader
 from mm_tui.widgets.permission import PermissionBox
 from mm_tui.widgets.prompt import COMMANDS, Prompt
 from mm_tui.widgets.status_line import StatusLine
@@ -187,8 +195,6 @@ class MMApp(App[int]):
         if settings.theme not in self.available_themes:  # from --theme or the theme key
             names = ", ".join(sorted(self.available_themes))
             theme_warnings.append(f"no theme named {settings.theme} — themes: {names}")
-        from mm_tui.widgets.agent_header import AgentHeader
-
         header = self._widget(AgentHeader)
         header.show(
             title=settings.acp.title,
@@ -256,8 +262,6 @@ class MMApp(App[int]):
 
     def _show_context(self) -> None:
         """The header's context text, from the engine: after start-up and a change of session."""
-        from mm_tui.widgets.agent_header import AgentHeader
-
         usage = self.engine.context_usage() if self.engine is not None else None
         self._widget(AgentHeader).show_context(usage.text if usage is not None else "")
 
@@ -324,21 +328,15 @@ class MMApp(App[int]):
 
     @on(EngineEvent)
     def on_engine_event(self, message: EngineEvent) -> None:
-        from mm_tui.core.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
-
         event = message.event
         if not self.is_running:  # closing: its screens are gone, a cancelled turn still ends
             return
         if isinstance(event, ContextUsage):
             if event.agent is None:  # an asked agent's context is its own business
-                from mm_tui.widgets.agent_header import AgentHeader
-
                 self._widget(AgentHeader).show_context(event.text)
             return
         if isinstance(event, ServerState):
             if event.agent is None:
-                from mm_tui.widgets.agent_header import AgentHeader
-
                 self._widget(AgentHeader).show_server(event.answering)
             return
         changed = self.transcript.apply(event)

@@ -528,9 +528,6 @@ class TranscriptView(ScrollView, can_focus=True):
 
     # -- folding --------------------------------------------------------------------------
 
-    def item_index_at(self, y: int) -> int | None:
-        return self._cache.index_at(y)
-
     def item_at(self, y: int) -> Item | None:
         """The item drawn at a line of the content (0 is the first line of the transcript)."""
         index = self._cache.index_at(y)
