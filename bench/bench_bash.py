@@ -5,6 +5,10 @@ asyncio with its output going to that file, a wait and a read-back. The tool add
 group, its quiet environment and its markers; the goal is at most 1.3x the floor. Both are
 measured in the same run, interleaved, so that a busy machine slows both alike.
 
+The sandbox (core/sandbox.py, `sandbox: auto`) against none (`sandbox: off`): the same tool call,
+confined and not, interleaved too; the goal is at most 1.3x + 2 ms. Building a ruleset (once per
+project, and again when a folder it lists changes) is measured apart.
+
 Run: .venv/bin/python bench/bench_bash.py [calls]
 """
 
@@ -21,10 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mm_tui.config import Settings  # noqa: E402
+from mm_tui.core import sandbox  # noqa: E402
 from mm_tui.tools.base import ToolContext  # noqa: E402
 from mm_tui.tools.bash import BashArgs, BashTool  # noqa: E402
 
 GOAL = 1.3
+SANDBOX_GOAL = (1.3, 0.002)  # confined <= 1.3 x unconfined + 2 ms
 
 
 async def bare_call() -> str:
@@ -37,16 +43,26 @@ async def bare_call() -> str:
         return os.pread(out.fileno(), size, 0).decode("utf-8", errors="replace")
 
 
+def ms(times: list[float]) -> str:
+    return (
+        f"{statistics.mean(times) * 1000:8.3f} ms mean, "
+        f"{statistics.median(times) * 1000:8.3f} ms median"
+    )
+
+
 async def main(calls: int) -> None:
     tool = BashTool()
-    ctx = ToolContext(cwd=Path.cwd(), settings=Settings())
+    ctx = ToolContext(cwd=Path.cwd(), settings=Settings(sandbox="off"))
+    confined = ToolContext(cwd=Path.cwd(), settings=Settings(sandbox="auto"))
     args = BashArgs(command="true")
-    for _ in range(10):  # warm up: imports, caches, the child watcher
+    for _ in range(10):  # warm up: imports, caches, the child watcher, the sandbox's ruleset
         await tool.run(args, ctx)
+        await tool.run(args, confined)
         await bare_call()
 
     tool_times: list[float] = []
     bare_times: list[float] = []
+    sandbox_times: list[float] = []
     for _ in range(calls):
         t = time.perf_counter()
         await tool.run(args, ctx)
@@ -54,17 +70,42 @@ async def main(calls: int) -> None:
         t = time.perf_counter()
         await bare_call()
         bare_times.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        await tool.run(args, confined)
+        sandbox_times.append(time.perf_counter() - t)
 
     tool_mean = statistics.mean(tool_times)
     bare_mean = statistics.mean(bare_times)
     print(f"calls:              {calls}")
-    print(
-        f"BashTool.run(true): {tool_mean * 1000:8.3f} ms mean, {statistics.median(tool_times) * 1000:8.3f} ms median"
-    )
-    print(
-        f"bare bash -c true:  {bare_mean * 1000:8.3f} ms mean, {statistics.median(bare_times) * 1000:8.3f} ms median"
-    )
+    print(f"BashTool.run(true): {ms(tool_times)}  (sandbox: off)")
+    print(f"bare bash -c true:  {ms(bare_times)}")
     print(f"ratio (mean):       {tool_mean / bare_mean:8.3f}  (goal: <= {GOAL})")
+
+    abi, why = sandbox.landlock_abi()
+    if abi < 1:
+        print(f"sandbox:            not measured: {why}")
+        return
+    sandbox_mean = statistics.mean(sandbox_times)
+    factor, extra = SANDBOX_GOAL
+    goal = factor * tool_mean + extra
+    print(f"sandboxed run:      {ms(sandbox_times)}  (sandbox: auto, Landlock ABI {abi})")
+    print(f"unsandboxed run:    {ms(tool_times)}  (sandbox: off)")
+    print(
+        f"sandbox ratio:      {sandbox_mean / tool_mean:8.3f}  (mean; "
+        f"{sandbox_mean * 1000:.3f} ms against the goal {goal * 1000:.3f} ms = "
+        f"{factor}x + {extra * 1000:g} ms: {'met' if sandbox_mean <= goal else 'NOT met'})"
+    )
+    builds: list[float] = []
+    policy = sandbox.make_policy(confined.settings.sandbox_config(), confined.cwd, dict(os.environ))
+    for _ in range(20):
+        t = time.perf_counter()
+        ruleset = sandbox.Ruleset(abi, sandbox.plan(policy), policy.network)
+        ruleset.launcher()
+        builds.append(time.perf_counter() - t)
+        ruleset.close()
+    print(
+        f"ruleset build:      {ms(builds)}  (once per project; {len(sandbox.plan(policy))} rules)"
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ loop, since a long session's journal is megabytes of JSON."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
@@ -23,7 +24,6 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
-from textual.timer import Timer
 from textual.widget import Widget
 
 from mm_tui.core.events import (
@@ -132,9 +132,14 @@ class MMApp(App[int]):
         self.clock = clock
         self._signals = contextlib.ExitStack()  # the stop-signal handlers, from on_ready on
         self._deltas: list[TextDelta | ThoughtDelta] = []  # a run of deltas not yet posted
-        self._deltas_timer: Timer | None = None
+        self._deltas_timer: asyncio.TimerHandle | None = None
         self.transcript = Transcript(clock)
         self.engine: Engine | None = None
+        # Set once the engine is attached (`attach`): configuration read, model server picked,
+        # tools registered; a request sent from then on goes to the model at once. `ready_at` is
+        # when (time.perf_counter()): bench_window_startup reads both, tests await the event.
+        self.engine_ready = asyncio.Event()
+        self.ready_at: float | None = None
         self.exit_message: str | None = None
         # Requests sent while a turn runs or before the engine is ready: they run in order, one
         # turn each, when the turn before ends (as Claude Code and OpenCode do); Esc takes back
@@ -220,6 +225,8 @@ class MMApp(App[int]):
         self._notice(WELCOME, "info")
         engine.registry.listen(self.emit)  # an MCP server that fails says so when it does
         self.status.show(None, "")
+        self.ready_at = time.perf_counter()
+        self.engine_ready.set()
         self._run_queued()
 
     # -- helpers --------------------------------------------------------------------------
@@ -272,21 +279,25 @@ class MMApp(App[int]):
         (or thought) deltas of one agent that arrive within a frame crosses as one message, its
         texts joined: a fast server sends hundreds a second, and each message costs the window
         about what a small render does (issue 19). Any other event posts the run first, so the
-        order is kept and nothing is lost."""
+        order is kept and nothing is lost. A run waits at most the view's frame interval (which
+        adapts to what a frame costs): more often would only wake the window for nothing."""
         if isinstance(event, TextDelta | ThoughtDelta):
             run = self._deltas
             if run and (type(run[0]) is not type(event) or run[0].agent != event.agent):
                 self._post_deltas()
             self._deltas.append(event)
-            if self._deltas_timer is None:
-                self._deltas_timer = self.set_timer(DELTA_FRAME, self._post_deltas)
+            if self._deltas_timer is None:  # an event loop handle: a Textual timer is a task
+                view = self._widgets.get(TranscriptView)
+                delay = DELTA_FRAME if view is None else max(DELTA_FRAME, view.frame_interval)
+                loop = asyncio.get_running_loop()
+                self._deltas_timer = loop.call_later(delay, self._post_deltas)
             return
         self._post_deltas()
         self.post_message(EngineEvent(event))
 
     def _post_deltas(self) -> None:
         if self._deltas_timer is not None:
-            self._deltas_timer.stop()
+            self._deltas_timer.cancel()
             self._deltas_timer = None
         run, self._deltas = self._deltas, []
         if run:

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mm_tui import __version__
+
+if TYPE_CHECKING:
+    from mm_tui.startup import Started
 
 
 class _Version(argparse.Action):
@@ -104,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         os.chdir(cwd)
     if not (args.line or args.prompt is not None or args.acp or args.ask):
         return run_window(args, cwd)
+    _prepare_tls(args)
     from mm_tui.config import ConfigError, load_settings
 
     try:
@@ -125,24 +132,63 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_window(args: argparse.Namespace, cwd: Path) -> int:
     """Window mode. The configuration and the model load after the first frame (see `MMApp`);
-    a start-up error closes the window and is printed as one line."""
-    from mm_tui.app import MMApp
+    a start-up error closes the window and is printed as one line.
 
-    async def boot():  # noqa: ANN202
-        from mm_tui.config import ConfigError, load_settings
-        from mm_tui.startup import StartupError, start
+    No garbage collection until the engine is ready (`window_boot`): start-up makes some
+    hundred thousand objects that live as long as mm and a few thousand of garbage, and the
+    collector's passes over them (a full one among them) cost 40 to 60 ms of it on an idle
+    machine. Once ready, what start-up made is frozen (the collector's later passes skip it)
+    and collection resumes."""
+    gc.disable()
+    try:
+        from mm_tui.app import MMApp
 
-        try:
-            settings = load_settings(config_file=args.config, overrides=_overrides(args), cwd=cwd)
-            return await start(settings, cwd, demo=args.demo, resume=args.resume, playground=True)
-        except (ConfigError, StartupError) as exc:
-            raise RuntimeError(str(exc)) from None
-
-    app = MMApp(boot, theme=args.theme)
-    code = app.run()
+        app = MMApp(window_boot(args, cwd, gc_paused=True), theme=args.theme)
+        code = app.run()
+    finally:
+        gc.enable()  # in case the boot never ran
     if app.exit_message:
         print(app.exit_message, file=sys.stderr)
     return code if isinstance(code, int) else 0
+
+
+def window_boot(
+    args: argparse.Namespace, cwd: Path, *, gc_paused: bool = False
+) -> Callable[[], Awaitable[Started]]:
+    """What window mode runs after its first frame: the configuration, the model, the engine.
+    A configuration or start-up error becomes the one line the window closes with.
+    `gc_paused`: `run_window` paused the garbage collector; it resumes when the boot ends."""
+
+    async def boot() -> Started:
+        try:
+            _prepare_tls(args)  # after the first frame: nothing of it is needed for that
+            from mm_tui.config import ConfigError, load_settings
+            from mm_tui.startup import StartupError, start
+
+            try:
+                settings = load_settings(
+                    config_file=args.config, overrides=_overrides(args), cwd=cwd
+                )
+                return await start(
+                    settings, cwd, demo=args.demo, resume=args.resume, playground=True
+                )
+            except (ConfigError, StartupError) as exc:
+                raise RuntimeError(str(exc)) from None
+        finally:
+            if gc_paused:
+                gc.freeze()
+                gc.enable()
+
+    return boot
+
+
+def _prepare_tls(args: argparse.Namespace) -> None:
+    """The TLS context of the model-server clients, made in a thread, on the other core, while
+    the configuration loads (`engine/tls.py`); the demo model talks to no server."""
+    if not args.demo:
+        from mm_tui.engine.tls import prepare
+
+        prepare()
 
 
 async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: ANN001

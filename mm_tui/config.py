@@ -12,7 +12,7 @@ import re
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import yaml
 from pydantic import (
@@ -25,17 +25,22 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
 from mm_tui.core.files import resolve_path
 from mm_tui.core.paths import shown_path, user_config_dir
 
+if TYPE_CHECKING:
+    from mm_tui.core.sandbox import SandboxConfig
+
 
 class _Strict(BaseModel):
-    """Unknown keys are an error: a misspelt key silently ignored is worse than a clear stop."""
+    """Unknown keys are an error: a misspelt key silently ignored is worse than a clear stop.
+
+    An empty list or mapping is a plain default (pydantic copies it for each model), not
+    `default_factory=list`: pydantic reads a factory's signature, and a builtin's costs 20 to
+    40 ms at start-up the first time (inspect parses its text signature with tokenize's regex)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -43,12 +48,12 @@ class _Strict(BaseModel):
 class LspServer(_Strict):
     name: str
     command: str
-    args: list[str] = Field(default_factory=list)
-    extensions: list[str] = Field(default_factory=list)
+    args: list[str] = []
+    extensions: list[str] = []
 
 
 class LspSettings(_Strict):
-    servers: list[LspServer] = Field(default_factory=list)
+    servers: list[LspServer] = []
 
 
 class AcpSettings(_Strict):
@@ -63,11 +68,11 @@ class McpServer(_Strict):
 
     type: str | None = None
     command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = []
+    env: dict[str, str] = {}
     cwd: str | None = None
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = {}
     startup_timeout: float = Field(default=30, alias="startupTimeout", gt=0)
     timeout: float = Field(default=60, gt=0)
 
@@ -139,12 +144,18 @@ class Settings(_Strict):
     command_env_exclude: list[str] = Field(
         default_factory=lambda: list(DEFAULT_EXCLUDE), alias="commandEnvExclude"
     )
+    # The sandbox of the commands the model runs, bash and language servers (core/sandbox.py):
+    # auto confines them where Landlock works, strict refuses to run them where it does not.
+    sandbox: Literal["auto", "off", "strict"] = "auto"
+    sandbox_network: bool = Field(default=True, alias="sandboxNetwork")
+    sandbox_deny: list[str] = Field(default=[], alias="sandboxDeny")  # beyond ~/.ssh...
+    sandbox_write: list[str] = Field(default=[], alias="sandboxWrite")  # more folders
     edit_tools: bool = Field(default=True, alias="editTools")
     fetch_content_tool: bool = Field(default=False, alias="fetchContentTool")
     skills_dir: str = Field(default=".mm/skills", alias="skillsDir")
     lsp: LspSettings = Field(default_factory=LspSettings)
-    mm_configs: dict[str, AgentRef] = Field(default_factory=dict, alias="mmConfigs")
-    mcp_servers: dict[str, McpServer] = Field(default_factory=dict, alias="mcpServers")
+    mm_configs: dict[str, AgentRef] = Field(default={}, alias="mmConfigs")
+    mcp_servers: dict[str, McpServer] = Field(default={}, alias="mcpServers")
     max_output: int = Field(default=30000, alias="maxOutput", ge=1)
     preview_lines: int = Field(default=5, alias="previewLines", ge=0)
     max_turns: int = Field(default=50, alias="maxTurns", ge=1)
@@ -178,10 +189,22 @@ class Settings(_Strict):
                 )
         return value
 
-    @field_validator("command_env_exclude", mode="before")
+    def sandbox_config(self) -> SandboxConfig:
+        """What core/sandbox.py needs of these settings."""
+        from mm_tui.core.sandbox import SandboxConfig
+
+        return SandboxConfig(
+            mode=self.sandbox,
+            network=self.sandbox_network,
+            deny=tuple(self.sandbox_deny),
+            write=tuple(self.sandbox_write),
+        )
+
+    @field_validator("command_env_exclude", "sandbox_deny", "sandbox_write", mode="before")
     @classmethod
     def _patterns_of_a_text(cls, value: Any) -> Any:
-        """One text (MM_COMMAND_ENV_EXCLUDE, or a YAML string) holds comma-separated patterns."""
+        """One text (MM_COMMAND_ENV_EXCLUDE, MM_SANDBOX_DENY, or a YAML string) holds
+        comma-separated patterns or paths."""
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
@@ -190,9 +213,10 @@ class Settings(_Strict):
 # --- Loading ------------------------------------------------------------------------------------
 #
 # Each place a setting can come from is a layer: a label for error messages and the raw keys it
-# gives, spelt as in YAML. pydantic-settings merges the layers (deep-merging nested mappings) and
-# validates the result once, so a value that a later layer replaces is never judged; when the
-# result is invalid, the error is traced back to the last layer that holds the offending key.
+# gives, spelt as in YAML. The layers are merged (nested mappings key by key, later layers
+# winning) and the result is validated once, so a value that a later layer replaces is never
+# judged; when the result is invalid, the error is traced back to the last layer that holds the
+# offending key.
 
 ENV_NAMES: dict[str, str] = {
     f"MM_{name.upper()}": field.alias or name
@@ -218,26 +242,16 @@ class ConfigError(Exception):
 
 @dataclass
 class _Layer:
+    """One place settings come from: its label in error messages, and the keys it gives."""
+
     label: str  # "~/.config/mm/config.yaml", "environment MM_MODEL", "flag --theme"
     data: dict[str, Any]
     one_key: bool = False  # the label already names the key (environment variables, flags)
 
     def __post_init__(self) -> None:
-        # Hide the key from the moment it is read: pydantic-settings' debug log prints layers.
+        # Hide the key from the moment it is read: whatever shows a layer shows stars.
         if isinstance(self.data.get("apiKey"), str):
             self.data = {**self.data, "apiKey": SecretStr(self.data["apiKey"])}
-
-
-class _LayerSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], layer: _Layer) -> None:
-        super().__init__(settings_cls)
-        self.layer = layer
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ hands over the whole layer
-
-    def __call__(self) -> dict[str, Any]:
-        return self.layer.data
 
 
 def load_settings(
@@ -286,27 +300,32 @@ def load_settings(
         for layer in layers
         if layer.data.get("apiKey") is not None
     )
-
-    # Made per call because its sources are this call's layers.
-    class _Merged(BaseSettings, Settings):  # pyright: ignore[reportIncompatibleVariableOverride]
-        # YAML spelling only: accepting `max_output` too would let two spellings of one key
-        # fight silently across layers. (A settings class's config on a model's: pydantic
-        # merges the two dicts, which the checker cannot see.)
-        model_config = SettingsConfigDict(validate_by_name=False, populate_by_name=False)
-
-        @classmethod
-        def settings_customise_sources(
-            cls, settings_cls: type[BaseSettings], *args: Any, **kwargs: Any
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return tuple(_LayerSource(settings_cls, layer) for layer in reversed(layers))
-
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        _merge_into(merged, layer.data)
     try:
-        merged = _Merged()  # pyright: ignore[reportCallIssue] - the layers give the fields
+        # YAML spelling only, at every level: accepting `max_output` too would let two spellings
+        # of one key fight silently across layers.
+        settings = Settings.model_validate(merged, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise _explain(exc, layers) from None
-    settings = Settings.model_construct(_fields_set=merged.model_fields_set, **dict(merged))
     settings._read_keys = read_keys  # from here on, no session file or tool output shows them
     return settings
+
+
+def _merge_into(merged: dict[str, Any], data: Mapping[str, Any]) -> None:
+    """Lay `data` over `merged`: a mapping over a mapping merges key by key, anything else (a
+    list included) replaces. `merged` owns its nested mappings: a layer's are copied, never
+    changed."""
+    for key, value in data.items():
+        below = merged.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            _merge_into(below, value)
+        elif isinstance(value, dict):
+            merged[key] = copy = {}
+            _merge_into(copy, value)
+        else:
+            merged[key] = value
 
 
 def _secret_text(value: Any) -> str:

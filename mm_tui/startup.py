@@ -3,6 +3,7 @@ session (new or resumed), which tools. Every front end starts through here."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,7 +137,16 @@ async def start(
         if session is None:
             raise StartupError(f"mm: no session to resume in {folder}")
         settings = _resumed_model(settings, session, demo)
-    picked = await pick_model(settings, demo=demo, presets=presets)
+    # The tools and the project's instructions do not depend on the model: they are made in a
+    # thread while the model server is asked (network waits on this loop), except for the demo
+    # model, which asks nobody.
+    local = None if demo else asyncio.ensure_future(asyncio.to_thread(_local_parts, settings, cwd))
+    try:
+        picked = await pick_model(settings, demo=demo, presets=presets)
+    except BaseException:
+        if local is not None:
+            await asyncio.gather(local, return_exceptions=True)
+        raise
     client, notes = picked.client, list(picked.notes)
     # A server that does not answer: its note is the one warning among the notes.
     warnings = list(picked.notes) if picked.answering is False else []
@@ -151,6 +161,9 @@ async def start(
             cwd = make_playground()
             folder = resolve_dir(settings.sessions_dir, cwd)
             notes.append(f"the demo works in a throw-away playground: {cwd}")
+            if local is not None:  # made for the folder left behind
+                await asyncio.gather(local, return_exceptions=True)
+                local = None
         session = Session.new(
             folder,
             cwd=str(cwd),
@@ -158,14 +171,14 @@ async def start(
             provider=client.provider,
             base_url=client.base_url,
         )
-    # The AGENTS.md files, read here with the rest (in the window: after its first frame).
-    instructions = load_instructions(cwd)
+    # The AGENTS.md files are read here with the rest (in the window: after its first frame).
+    registry, instructions = await local if local is not None else _local_parts(settings, cwd)
     engine = Engine(
         settings,
         client,
         cwd=cwd,
         session=session,
-        registry=tool_registry(settings, cwd),
+        registry=registry,
         instructions=instructions,
     )
     engine.server_answering = picked.answering
@@ -177,7 +190,14 @@ async def start(
     notes.extend(engine.registry.warnings)
     notes.extend(instruction_notes(instructions))
     warnings.extend(instructions.warnings)
+    # commands run unconfined (auto mode without Landlock): shown as the warning it is
+    warnings.extend(w for w in engine.registry.warnings if w.startswith("[warning: sandbox:"))
     return Started(engine=engine, notes=notes, warnings=warnings)
+
+
+def _local_parts(settings: Settings, cwd: Path) -> tuple[ToolRegistry, Instructions]:
+    """What an agent needs of its folder: the tools, and the project's instructions."""
+    return tool_registry(settings, cwd), load_instructions(cwd)
 
 
 def instruction_notes(instructions: Instructions) -> list[str]:

@@ -212,7 +212,9 @@ async def test_stdout_carries_protocol_messages_only(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=tmp_path,
-            env=clean_env(home),
+            # unconfined: the sandbox would refuse the write to mm's own stdout (a process
+            # outside the command's), and this is about what mm does with one that happens
+            env=clean_env(home, {"MM_SANDBOX": "off"}),
         )
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,10 @@ DEFAULTS: dict[str, Any] = {
     "yolo": True,
     "bash_tool": True,
     "command_env_exclude": ["*_API_KEY", "*_TOKEN", "*_SECRET"],
+    "sandbox": "auto",
+    "sandbox_network": True,
+    "sandbox_deny": [],
+    "sandbox_write": [],
     "edit_tools": True,
     "fetch_content_tool": False,
     "skills_dir": ".mm/skills",
@@ -303,6 +309,10 @@ ENV_CASES: list[tuple[str, str, str, Any]] = [
     ("MM_FETCH_CONTENT_TOOL", "yes", "fetch_content_tool", True),
     ("MM_PREVIEW_LINES", "9", "preview_lines", 9),
     ("MM_COMMAND_ENV_EXCLUDE", "*_TOKEN, AWS_*", "command_env_exclude", ["*_TOKEN", "AWS_*"]),
+    ("MM_SANDBOX", "strict", "sandbox", "strict"),
+    ("MM_SANDBOX_NETWORK", "false", "sandbox_network", False),
+    ("MM_SANDBOX_DENY", "~/a, /b", "sandbox_deny", ["~/a", "/b"]),
+    ("MM_SANDBOX_WRITE", "~/go", "sandbox_write", ["~/go"]),
 ]
 
 
@@ -541,15 +551,96 @@ def test_the_api_key_is_not_in_an_error(load, proj: Path) -> None:
     assert "1234567890123" not in message
 
 
-def test_the_api_key_is_not_in_pydantic_settings_debug_log(
-    load, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setenv("PYDANTIC_SETTINGS_DEBUG", "1")
-    with caplog.at_level(logging.DEBUG, logger="pydantic_settings"):
+def test_the_api_key_is_not_logged(load, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG):
         load(environ={"MM_API_KEY": SECRET, "OPENAI_API_KEY": SECRET + "2"}, overrides={})
         load(environ={"OPENAI_API_KEY": SECRET})
-    assert caplog.text  # the log was on
     assert SECRET not in caplog.text
+
+
+# --- the loading is mm's own ---------------------------------------------------------------------
+
+
+def test_an_environment_variable_and_file_keys_together(load, home: Path, proj: Path) -> None:
+    home_file(home, "model: m\nmmConfigs: {t: {config: t.yaml}}\n")
+    proj_file(proj, "theme: nord\nmaxTurns: 3\n")
+    settings = load(environ={"MM_MAX_OUTPUT": "77", "MM_MAX_TURNS": "8"}, overrides={"yolo": False})
+    assert (settings.model, settings.theme, settings.max_output) == ("m", "nord", 77)
+    assert (settings.max_turns, settings.yolo) == (8, False)
+    assert settings.mm_configs["t"].config == "t.yaml"
+    assert settings.model_fields_set == {
+        "model",
+        "mm_configs",
+        "theme",
+        "max_turns",
+        "max_output",
+        "yolo",
+    }
+
+
+def test_a_flag_beats_the_environment_which_beats_the_files(load, proj: Path) -> None:
+    proj_file(proj, "theme: file\nmodel: file\nbaseUrl: http://file/v1\n")
+    settings = load(environ={"MM_THEME": "env", "MM_MODEL": "env"}, overrides={"theme": "flag"})
+    assert (settings.theme, settings.model, settings.base_url) == ("flag", "env", "http://file/v1")
+
+
+def test_a_bad_file_value_replaced_by_the_environment_is_not_an_error(load, proj: Path) -> None:
+    proj_file(proj, "maxOutput: lots\n")
+    assert load(environ={"MM_MAX_OUTPUT": "5"}).max_output == 5
+
+
+def test_a_bad_environment_value_is_blamed_on_it_not_on_a_file(load, proj: Path) -> None:
+    proj_file(proj, "maxOutput: 10\n")
+    assert error_of(load, environ={"MM_MAX_OUTPUT": "lots"}) == (
+        f"mm: environment MM_MAX_OUTPUT: {INT_REASON}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("var", "raw", "reason"),
+    [
+        ("MM_WATCHDOG_TIMEOUT", "soon", "Input should be a valid number, unable to parse string"),
+        ("MM_SANDBOX", "maybe", "Input should be 'auto', 'off' or 'strict'"),
+        ("MM_CONTEXT_WINDOW", "100", "Input should be greater than or equal to 512"),
+    ],
+)
+def test_a_malformed_environment_value(load, var: str, raw: str, reason: str) -> None:
+    assert error_of(load, environ={var: raw}).startswith(f"mm: environment {var}: {reason}")
+
+
+def test_merging_leaves_each_layer_as_read(load, home: Path, proj: Path) -> None:
+    """The merge copies the mappings it changes: the blame still finds the one layer that
+    holds a key (here the home file's agent, merged into by the project file's)."""
+    home_file(home, "mmConfigs:\n  t: {config: t.yaml, yolo: maybe}\n")
+    proj_file(proj, "mmConfigs:\n  t: {description: d}\n")
+    assert error_of(load) == (
+        "mm: ~/.config/mm/config.yaml: mmConfigs.t.yolo: "
+        "Input should be a valid boolean, unable to interpret input"
+    )
+    proj_file(proj, "mmConfigs:\n  t: {description: d, yolo: true}\n")
+    assert load().mm_configs["t"].model_dump() == {
+        "config": "t.yaml",
+        "description": "d",
+        "yolo": True,
+    }
+
+
+def test_snake_case_is_refused_in_a_nested_mapping_too(load, proj: Path) -> None:
+    proj_file(proj, "mcpServers:\n  x: {command: c, startup_timeout: 5}\n")
+    assert error_of(load) == (
+        'mm: .mm/config.yaml: unknown key "mcpServers.x.startup_timeout" '
+        '(did you mean "startupTimeout"?)'
+    )
+
+
+def test_settings_made_in_code_still_take_the_python_names() -> None:
+    assert Settings(max_output=3, base_url="http://h/v1").max_output == 3
+
+
+def test_pydantic_settings_is_not_imported() -> None:
+    code = "import sys, mm_tui.config; print('pydantic_settings' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 # --- folders -----------------------------------------------------------------------------------

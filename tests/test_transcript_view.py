@@ -1,6 +1,7 @@
 """The transcript's view: selecting its text with the mouse, as Textual's Log allows, and copying
 it with Ctrl+C, while a click or a drag does what it did (fold a line, scroll); its line cache;
-an item drawn before its frame; a spinner timer that runs only while a tool call does."""
+an item drawn before its frame; a spinner timer that runs only while a tool call does; a frame
+rate that adapts to what a frame costs."""
 
 from __future__ import annotations
 
@@ -214,3 +215,42 @@ async def test_deltas_within_a_frame_cross_as_one_message_in_order(folder: Path)
         assert app.deltas_pending
         await settle(pilot, app)
         assert not app.deltas_pending and posted[-1].text == "tail"
+
+
+async def test_the_frame_rate_adapts_to_what_a_frame_costs(folder: Path) -> None:
+    """Expensive frames slow the view's frame rate at once (down to MAX_FRAME); cheap frames
+    bring it back, gradually. Driven by the real view: the answer's renderer is made slow for a
+    while (the CPU it burns is part of the frame's measured cost)."""
+    import time
+
+    from mm_tui.transcript.view import MAX_FRAME, MIN_FRAME
+
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        view = app.view
+        assert MIN_FRAME <= view.frame_interval < MAX_FRAME  # an idle window draws at once
+        answer = view.renderers.answer
+        render = answer.render
+
+        def slow(item, width):  # noqa: ANN001, ANN202
+            end = time.thread_time() + 0.05  # a frame of 50 ms of CPU: far over the cap
+            while time.thread_time() < end:
+                pass
+            return render(item, width)
+
+        answer.render = slow  # type: ignore[method-assign]
+        app.emit(TextDelta(text="slow "))
+        await settle(pilot, app)
+        assert view.frame_interval == MAX_FRAME
+        answer.render = render  # type: ignore[method-assign]
+        intervals = [view.frame_interval]
+        for n in range(60):  # frames, not seconds: each is the cost of a few words
+            app.emit(TextDelta(text=f"w{n} "))
+            await settle(pilot, app)
+            intervals.append(view.frame_interval)
+            if intervals[-1] < MAX_FRAME:
+                break
+        assert intervals[-1] < MAX_FRAME, intervals
+        assert len(intervals) > 2, "one cheap frame does not undo an expensive one"
+        assert min(intervals) >= MIN_FRAME

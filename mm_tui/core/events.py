@@ -57,6 +57,8 @@ class Counters:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens the model server counted: what was sent (prompt) and what it answered."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -81,6 +83,8 @@ class BaseEvent:
 
 @dataclass(frozen=True)
 class TurnStarted(BaseEvent):
+    """A turn begins: its number in the session and the request that started it."""
+
     turn: int
     text: str
 
@@ -135,16 +139,23 @@ class ComposingToolCall(BaseEvent):
 
 @dataclass(frozen=True)
 class TextDelta(BaseEvent):
+    """The next piece of the answer's text."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ThoughtDelta(BaseEvent):
+    """The next piece of the model's reasoning."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ToolCallStarted(BaseEvent):
+    """The model asked for a tool call, now complete: its title, kind, arguments, display
+    line and the files it touches."""
+
     call_id: str
     tool: str
     title: str
@@ -179,6 +190,8 @@ class ToolCallFinished(BaseEvent):
 
 @dataclass(frozen=True)
 class PermissionRequested(BaseEvent):
+    """A call waits for the person: the front end resolves `future` with a `Decision`."""
+
     call_id: str
     tool: str
     title: str
@@ -201,6 +214,8 @@ class AgentStarted(BaseEvent):
 
 @dataclass(frozen=True)
 class AgentFinished(BaseEvent):
+    """An asked agent's session closes: the end of what `AgentStarted` opened."""
+
     name: str
     title: str
     model: str
@@ -270,6 +285,8 @@ StopReason = Literal["end_turn", "max_turns", "cancelled", "error", "loop_detect
 
 @dataclass(frozen=True)
 class TurnEnded(BaseEvent):
+    """The last event of a turn: its counters, time, tokens and why it stopped."""
+
     turn: int
     counters: Counters
     elapsed: float

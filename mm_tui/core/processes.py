@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from typing import Protocol
 
 
 def signal_name(signum: int) -> str:
@@ -41,7 +42,17 @@ def kill_group(process: asyncio.subprocess.Process) -> None:
             os.kill(process.pid, signal.SIGKILL)
 
 
-async def stop_group(process: asyncio.subprocess.Process, grace: float) -> None:
+class Child(Protocol):
+    """A started child as `stop_group` needs it: an asyncio process, or the sandbox's
+    `ConfinedProcess`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    async def wait(self) -> int: ...
+
+
+async def stop_group(process: Child, grace: float) -> None:
     """Stop the group `process` leads: SIGTERM to the group, up to `grace` seconds for the
     process to exit, then SIGKILL to the group, which also reaches what the process left behind
     when it did exit; returns once the process is reaped. Cancelled while it waits, it still

@@ -332,13 +332,14 @@ async def read_context_window(
     import httpx
 
     from mm_tui.engine.servers import USER_AGENT
+    from mm_tui.engine.tls import tls_context
 
     headers = {"User-Agent": USER_AGENT}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
 
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=trust_env, headers=headers
+        timeout=httpx.Timeout(timeout), trust_env=trust_env, headers=headers, verify=tls_context()
     ) as client:
 
         async def ask(method: str, url: str, body: Any = None) -> Any:

@@ -37,6 +37,7 @@ from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamE
 from mm_tui.engine.server_errors import context_overflow, reported_error, status_message
 from mm_tui.engine.servers import USER_AGENT, connection_problem, is_loopback, provider_name
 from mm_tui.engine.sse import SseDecoder
+from mm_tui.engine.tls import tls_context
 
 __all__ = ["OpenAIProvider"]
 
@@ -155,6 +156,7 @@ class OpenAIProvider:
             ),
             trust_env=not is_loopback(self.base_url),
             follow_redirects=True,
+            verify=tls_context(),
         )
         # The kinds of request (`_kind`) that this server answers with an empty 200 when they
         # stream: once seen, such requests go non-streamed (see "llama-cpp-python" below).

@@ -19,6 +19,7 @@ from mm_tui.engine.servers import (
     is_loopback,
     model_ids,
 )
+from mm_tui.engine.tls import tls_context
 
 SUFFIX = "/chat/completions"
 
@@ -67,7 +68,10 @@ async def check_server(
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=not is_loopback(base), headers=headers
+        timeout=httpx.Timeout(timeout),
+        trust_env=not is_loopback(base),
+        headers=headers,
+        verify=tls_context(),
     ) as client:
 
         async def models(url: str) -> httpx.Response:

@@ -18,6 +18,7 @@ import httpx
 
 from mm_tui.engine.model_stream import ModelError
 from mm_tui.engine.server_errors import status_message
+from mm_tui.engine.tls import tls_context
 
 __all__ = [
     "HOW_TO_POINT",
@@ -159,7 +160,10 @@ async def detect_local_server(
     if not candidates:
         return None
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=False, headers={"User-Agent": USER_AGENT}
+        timeout=httpx.Timeout(timeout),
+        trust_env=False,
+        headers={"User-Agent": USER_AGENT},
+        verify=tls_context(),
     ) as client:
 
         async def probe(p: Preset) -> list[str] | None:
@@ -198,7 +202,10 @@ async def list_models(base_url: str, api_key: str | None = None, timeout: float 
         headers["Authorization"] = f"Bearer {api_key}"
     base = base_url.rstrip("/")
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=not is_loopback(base), headers=headers
+        timeout=httpx.Timeout(timeout),
+        trust_env=not is_loopback(base),
+        headers=headers,
+        verify=tls_context(),
     ) as client:
         try:
             r = await client.get(base + "/models")

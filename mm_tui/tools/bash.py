@@ -15,6 +15,12 @@ command started, not only the shell, and one `killpg` reaches them all.
 Its environment is mm's without the keys (`command_env`: mm's own key variables, the
 `commandEnvExclude` patterns), with `QUIET_ENV` on top.
 
+It runs in the sandbox (`core/sandbox.py`, the `sandbox` setting): started from mm's confined
+thread, it writes only in the project, the temp folder, ~/.cache and mm's state, reads all but
+the deny list. When its output shows a refusal the sandbox may have made, one line says so
+after the other markers (`Confinement.explain`); in strict mode without a sandbox the command
+does not run and the text says why.
+
 Markers appended to the output, each on a line of its own (a newline is added first when the
 output does not already end with one):
 
@@ -23,6 +29,8 @@ output does not already end with one):
   the signal, lower-cased, as Go spells it) when the shell itself dies of a signal;
 - `[error: 30s timeout exceeded]` (the number is the timeout) when the command ran too long;
 - `[error: cancelled]` when the turn was cancelled; raised inside `ToolCancelled`.
+- last, `[sandbox: refused by mm's sandbox — …]` when the output shows a refusal the sandbox may
+  have made (a permission denied on a path it keeps from commands, or on no path at all).
 """
 
 from __future__ import annotations
@@ -32,13 +40,16 @@ import ctypes
 import ctypes.util
 import os
 import signal
+import subprocess
 import tempfile
 from typing import Any
 
 from pydantic import Field
 
+from mm_tui.config import resolve_dir
 from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import stop_group
+from mm_tui.core.sandbox import ConfinedProcess, confine
 from mm_tui.tools.base import (
     CANCELLED,
     Tool,
@@ -177,7 +188,7 @@ def release_middle(fd: int) -> None:
         _fallocate = False  # this file system cannot: do not try again
 
 
-async def _wait(proc: asyncio.subprocess.Process, fd: int) -> None:
+async def _wait(proc: asyncio.subprocess.Process | ConfinedProcess, fd: int) -> None:
     """Wait for the shell, keeping an eye on how much disk its output takes (a timer rather
     than a task: most commands end before the first look, and then it costs nothing)."""
     loop = asyncio.get_running_loop()
@@ -238,21 +249,37 @@ class BashTool(Tool):
         settings = ctx.settings
         env = command_env(settings.command_env_exclude, secrets=settings.secret_values())
         env.update(QUIET_ENV)
+        sessions = resolve_dir(settings.sessions_dir, ctx.cwd)
+        sandbox = confine(settings.sandbox_config(), ctx.cwd, env, state=(sessions,))
+        if sandbox.refused is not None:  # strict, and no sandbox here
+            return ToolResult(sandbox.refused, status="error")
         # Unlinked at once (O_TMPFILE on Linux): nothing is left behind whatever happens.
         with tempfile.TemporaryFile(buffering=0) as out:
             fd = out.fileno()
+            proc: asyncio.subprocess.Process | ConfinedProcess
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    "bash",
-                    "-c",
-                    args.command,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=fd,
-                    stderr=asyncio.subprocess.STDOUT,
-                    cwd=ctx.cwd,
-                    env=env,
-                    start_new_session=True,
-                )
+                if sandbox.confined:
+                    proc = await sandbox.start(
+                        ["bash", "-c", args.command],
+                        stdin=subprocess.DEVNULL,
+                        stdout=fd,
+                        stderr=subprocess.STDOUT,
+                        cwd=ctx.cwd,
+                        env=env,
+                        start_new_session=True,
+                    )
+                else:
+                    proc = await asyncio.create_subprocess_exec(
+                        "bash",
+                        "-c",
+                        args.command,
+                        stdin=asyncio.subprocess.DEVNULL,
+                        stdout=fd,
+                        stderr=asyncio.subprocess.STDOUT,
+                        cwd=ctx.cwd,
+                        env=env,
+                        start_new_session=True,
+                    )
             except asyncio.CancelledError:
                 raise ToolCancelled(CANCELLED) from None
             except OSError as exc:
@@ -273,6 +300,9 @@ class BashTool(Tool):
                 raise ToolCancelled(append_marker(output, CANCELLED)) from None
 
             output = truncate(read_back(fd), limit)
+        refused = sandbox.explain(output)  # the sandbox's line, when it refused something
         if proc.returncode:
-            return ToolResult(append_marker(output, exit_marker(proc.returncode)), status="error")
-        return ToolResult(output)
+            output = append_marker(output, exit_marker(proc.returncode))
+        if refused is not None:
+            output = append_marker(output, refused)
+        return ToolResult(output, status="error" if proc.returncode else "ok")

@@ -100,6 +100,12 @@ class ToolRegistry:
 
         tools: list[Tool] = []
         warnings: list[str] = []
+        if settings.bash_tool or settings.lsp.servers:
+            from mm_tui.core.sandbox import startup_warning
+
+            # said once, here: auto mode where commands cannot be confined
+            sandbox = startup_warning(settings.sandbox_config())
+            warnings.extend([sandbox] if sandbox else [])
         if settings.bash_tool:
             tools.append(BashTool())
         skills, refused = find_skills(resolve_dir(settings.skills_dir, cwd))

@@ -17,13 +17,16 @@ cut) to Ctrl+C, which copies it (`MMApp.action_interrupt`).
 
 from __future__ import annotations
 
+import asyncio
+import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 
+from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Offset, Size
+from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
@@ -39,7 +42,20 @@ from mm_tui.transcript.store import AnswerItem, Item, ToolItem, Transcript
 from mm_tui.transcript.styles import LIGHT_STYLES, STYLES
 from mm_tui.widgets.theme_style import theme_style
 
-FRAME = 1 / 20  # updates are coalesced: 20 frames a second read as smooth streaming text
+# The frame rate adapts to what a frame costs. A frame (the view's flush, then the compositor
+# painting its lines) may take at most 1/FRAME_COST_FACTOR of the time between two frames, so
+# that drawing a streaming answer costs a few percent of a core however long the answer grows or
+# however slow the machine: interval = clamp(FRAME_COST_FACTOR x cost, MIN_FRAME, MAX_FRAME),
+# where cost is the last frames' cost, taken at once when it grows and followed back by a
+# quarter of the gap at each frame when it falls (one expensive frame slows the rate at once, a
+# run of cheap ones brings it back). A change after a quiet spell is drawn at once; the next
+# waits out the interval since the last frame. The cost is the CPU time of the app's thread
+# (`time.thread_time`), not the wall time: on a loaded machine a frame that waits for a core
+# costs no more, and slowing the frames down would not give the core back.
+MIN_FRAME = 1 / 60
+MAX_FRAME = 1 / 10
+FRAME_COST_FACTOR = 30
+COST_FALL = 0.25
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
 
 
@@ -99,13 +115,19 @@ class TranscriptView(ScrollView, can_focus=True):
         self._width = 0  # the width the cache's lines are rendered at; 0: lay out again
         self._cache = LineCache()
         self._dirty: set[int] = set()
-        self._flush_scheduled = False
+        # The next frame: an event loop handle, not a Textual timer (a Timer is a task, a
+        # message and a signature inspection per frame).
+        self._frame: asyncio.TimerHandle | None = None
+        self._last_frame = -1.0  # the event loop's time of the last flush
+        self._frame_cost = 0.0  # the last frames' cost, in seconds (see FRAME_COST_FACTOR)
+        self._paint_cost = 0.0  # time spent painting the view's lines since the last flush
         self._follow = True
         self.cursor: int | None = None  # index of the selected foldable item
         self._styles: dict[str, Style] = {}
         self._base: Style | None = None
         self._renderers: Renderers | None = None
         self._bar = ScrollbarPainter()
+        self._bar_rows: list[Segment] | None = None  # the bar's cells while a frame is painted
         self._dragging = False
         # The spinner's timer runs only while a tool call runs: an idle window wakes for nothing
         # (ten wake-ups a second, forever, cost a model on the same cores its share).
@@ -196,10 +218,36 @@ class TranscriptView(ScrollView, can_focus=True):
             self._spin.stop()
             self._spin = None
 
+    @property
+    def frame_interval(self) -> float:
+        """The least time between two frames, from what frames cost (see FRAME_COST_FACTOR)."""
+        return min(MAX_FRAME, max(MIN_FRAME, FRAME_COST_FACTOR * self._frame_cost))
+
     def _schedule(self) -> None:
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.set_timer(FRAME, self.flush)
+        if self._frame is not None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, self._last_frame + self.frame_interval - loop.time())
+        self._frame = loop.call_later(delay, self._run_frame)
+
+    def _run_frame(self) -> None:
+        self._frame = None
+        try:
+            self.flush()
+        except Exception as error:  # as a Textual timer's callback would: the app shows it
+            self.app._handle_exception(error)  # pyright: ignore[reportPrivateUsage]
+
+    def _measured(self, cost: float) -> None:
+        """A frame's cost: taken at once when it grows, followed back slowly when it falls."""
+        if cost >= self._frame_cost:
+            self._frame_cost = cost
+        else:
+            self._frame_cost += (cost - self._frame_cost) * COST_FALL
+
+    def on_unmount(self) -> None:
+        if self._frame is not None:
+            self._frame.cancel()
+            self._frame = None
 
     def _content_width(self) -> int:
         """The items' width: the content's, less the scrollbar drawn at its right."""
@@ -219,10 +267,24 @@ class TranscriptView(ScrollView, can_focus=True):
 
         An item far from the view is never rendered here: its height is estimated from its
         text and corrected when it comes into view. So loading a long session, a resize and
-        Ctrl+O cost what the screen costs, whatever the length of the session."""
-        self._flush_scheduled = False
+        Ctrl+O cost what the screen costs, whatever the length of the session.
+
+        Its time, with the time the compositor took to paint the view's lines since the last
+        flush, is the frame's cost, from which the frame rate adapts (`frame_interval`)."""
+        if self._frame is not None:  # called directly: the frame scheduled is this one
+            self._frame.cancel()
+            self._frame = None
         if not self.is_mounted or self._renderers is None:
             return
+        start = time.thread_time()
+        self._last_frame = asyncio.get_running_loop().time()
+        try:
+            self._flush()
+        finally:
+            self._measured(time.thread_time() - start + self._paint_cost)
+            self._paint_cost = 0.0
+
+    def _flush(self) -> None:
         cache = self._cache
         base = self.rich_style
         if base != self._base:  # the theme or the CSS changed under us: render again
@@ -235,7 +297,7 @@ class TranscriptView(ScrollView, can_focus=True):
         reflow_from: int | None = None
         if width != self._width:
             self._width = width
-            self._renderers.answer.forget()
+            self.renderers.answer.forget()
             cache.restart([self._estimate(i) for i in range(count)])
             self._dirty.clear()
             reflow_from = 0
@@ -397,8 +459,18 @@ class TranscriptView(ScrollView, can_focus=True):
 
     # -- painting -------------------------------------------------------------------------
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The compositor's call for the view's lines of a frame, timed: part of a frame's cost."""
+        start = time.thread_time()
+        self._bar_rows = self._bar.rows(self, self.base_style)  # once, not once a line
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._bar_rows = None
+            self._paint_cost += time.thread_time() - start
+
     def render_line(self, y: int) -> Strip:
-        bar = self._bar.rows(self, self.base_style)
+        bar = self._bar_rows or self._bar.rows(self, self.base_style)
         bar_cell = bar[y] if y < len(bar) else self._bar.blank(self.base_style)
         strip = self._content_line(y)
         return Strip([*strip, bar_cell], strip.cell_length + BAR)
@@ -475,7 +547,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def settled(self) -> bool:
         """Whether everything that changed is drawn: no item waits to be rendered again and no
         frame is scheduled. What a test waits for before it reads the view."""
-        return not self._dirty and not self._flush_scheduled
+        return not self._dirty and self._frame is None
 
     @property
     def line_width(self) -> int:

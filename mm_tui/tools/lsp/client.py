@@ -10,6 +10,8 @@ The server's stderr is read continuously into a small ring: a chatty server (pyr
 would otherwise fill the pipe and block on its next write, and the tail of that log is what
 explains a crash.
 
+The server runs in the sandbox of the commands (`core/sandbox.py`) when it is given one.
+
 The client never raises anything but `LspError` (and its subclasses) for a server's misbehaviour:
 the tool turns those into text for the model.
 """
@@ -21,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -31,6 +34,7 @@ from typing import Any
 from mm_tui import __version__
 from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import kill_group, signal_name
+from mm_tui.core.sandbox import SandboxConfig, confine
 from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 
 REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
@@ -168,6 +172,8 @@ class LspClient:
     apply_edit: ApplyEdit | None = None  # how workspace/applyEdit is carried out
     # its environment: None for mm's without the keys (`command_env` with the default patterns)
     env: dict[str, str] | None = None
+    # the sandbox it runs in (core/sandbox.py, the `sandbox` settings); None: none
+    sandbox: SandboxConfig | None = None
 
     capabilities: dict[str, Any] = field(default_factory=dict)
     server_info: dict[str, Any] = field(default_factory=dict)
@@ -233,6 +239,18 @@ class LspClient:
         self._idle.set()
         self._begun = asyncio.Event()
         self._ready = asyncio.Event()
+        env = self.env if self.env is not None else command_env()
+        preexec = None
+        if self.sandbox is not None:
+            # Confined between fork and exec: its pipes need asyncio's own start, and a server
+            # starts once, so the fork this costs does not matter.
+            sandbox = confine(self.sandbox, self.root, env, thread=False)
+            if sandbox.refused is not None:
+                raise LspError(
+                    f"cannot start {self.command}: the sandbox cannot be set up ({sandbox.why}) "
+                    "and sandbox is strict"
+                )
+            preexec = sandbox.preexec
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 self.command,
@@ -241,12 +259,15 @@ class LspClient:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self.root,
-                env=self.env if self.env is not None else command_env(),
+                env=env,
                 # its own session: a Ctrl-C meant for mm's terminal must not kill the server
                 start_new_session=True,
+                preexec_fn=preexec,
             )
         except OSError as exc:
             raise LspError(f"cannot start {self.command}: {exc.strerror or exc}") from exc
+        except subprocess.SubprocessError as exc:  # the sandbox failed in the child
+            raise LspError(f"cannot start {self.command} in the sandbox: {exc}") from exc
         self._tasks = [
             asyncio.create_task(self._read_stdout(), name=f"lsp-{self.name}-stdout"),
             asyncio.create_task(self._read_stderr(), name=f"lsp-{self.name}-stderr"),

@@ -22,6 +22,7 @@ from typing import Any
 from mm_tui.config import LspServer
 from mm_tui.core.command_env import command_env
 from mm_tui.core.files import read_text
+from mm_tui.core.sandbox import SandboxConfig
 from mm_tui.tools.lsp.client import (
     INITIALIZE_TIMEOUT,
     REQUEST_TIMEOUT,
@@ -99,8 +100,10 @@ class ServerManager:
         request_timeout: float = REQUEST_TIMEOUT,
         initialize_timeout: float = INITIALIZE_TIMEOUT,
         env: Callable[[], dict[str, str]] = command_env,
+        sandbox: SandboxConfig | None = None,
     ) -> None:
         self.configs = servers
+        self.sandbox = sandbox  # the sandbox the servers run in (None: none)
         self.env = env  # a server's environment, made as it starts: mm's without the keys
         self.request_timeout = request_timeout
         self.initialize_timeout = initialize_timeout
@@ -155,6 +158,7 @@ class ServerManager:
             initialize_timeout=self.initialize_timeout,
             apply_edit=self.apply_edit,
             env=env,
+            sandbox=self.sandbox,
         )
         probe = None
         if server.has_linter is None and _is_pylsp(command):

@@ -21,6 +21,7 @@ from typing import Any
 from mm_tui.config import LspServer, Settings
 from mm_tui.core.command_env import command_env
 from mm_tui.core.files import read_text
+from mm_tui.core.sandbox import SandboxConfig
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
 from mm_tui.tools.lsp.args import (
     ACTIONS,
@@ -80,11 +81,12 @@ class LspTool(Tool):
         initialize_timeout: float = INITIALIZE_TIMEOUT,
         diagnostics_wait: float = DIAGNOSTICS_WAIT,
         env: Callable[[], dict[str, str]] = command_env,
+        sandbox: SandboxConfig | None = None,
     ) -> None:
         self.servers = servers
         self.cwd = Path(os.path.abspath(cwd))
         self.diagnostics_wait = diagnostics_wait
-        self.manager = ServerManager(servers, request_timeout, initialize_timeout, env)
+        self.manager = ServerManager(servers, request_timeout, initialize_timeout, env, sandbox)
         self.manager.apply_edit = apply_workspace_edit
         self._locks: dict[tuple[int, str, Path], asyncio.Lock] = {}
         self._pulled: dict[str, list[dict[str, Any]]] = {}  # uri -> last pulled full report
@@ -114,7 +116,8 @@ class LspTool(Tool):
         def env() -> dict[str, str]:
             return command_env(settings.command_env_exclude, secrets=settings.secret_values())
 
-        return cls(found, cwd, env=env), warnings
+        # and the sandbox of the commands: they run the project's code
+        return cls(found, cwd, env=env, sandbox=settings.sandbox_config()), warnings
 
     # --- declaration and display -------------------------------------------------------------
 

@@ -1,0 +1,786 @@
+"""The sandbox of the commands the model runs (bash, and the language servers started for the
+project): Linux Landlock, through ctypes, applied to those processes only (mm is never confined).
+
+What a confined command may do:
+
+- **write** only in the project folder (the working folder, and the git work tree around it
+  unless that is the home folder or above it), the system temp folder (`$TMPDIR` of the
+  command's environment when it names a folder, else `/tmp`), `/dev/shm`, `~/.cache`
+  (`$XDG_CACHE_HOME`: package managers and language servers keep their caches there), mm's own
+  state (`$XDG_STATE_HOME/mm`, the sessions folder), the folders of the `sandboxWrite` setting,
+  and the character devices commands write to (`/dev/null`, `/dev/zero`, `/dev/full`,
+  `/dev/tty`, `/dev/ptmx`, `/dev/pts/`). No device node may be made anywhere (as root, a block
+  device made in the project would open the disk);
+- **read and run** everything else, except the deny list: `~/.ssh`, `~/.aws`, `~/.gnupg`, mm's
+  configuration folder (`~/.config/mm`, which holds api keys), the credential stores
+  (`~/.local/share/keyrings`, `~/.password-store`, `~/.netrc`, `~/.git-credentials`,
+  `~/.docker/config.json`, `~/.kube`, `~/.config/gcloud`, `~/.azure`, `~/.config/gh`,
+  `~/.pypirc`) and the paths of the `sandboxDeny` setting. The names in a denied folder can be
+  listed (its parent must be listable), not its files read;
+- **connect or listen over TCP** unless `sandboxNetwork: false` (Landlock ABI 4, Linux 6.7).
+  UDP (DNS included) and Unix sockets are not covered by Landlock (a command that can reach a
+  Docker daemon's socket can still ask it for anything);
+- **signal** only the processes it started itself (ABI 6, Linux 6.12): not mm, not the person's
+  other programs (`pkill python` would stop mm), not a job left running by an earlier command
+  (each command is a domain of its own). mm, outside the domain, still stops the command's group.
+
+How: Landlock only grants, so "read everywhere but" is built by descending from `/` along the
+path to each denied item and granting every sibling on the way (every entry of `~` but `.ssh`,
+every entry of `~/.config` but `mm`, ...). Every access right the running kernel knows is
+handled, so what is not granted is refused (TRUNCATE from ABI 3, IOCTL_DEV from ABI 5, granted
+on `/dev`). A symbolic link among the siblings gets no rule of its own: Landlock judges the file
+it leads to, which for reading has rules of its own, and for writing gets the sibling's rights
+(unless it is denied). A denied path's real path is denied too. A folder on the way to
+a denied item gets only the right to be listed (any other right would hold for the denied item
+below it too): when the project is the home folder, its subfolders are writable but no new entry
+can be made in the home folder itself.
+
+The ruleset is built in mm (one rule per sibling: well under a millisecond for a usual home
+folder) and kept, keyed by what it depends on: the policy and the modification times of the
+folders that were descended (a new entry in `~` makes a new ruleset). mm itself is never
+confined. A bash command is started from a thread of mm that confined itself with the ruleset
+(`Launcher`; Landlock and no-new-privileges hold per thread, and a child inherits them from the
+thread that starts it): nothing has to run between fork and exec, so Python keeps its vfork
+path, where a `preexec_fn` would fork the whole process (4 ms more per command here, 15 ms in a
+process of mm's size); the command's end is watched through a pidfd (`ConfinedProcess`). A
+language server needs asyncio's pipes and starts once: it applies the ruleset in a `preexec_fn`
+(`PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self` on the inherited ruleset descriptor).
+Files mm opened for the child before (the bash output file) keep working: Landlock checks at
+open. No new privileges means a set-user-id program (sudo) gains none.
+
+`sandbox` setting: `auto` (the default) confines when Landlock works and otherwise runs commands
+unconfined, said once at start-up (`startup_warning`); `strict` refuses to run a command that
+cannot be confined (the text says why); `off` confines nothing.
+
+A refused operation comes back as the command's own error (Landlock answers EACCES for a file or
+a TCP port, EPERM for a signal); `Confinement.explain` adds one line when the output shows such a
+refusal that the sandbox may have made, saying so and how to allow it.
+
+For tests and for seeing the fallback: `MM_SANDBOX_FAKE_ABI=0` in mm's environment makes mm
+behave as on a kernel without Landlock; `MM_SANDBOX_FAKE_ABI=N` caps the ABI at N.
+
+macOS is not built: `sandbox-exec` with a generated profile is the next step there; elsewhere
+than Linux, `auto` runs unconfined with the warning and `strict` refuses.
+
+Standard library only (ctypes), like the rest of `core/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import queue
+import re
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mm_tui.core.paths import shown_path, user_config_dir
+from mm_tui.core.processes import signal_group
+
+MODES = ("auto", "off", "strict")
+FAKE_ABI_VARIABLE = "MM_SANDBOX_FAKE_ABI"
+
+# --- Landlock's interface (include/uapi/linux/landlock.h) ----------------------------------------
+
+_SYS_CREATE_RULESET = 444  # the same number on every architecture since Linux 5.13
+_SYS_ADD_RULE = 445
+_SYS_RESTRICT_SELF = 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13  # ABI 2
+TRUNCATE = 1 << 14  # ABI 3
+IOCTL_DEV = 1 << 15  # ABI 5
+
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1
+SCOPE_SIGNAL = 1 << 1  # ABI 6
+
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # what a file's rule may hold
+READ = EXECUTE | READ_FILE | READ_DIR
+WRITE = (1 << 16) - 1 & ~(MAKE_CHAR | MAKE_BLOCK)  # everything but device nodes
+DEVICE = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+
+
+def handled_fs(abi: int) -> int:
+    """Every file-system right the ABI knows: those not granted are refused."""
+    if abi >= 5:
+        return (1 << 16) - 1
+    if abi >= 3:
+        return (1 << 15) - 1
+    if abi == 2:
+        return (1 << 14) - 1
+    return (1 << 13) - 1
+
+
+# --- What is allowed -----------------------------------------------------------------------------
+
+DENIED_IN_HOME = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".local/share/keyrings",
+    ".password-store",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".kube",
+    ".config/gcloud",
+    ".azure",
+    ".config/gh",
+    ".pypirc",
+)
+"""The deny list, under the home folder; mm's configuration folder is added (it may be moved by
+XDG_CONFIG_HOME)."""
+
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
+SHARED_MEMORY = "/dev/shm"
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """The settings the sandbox reads (config.py makes one from `Settings`)."""
+
+    mode: str = "auto"  # auto | off | strict
+    network: bool = True
+    deny: tuple[str, ...] = ()  # more paths nobody may read (`~` allowed)
+    write: tuple[str, ...] = ()  # more folders commands may write in (`~` allowed)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one confined command may do, in absolute paths."""
+
+    write: tuple[str, ...]  # folders (and files) where everything but device nodes is allowed
+    deny: tuple[str, ...]  # existing paths nobody may read: as given and real
+    network: bool
+    home: str
+
+
+def _expand(path: str, home: str, base: Path) -> str:
+    if path == "~" or path.startswith("~/"):
+        path = home + path[1:]
+    return os.path.normpath(os.path.join(base, path))
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def project_folders(cwd: Path, home: str) -> list[str]:
+    """The working folder, and the git work tree around it (where `git commit` writes), unless
+    that tree is the home folder or holds it (a home folder under git)."""
+    folder = os.path.abspath(cwd)
+    found = [folder]
+    for parent in Path(folder).parents:
+        if os.path.lexists(parent / ".git"):
+            top = str(parent)
+            if not _under(home, top):
+                found.append(top)
+            break
+    return found
+
+
+def make_policy(
+    config: SandboxConfig,
+    project: Path,
+    env: Mapping[str, str],
+    state: Iterable[Path | str] = (),
+) -> Policy:
+    """The policy of a command started in `project` with the environment `env` (its HOME,
+    TMPDIR and XDG folders are the command's); `state`: mm's folders of the project (sessions)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    home = os.path.abspath(home)
+    homepath = Path(home)
+    write = project_folders(project, home)
+    tmp = env.get("TMPDIR", "")
+    write.append(tmp if os.path.isabs(tmp) and os.path.isdir(tmp) else "/tmp")
+    write.append(SHARED_MEMORY)
+    cache = env.get("XDG_CACHE_HOME", "")
+    write.append(cache if os.path.isabs(cache) else os.path.join(home, ".cache"))
+    state_home = env.get("XDG_STATE_HOME", "")
+    state_home = state_home if os.path.isabs(state_home) else os.path.join(home, ".local/state")
+    write.append(os.path.join(state_home, "mm"))
+    write += [os.path.abspath(p) for p in state]
+    write += [_expand(p, home, Path(project)) for p in config.write]
+    deny = [os.path.join(home, p) for p in DENIED_IN_HOME]
+    deny.append(str(user_config_dir(homepath, env)))
+    deny += [_expand(p, home, Path(project)) for p in config.deny]
+    denied: list[str] = []
+    for path in deny:
+        if os.path.lexists(path):
+            denied.append(os.path.normpath(path))
+            real = os.path.realpath(path)
+            if real != path:
+                denied.append(real)
+    writable = [os.path.normpath(p) for p in write if os.path.exists(p)]
+    return Policy(
+        write=tuple(dict.fromkeys(writable)),
+        deny=tuple(dict.fromkeys(denied)),
+        network=config.network,
+        home=home,
+    )
+
+
+def plan(policy: Policy) -> dict[str, int]:
+    """The rules, path -> rights, that make the policy: the whole tree readable but the denied
+    items, the write folders writable (but the denied items under them), the devices."""
+    denied = set(policy.deny)
+    partial: set[str] = set()  # the folders on the way to a denied item
+    for path in denied:
+        parent = os.path.dirname(path)
+        while True:
+            partial.add(parent)
+            if parent == "/":
+                break
+            parent = os.path.dirname(parent)
+    rules: dict[str, int] = {}
+
+    def add(path: str, rights: int) -> None:
+        rules[path] = rules.get(path, 0) | rights
+
+    def grant(path: str, rights: int) -> None:
+        if path not in partial:
+            add(path, rights)
+            return
+        # A folder above a denied item: listing it only (a right given here would hold for
+        # everything below it); every entry but the denied one gets the rights.
+        add(path, rights & READ_DIR)
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            return
+        for entry in entries:
+            child = os.path.join(path, entry.name)
+            if child in denied:
+                continue
+            try:
+                link = entry.is_symlink()
+            except OSError:
+                continue
+            if not link:
+                grant(child, rights)
+            elif rights != READ:
+                # Landlock judges where a link leads: the place gets the rights, unless it is
+                # (or holds, or lies in) a denied item. Read needs nothing: all is read but those.
+                real = os.path.realpath(child)
+                if real not in partial and not any(_under(real, d) for d in denied):
+                    add(real, rights)
+
+    grant("/", READ)
+    for path in policy.write:
+        grant(path, WRITE)
+    if os.path.isdir("/dev"):
+        add("/dev", IOCTL_DEV)
+    for device in DEVICES:
+        if os.path.exists(device):
+            add(device, DEVICE | (READ_DIR if os.path.isdir(device) else 0))
+    return rules
+
+
+# --- The kernel ---------------------------------------------------------------------------------
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox cannot be set up here; the message says why, for a person."""
+
+
+_libc_handle: Any = None
+_real_abi: tuple[int, str] | None = None
+
+
+def _libc() -> Any:
+    global _libc_handle
+    if _libc_handle is None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        libc.prctl.restype = ctypes.c_int
+        _libc_handle = libc
+    return _libc_handle
+
+
+def _kernel_abi() -> tuple[int, str]:
+    """Landlock's ABI version on this kernel (0 when it has none) and, for 0, why."""
+    global _real_abi
+    if _real_abi is None:
+        if not sys.platform.startswith("linux"):
+            _real_abi = (
+                0,
+                f"Landlock is Linux only, this is {sys.platform} (on macOS, sandbox-exec is "
+                "the next step, not built yet)",
+            )
+        else:
+            import ctypes
+
+            try:
+                libc = _libc()
+                abi = libc.syscall(
+                    ctypes.c_long(_SYS_CREATE_RULESET),
+                    ctypes.c_void_p(None),
+                    ctypes.c_size_t(0),
+                    ctypes.c_uint32(_CREATE_RULESET_VERSION),
+                )
+                err = ctypes.get_errno()
+            except (OSError, AttributeError) as exc:
+                abi, err = -1, 0
+                _real_abi = (0, f"Landlock cannot be called ({exc})")
+            if _real_abi is None:
+                if abi > 0:
+                    _real_abi = (int(abi), "")
+                elif err == errno.EOPNOTSUPP:
+                    _real_abi = (
+                        0,
+                        "Landlock is turned off in this kernel (add landlock to its lsm= boot "
+                        "parameter)",
+                    )
+                else:
+                    _real_abi = (
+                        0,
+                        "this kernel has no Landlock (it needs Linux 5.13 or later built with "
+                        "CONFIG_SECURITY_LANDLOCK)",
+                    )
+    return _real_abi
+
+
+def landlock_abi(environ: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """The ABI in force (0: none) and, for 0, why; `MM_SANDBOX_FAKE_ABI` caps it."""
+    environ = os.environ if environ is None else environ
+    abi, why = _kernel_abi()
+    fake = environ.get(FAKE_ABI_VARIABLE, "")
+    if fake.strip().isdigit() and int(fake) < abi:
+        abi = int(fake)
+        if abi == 0:
+            why = f"this kernel has no Landlock (simulated by {FAKE_ABI_VARIABLE}=0)"
+    return abi, why
+
+
+class Ruleset:
+    """A Landlock ruleset built in mm, its descriptor kept open for the children to apply."""
+
+    def __init__(self, abi: int, rules: Mapping[str, int], network: bool) -> None:
+        import ctypes
+
+        class Attr(ctypes.Structure):
+            _fields_ = [
+                ("handled_access_fs", ctypes.c_uint64),
+                ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64),
+            ]
+
+        class PathBeneath(ctypes.Structure):
+            _pack_ = 1
+            _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+        libc = _libc()
+        fs = handled_fs(abi)
+        attr = Attr(fs, 0, 0)
+        size = 8
+        if abi >= 4:
+            size = 16
+            if not network:
+                attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP  # and no rule: none
+        if abi >= 6:
+            size = 24
+            attr.scoped = SCOPE_SIGNAL
+        fd = libc.syscall(
+            ctypes.c_long(_SYS_CREATE_RULESET),
+            ctypes.byref(attr),
+            ctypes.c_size_t(size),
+            ctypes.c_uint32(0),
+        )
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise SandboxUnavailable(f"landlock_create_ruleset failed: {os.strerror(err)}")
+        self.fd = int(fd)
+        self.abi = abi
+        self._launcher: Launcher | None = None
+        self._launcher_lock = threading.Lock()
+        self.rules = len(rules)
+        try:
+            for path, rights in rules.items():
+                self._add(libc, PathBeneath, path, rights & fs)
+        except BaseException:
+            self.close()
+            raise
+
+    def _add(self, libc: Any, beneath: Any, path: str, rights: int) -> None:
+        import ctypes
+
+        try:
+            target = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return  # gone since it was listed: nothing to grant
+        try:
+            if not stat.S_ISDIR(os.fstat(target).st_mode):
+                rights &= FILE_RIGHTS
+            if not rights:
+                return
+            rule = beneath(rights, target)
+            done = libc.syscall(
+                ctypes.c_long(_SYS_ADD_RULE),
+                ctypes.c_long(self.fd),
+                ctypes.c_long(_RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+            if done != 0:
+                err = ctypes.get_errno()
+                raise SandboxUnavailable(f"landlock_add_rule {path}: {os.strerror(err)}")
+        finally:
+            os.close(target)
+
+    def preexec(self) -> Callable[[], None]:
+        """What the child runs between fork and exec: no new privileges, then the ruleset. Only
+        calls prepared here: nothing is imported or looked up after the fork."""
+        import ctypes
+
+        libc = _libc()
+        prctl, syscall, get_errno = libc.prctl, libc.syscall, ctypes.get_errno
+        nnp = (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), *(ctypes.c_ulong(v) for v in (1, 0, 0, 0)))
+        restrict = (ctypes.c_long(_SYS_RESTRICT_SELF), ctypes.c_long(self.fd), ctypes.c_uint32(0))
+
+        def confine() -> None:
+            if prctl(*nnp) != 0:
+                raise OSError(get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+            if syscall(*restrict) != 0:
+                raise OSError(get_errno(), "landlock_restrict_self failed")
+
+        return confine
+
+    def launcher(self) -> Launcher:
+        """The thread that starts this ruleset's children, confined (started on first need)."""
+        with self._launcher_lock:
+            if self._launcher is None:
+                self._launcher = Launcher(self.preexec())
+            return self._launcher
+
+    def close(self) -> None:
+        if self._launcher is not None:
+            self._launcher.stop()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Launcher:
+    """A thread of mm that confined itself with a ruleset, and starts children from there.
+
+    Landlock confines a thread, and what it starts inherits the confinement: a child started
+    from this thread needs no code between fork and exec (`preexec_fn`), so Python keeps its
+    fast way of starting it (vfork and exec), which a `preexec_fn` forbids: with one, Python
+    forks the whole process, which cost 4 ms more per command here, 15 ms more in a process of
+    mm's size. mm's other threads are not confined."""
+
+    def __init__(self, confine: Callable[[], None]) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._ready = threading.Event()
+        self.error: OSError | None = None
+        self._stopped = False
+        self._thread = threading.Thread(
+            target=self._run, args=(confine,), name="mm-sandbox", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait()
+
+    def _run(self, confine: Callable[[], None]) -> None:
+        try:
+            confine()
+        except OSError as exc:
+            self.error = exc
+        self._ready.set()
+        if self.error is not None:
+            return
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            argv, kwargs, loop, future = job
+            try:
+                popen: Any = subprocess.Popen(argv, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller as it is
+                loop.call_soon_threadsafe(_fail, future, exc)
+            else:
+                loop.call_soon_threadsafe(_deliver, future, popen)
+
+    async def start(self, argv: list[str], **popen: Any) -> ConfinedProcess:
+        """`subprocess.Popen(argv, **popen)` from the confined thread; raises what Popen raises."""
+        if self.error is not None:
+            raise self.error
+        if self._stopped:  # its ruleset was replaced between confine() and here
+            raise OSError(errno.ESTALE, "the sandbox was rebuilt meanwhile: run the command again")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[subprocess.Popen[bytes]] = loop.create_future()
+        self._jobs.put((argv, popen, loop, future))
+        return ConfinedProcess(await future)
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._jobs.put(None)
+
+
+def _deliver(future: asyncio.Future[Any], popen: subprocess.Popen[bytes]) -> None:
+    if future.cancelled():  # the call was cancelled while the command started: stop it
+        signal_group(popen.pid, signal.SIGKILL)
+        threading.Thread(target=popen.wait, daemon=True).start()
+    else:
+        future.set_result(popen)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.cancelled():
+        future.set_exception(exc)
+
+
+class ConfinedProcess:
+    """A child started by a `Launcher`, as the bash tool uses an asyncio process: `pid`,
+    `returncode`, `await wait()`. Its end is seen through a pidfd on the event loop."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self._exited: asyncio.Future[None] | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    async def wait(self) -> int:
+        if self._popen.returncode is not None:
+            return self._popen.returncode
+        if self._exited is None:
+            loop = asyncio.get_running_loop()
+            exited: asyncio.Future[None] = loop.create_future()
+            self._exited = exited
+            pidfd = os.pidfd_open(self.pid)
+
+            def ended() -> None:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+                self._popen.wait()  # it has exited: this only reaps it
+                if not exited.done():
+                    exited.set_result(None)
+
+            loop.add_reader(pidfd, ended)
+        await asyncio.shield(self._exited)
+        return self._popen.returncode if self._popen.returncode is not None else -1
+
+
+_lock = threading.Lock()
+_rulesets: dict[tuple[Any, ...], Ruleset] = {}
+_KEEP = 8  # rulesets kept (one per project and setting, in practice one or two)
+
+
+def _stamp(policy: Policy) -> tuple[int, ...]:
+    """The modification times of the folders the plan lists: a new entry there changes it."""
+    folders: set[str] = set()
+    for path in policy.deny:
+        parent = os.path.dirname(path)
+        while parent not in folders:
+            folders.add(parent)
+            if parent == "/":
+                break
+            parent = os.path.dirname(parent)
+    stamp = []
+    for folder in sorted(folders):
+        try:
+            stamp.append(os.stat(folder).st_mtime_ns)
+        except OSError:
+            stamp.append(0)
+    return tuple(stamp)
+
+
+def ruleset_for(policy: Policy, abi: int) -> Ruleset:
+    """The ruleset of this policy, built once and kept while the folders it lists stay the same."""
+    key = (policy, abi, _stamp(policy))
+    with _lock:
+        ruleset = _rulesets.get(key)
+        if ruleset is not None:
+            return ruleset
+        ruleset = Ruleset(abi, plan(policy), policy.network)
+        stale = [k for k in _rulesets if k[:2] == key[:2]]
+        if len(_rulesets) - len(stale) >= _KEEP:
+            stale = list(_rulesets)
+        for old in stale:
+            # Safe to close: a child applies its ruleset inside Popen, which has returned.
+            _rulesets.pop(old).close()
+        _rulesets[key] = ruleset
+        return ruleset
+
+
+# --- For the tools ------------------------------------------------------------------------------
+
+REFUSALS = (
+    "permission denied",
+    "operation not permitted",
+    "[errno 13]",
+    "[errno 1]",
+    "eacces",
+    "eperm",
+)
+"""How a command's output shows a refusal Landlock makes (EACCES for a file or a port, EPERM for
+a signal), lower-cased. Not "Read-only file system": Landlock never answers EROFS."""
+
+_QUOTED = re.compile(r"""['"`‘“]([^'"`’”\n]+)['"`’”]""")
+_ABSOLUTE = re.compile(r"""(?<![\w.~-])(~?/[^\s'"`’”:,;()]*)""")
+
+
+def config_file(env: Mapping[str, str] | None = None) -> str:
+    """Where the person's config.yaml is, as they read it."""
+    return shown_path(user_config_dir(environ=env) / "config.yaml")
+
+
+@dataclass
+class Confinement:
+    """How to start one command. Confined: `start` (from the sandbox's thread, what the bash
+    tool uses) or `preexec` (for a `preexec_fn`, what a language server uses: its pipes need
+    asyncio's own start, and it starts once). Unconfined: both None. `refused`: strict mode
+    could not confine, the command must not run, and this text says why."""
+
+    preexec: Callable[[], None] | None = None
+    launcher: Launcher | None = None
+    refused: str | None = None
+    why: str = ""  # for `refused`: why the sandbox cannot be set up
+    policy: Policy | None = None
+    cwd: str = ""
+
+    async def start(self, argv: list[str], **popen: Any) -> ConfinedProcess:
+        """`subprocess.Popen(argv, **popen)`, confined; raises what Popen raises."""
+        assert self.launcher is not None, "a confinement made with thread=True"
+        return await self.launcher.start(argv, **popen)
+
+    @property
+    def confined(self) -> bool:
+        return self.preexec is not None or self.launcher is not None
+
+    def blocked(self, path: str) -> bool:
+        """Whether the sandbox refuses writing `path` or reading it."""
+        policy = self.policy
+        if policy is None:
+            return False
+        path = _expand(path, policy.home, Path(self.cwd or "/"))
+        if any(_under(path, d) for d in policy.deny):
+            return True
+        return not any(_under(path, w) for w in policy.write)
+
+    def explain(self, output: str) -> str | None:
+        """The line that tells the model the sandbox refused something, when the output shows
+        a refusal it may have made: a line that says permission was denied and names a path the
+        sandbox blocks, or names no path at all (a port, a signal)."""
+        if self.policy is None or not self.confined:
+            return None
+        lowered = output.lower()
+        if not any(word in lowered for word in REFUSALS):
+            return None
+        for line in output.splitlines():
+            low = line.lower()
+            if not any(word in low for word in REFUSALS):
+                continue
+            paths = [m.group(1) for m in _QUOTED.finditer(line) if not m.group(1).isspace()]
+            paths = [p for p in paths if " " not in p]
+            paths += [m.group(1) for m in _ABSOLUTE.finditer(line)]
+            if not paths or any(self.blocked(p) for p in paths):
+                return self.line()
+        return None
+
+    def line(self) -> str:
+        policy = self.policy
+        network = "" if policy is None or policy.network else ", have no network"
+        return (
+            "[sandbox: refused by mm's sandbox — commands write only in the project, the temp "
+            "folder, ~/.cache and mm's state, cannot read ~/.ssh, mm's configuration or other "
+            f"secrets{network} and cannot signal processes they did not start. To allow it, the "
+            "person can run the command themselves, add the folder to sandboxWrite, or set "
+            f"sandbox: off in {config_file()}]"
+        )
+
+
+def confine(
+    config: SandboxConfig,
+    project: Path,
+    env: Mapping[str, str],
+    state: Iterable[Path | str] = (),
+    *,
+    thread: bool = True,
+) -> Confinement:
+    """How to start a command in `project` with the environment `env`, under `config`:
+    `thread` for `Confinement.start`, else `Confinement.preexec`."""
+    if config.mode == "off":
+        return Confinement()
+    abi, why = landlock_abi()
+    if 1 <= abi < 4 and not config.network and config.mode == "strict":
+        why = (
+            f"this kernel's Landlock (ABI {abi}) cannot turn the network off (ABI 4, Linux 6.7, "
+            "is needed)"
+        )
+        return Confinement(refused=refusal(why), why=why)
+    try:
+        if abi < 1:
+            raise SandboxUnavailable(why)
+        policy = make_policy(config, project, env, state)
+        ruleset = ruleset_for(policy, abi)
+        launcher = ruleset.launcher() if thread else None
+        if launcher is not None and launcher.error is not None:
+            raise SandboxUnavailable(f"landlock_restrict_self failed: {launcher.error.strerror}")
+    except (OSError, SandboxUnavailable) as exc:
+        if config.mode == "strict":
+            return Confinement(refused=refusal(str(exc)), why=str(exc))
+        return Confinement()  # auto: unconfined, as start-up said
+    return Confinement(
+        preexec=None if thread else ruleset.preexec(),
+        launcher=launcher,
+        policy=policy,
+        cwd=os.path.abspath(project),
+    )
+
+
+def refusal(why: str) -> str:
+    """What a command gets in strict mode when the sandbox cannot be set up."""
+    return (
+        f"[error: the sandbox cannot be set up: {why} — with sandbox: strict the command is not "
+        f"run. Ask the person to run it, or to set sandbox: auto (commands then run unconfined "
+        f"here) in {config_file()}]"
+    )
+
+
+def startup_warning(config: SandboxConfig) -> str | None:
+    """The one warning of start-up in auto mode when commands cannot be confined (or the network
+    cannot be turned off); None when all is well, or the mode is off or strict (strict says it at
+    each command instead)."""
+    if config.mode != "auto":
+        return None
+    abi, why = landlock_abi()
+    if abi < 1:
+        return (
+            f"[warning: sandbox: {why} — commands run unconfined; set sandbox: strict to "
+            "refuse them instead]"
+        )
+    if not config.network and abi < 4:
+        return (
+            f"[warning: sandbox: this kernel's Landlock (ABI {abi}) cannot turn the network off "
+            "(ABI 4, Linux 6.7, is needed) — commands keep the network]"
+        )
+    return None

@@ -1,0 +1,57 @@
+"""The one TLS context of mm's model-server clients, made once, and ahead of time in window mode.
+
+httpx makes a new SSL context for every client it builds, and loads certifi's bundle of
+certificate authorities into each: 25 to 40 ms on a two-core machine. Start-up built three
+clients (detection, the context-window lookup, the model client), a third of the time from the
+window's first frame to ready (issue 19). They now share this context: the same one httpx makes
+by default (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set), so what is trusted does
+not change.
+
+Loading the bundle is OpenSSL's work, done without holding the GIL: `prepare` starts it in a
+thread, which window mode does before its first frame, so that it runs on the other core while
+the window draws."""
+
+from __future__ import annotations
+
+import os
+import ssl
+import threading
+
+_lock = threading.Lock()
+_context: ssl.SSLContext | None = None
+
+
+def _make() -> ssl.SSLContext:
+    """As `httpx.create_ssl_context()` makes it (verify=True, trust_env=True)."""
+    if os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    if os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def tls_context() -> ssl.SSLContext:
+    """The shared context; made now unless it is made already (or being made: then this waits
+    for it)."""
+    global _context
+    with _lock:
+        if _context is None:
+            _context = _make()
+        return _context
+
+
+def prepare() -> None:
+    """Start making the context in a thread; `tls_context()` then waits for it, if at all."""
+    if _context is None:
+        threading.Thread(target=_make_quietly, name="mm-tls", daemon=True).start()
+
+
+def _make_quietly() -> None:
+    # A failure (an SSL_CERT_FILE that cannot be read) is raised where the context is used,
+    # in words for the person; a thread would print its traceback over the window.
+    try:
+        tls_context()
+    except Exception:  # noqa: BLE001, S110
+        pass
