@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from lsp_fixtures.support import FAKE_SERVER
+from support.folders import snapshot
 
 from mm_tui.config import LspServer, Settings
 from mm_tui.core import sandbox
@@ -49,22 +50,6 @@ class Place:
     project: Path
     tmp: Path
     outside: Path  # a folder beside them, written by nobody
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every path under `folder` and what it holds: any change shows."""
-    seen: dict[str, str] = {}
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = Path(root, name)
-            rel = str(path.relative_to(folder))
-            if path.is_symlink():
-                seen[rel] = "-> " + os.readlink(path)
-            elif path.is_dir():
-                seen[rel] = "/"
-            else:
-                seen[rel] = path.read_text()
-    return seen
 
 
 def make_home(home: Path) -> None:

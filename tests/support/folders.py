@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,3 +51,20 @@ def fixed_folder() -> Iterator[Path]:
     """The demo's project in FIXED_FOLDER, held for the duration of the block."""
     with held(FIXED_FOLDER) as folder:
         yield playground(folder)
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every path under `folder` and what it holds (a link: where it leads): any change shows.
+    For the sandbox's tests, which check that a command changed nothing outside the project."""
+    seen: dict[str, str] = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = Path(root, name)
+            rel = str(path.relative_to(folder))
+            if path.is_symlink():
+                seen[rel] = "-> " + os.readlink(path)
+            elif path.is_dir():
+                seen[rel] = "/"
+            else:
+                seen[rel] = path.read_text()
+    return seen
