@@ -20,9 +20,16 @@ What a confined command may do:
 - **connect or listen over TCP** unless `sandboxNetwork: false` (Landlock ABI 4, Linux 6.7).
   UDP (DNS included) and Unix sockets are not covered by Landlock (a command that can reach a
   Docker daemon's socket can still ask it for anything);
-- **signal** only the processes it started itself (ABI 6, Linux 6.12): not mm, not the person's
-  other programs (`pkill python` would stop mm), not a job left running by an earlier command
-  (each command is a domain of its own). mm, outside the domain, still stops the command's group.
+- **signal** only processes inside the sandbox (ABI 6, Linux 6.12): the commands started from
+  the same ruleset's thread share its domain, so a command can stop a job an earlier one left
+  running, but not mm nor the person's other programs (`pkill python` would stop mm). A rebuilt
+  ruleset is a new domain: jobs of the old one are out of reach. mm, outside, still stops the
+  command's group.
+
+Not protected: the project itself, `.git/hooks` and `.git/config` included (they run when the
+person uses git): Landlock grants a right on a folder for everything beneath it, so no folder
+inside a writable one can be kept read-only without taking the right to make entries in the
+project's own top folder.
 
 How: Landlock only grants, so "read everywhere but" is built by descending from `/` along the
 path to each denied item and granting every sibling on the way (every entry of `~` but `.ssh`,
