@@ -44,7 +44,7 @@ def kill_group(process: asyncio.subprocess.Process) -> None:
 
 class Child(Protocol):
     """A started child as `stop_group` needs it: an asyncio process, or the sandbox's
-    `ConfinedProcess`."""
+    `LaunchedProcess`."""
 
     @property
     def pid(self) -> int: ...

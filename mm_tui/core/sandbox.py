@@ -49,7 +49,7 @@ confined. A bash command is started from a thread of mm that confined itself wit
 (`Launcher`; Landlock and no-new-privileges hold per thread, and a child inherits them from the
 thread that starts it): nothing has to run between fork and exec, so Python keeps its vfork
 path, where a `preexec_fn` would fork the whole process (4 ms more per command here, 15 ms in a
-process of mm's size); the command's end is watched through a pidfd (`ConfinedProcess`). A
+process of mm's size); the command's end is watched through a pidfd (`LaunchedProcess`). A
 language server needs asyncio's pipes and starts once: it applies the ruleset in a `preexec_fn`
 (`PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self` on the inherited ruleset descriptor).
 Files mm opened for the child before (the bash output file) keep working: Landlock checks at
@@ -533,7 +533,7 @@ class Launcher:
             else:
                 loop.call_soon_threadsafe(_deliver, future, popen)
 
-    async def start(self, argv: list[str], **popen: Any) -> ConfinedProcess:
+    async def start(self, argv: list[str], **popen: Any) -> LaunchedProcess:
         """`subprocess.Popen(argv, **popen)` from the confined thread; raises what Popen raises."""
         if self.error is not None:
             raise self.error
@@ -542,11 +542,25 @@ class Launcher:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[subprocess.Popen[bytes]] = loop.create_future()
         self._jobs.put((argv, popen, loop, future))
-        return ConfinedProcess(await future)
+        return LaunchedProcess(await future)
 
     def stop(self) -> None:
         self._stopped = True
         self._jobs.put(None)
+
+
+_plain: Launcher | None = None
+
+
+def plain_launcher() -> Launcher:
+    """A launcher that confines nothing, for commands run without the sandbox: asyncio's own
+    start of a child costs more than a `Launcher`'s (Python 3.11's child watcher starts a thread
+    per child to wait for it; here one thread starts them all and a pidfd says when each ends)."""
+    global _plain
+    with _lock:
+        if _plain is None:
+            _plain = Launcher(lambda: None)
+        return _plain
 
 
 def _deliver(future: asyncio.Future[Any], popen: subprocess.Popen[bytes]) -> None:
@@ -562,7 +576,7 @@ def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
         future.set_exception(exc)
 
 
-class ConfinedProcess:
+class LaunchedProcess:
     """A child started by a `Launcher`, as the bash tool uses an asyncio process: `pid`,
     `returncode`, `await wait()`. Its end is seen through a pidfd on the event loop."""
 
@@ -674,10 +688,10 @@ class Confinement:
     policy: Policy | None = None
     cwd: str = ""
 
-    async def start(self, argv: list[str], **popen: Any) -> ConfinedProcess:
-        """`subprocess.Popen(argv, **popen)`, confined; raises what Popen raises."""
-        assert self.launcher is not None, "a confinement made with thread=True"
-        return await self.launcher.start(argv, **popen)
+    async def start(self, argv: list[str], **popen: Any) -> LaunchedProcess:
+        """`subprocess.Popen(argv, **popen)`, confined when it is (else from the unconfined
+        launcher: the same fast start, see `plain_launcher`); raises what Popen raises."""
+        return await (self.launcher or plain_launcher()).start(argv, **popen)
 
     @property
     def confined(self) -> bool:

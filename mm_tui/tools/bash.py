@@ -49,7 +49,7 @@ from pydantic import Field
 from mm_tui.config import resolve_dir
 from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import stop_group
-from mm_tui.core.sandbox import ConfinedProcess, confine
+from mm_tui.core.sandbox import LaunchedProcess, confine
 from mm_tui.tools.base import (
     CANCELLED,
     Tool,
@@ -188,7 +188,7 @@ def release_middle(fd: int) -> None:
         _fallocate = False  # this file system cannot: do not try again
 
 
-async def _wait(proc: asyncio.subprocess.Process | ConfinedProcess, fd: int) -> None:
+async def _wait(proc: LaunchedProcess, fd: int) -> None:
     """Wait for the shell, keeping an eye on how much disk its output takes (a timer rather
     than a task: most commands end before the first look, and then it costs nothing)."""
     loop = asyncio.get_running_loop()
@@ -256,30 +256,17 @@ class BashTool(Tool):
         # Unlinked at once (O_TMPFILE on Linux): nothing is left behind whatever happens.
         with tempfile.TemporaryFile(buffering=0) as out:
             fd = out.fileno()
-            proc: asyncio.subprocess.Process | ConfinedProcess
             try:
-                if sandbox.confined:
-                    proc = await sandbox.start(
-                        ["bash", "-c", args.command],
-                        stdin=subprocess.DEVNULL,
-                        stdout=fd,
-                        stderr=subprocess.STDOUT,
-                        cwd=ctx.cwd,
-                        env=env,
-                        start_new_session=True,
-                    )
-                else:
-                    proc = await asyncio.create_subprocess_exec(
-                        "bash",
-                        "-c",
-                        args.command,
-                        stdin=asyncio.subprocess.DEVNULL,
-                        stdout=fd,
-                        stderr=asyncio.subprocess.STDOUT,
-                        cwd=ctx.cwd,
-                        env=env,
-                        start_new_session=True,
-                    )
+                # From the sandbox's thread, or when unconfined from a plain one like it.
+                proc = await sandbox.start(
+                    ["bash", "-c", args.command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=fd,
+                    stderr=subprocess.STDOUT,
+                    cwd=ctx.cwd,
+                    env=env,
+                    start_new_session=True,
+                )
             except asyncio.CancelledError:
                 raise ToolCancelled(CANCELLED) from None
             except OSError as exc:
