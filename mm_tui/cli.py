@@ -169,11 +169,18 @@ def window_boot(
                 settings = load_settings(
                     config_file=args.config, overrides=_overrides(args), cwd=cwd
                 )
-                return await start(
+                started = await start(
                     settings, cwd, demo=args.demo, resume=args.resume, playground=True
                 )
             except (ConfigError, StartupError) as exc:
                 raise RuntimeError(str(exc)) from None
+            if not started.on_demo:
+                # The HTTP client's modules load once the window is ready (this runs after it
+                # attaches the engine): the model server was asked without them.
+                from mm_tui.engine.provider import prepare
+
+                asyncio.get_running_loop().call_soon(prepare)
+            return started
         finally:
             if gc_paused:
                 gc.freeze()

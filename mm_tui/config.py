@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -32,6 +31,8 @@ from mm_tui.core.files import resolve_path
 from mm_tui.core.paths import shown_path, user_config_dir
 
 if TYPE_CHECKING:
+    import yaml
+
     from mm_tui.core.sandbox import SandboxConfig
 
 
@@ -338,22 +339,35 @@ def resolve_dir(settings_value: str, cwd: Path) -> Path:
     return resolve_path(settings_value, cwd)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML keeps the last of two equal keys; in a config file that hides a mistake."""
+_loader: type | None = None
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, Hashable):
-                if key in seen:
-                    raise yaml.MarkedYAMLError(
-                        problem=f'key "{key}" appears twice', problem_mark=key_node.start_mark
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+
+def _unique_key_loader() -> type:
+    """A SafeLoader that refuses a key given twice: PyYAML keeps the last of two equal keys; in
+    a config file that hides a mistake. Made at the first file read: without a config file, mm
+    never loads PyYAML (10 to 15 ms of start-up)."""
+    global _loader
+    if _loader is not None:
+        return _loader
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, Hashable):
+                    if key in seen:
+                        raise yaml.MarkedYAMLError(
+                            problem=f'key "{key}" appears twice', problem_mark=key_node.start_mark
+                        )
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    _loader = UniqueKeyLoader
+    return _loader
 
 
 def _read_yaml(path: Path, label: str, *, required: bool) -> _Layer:
@@ -371,8 +385,10 @@ def _read_yaml(path: Path, label: str, *, required: bool) -> _Layer:
         line = raw.count(b"\n", 0, exc.start) + 1
         reason = f"not valid UTF-8: line {line}, byte 0x{raw[exc.start]:02x}"
         raise ConfigError(label, reason) from None
+    import yaml
+
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no Python objects
+        data = yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader: no Python objects
     except yaml.YAMLError as exc:
         raise ConfigError(label, f"not valid YAML: {_yaml_reason(exc)}") from None
     if data is None:  # an empty file, or only comments
@@ -387,6 +403,8 @@ def _read_yaml(path: Path, label: str, *, required: bool) -> _Layer:
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:
+    import yaml  # loaded already: `exc` is one of its errors
+
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         mark = exc.problem_mark
         return f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}"

@@ -205,3 +205,53 @@ async def test_skill_removed_after_start(
 )
 def test_describe(text: str, expected: str) -> None:
     assert describe(text) == expected
+
+
+FRONT_MATTERS = [
+    "description: How code is written in this project\n",
+    "name: x\ndescription: a b c  \n",
+    "description:\n",
+    "a_b-c: Hello world.\n\n# a comment\n",
+    "description: ok\ndescription: later\n",
+    "description: café — with [brackets], {braces}, *stars* & !bangs\n",
+    # Left to PyYAML: what it reads otherwise than as the text, or cannot read flat
+    "description: Yes\n",
+    "description: null\n",
+    "description: 3 cats\n",
+    "description: 'quoted'\n",
+    "description: a # comment\n",
+    "description: see http://x\n",
+    "description: >\n  folded\n",
+    "description: multi\n  line\n",
+    "description: a\u00a0b\n",
+    "Y: x\n",
+]
+
+
+@pytest.mark.parametrize("text", FRONT_MATTERS)
+def test_a_flat_front_matter_reads_as_yaml_reads_it(text: str) -> None:
+    """Front matters are read without PyYAML when they are flat `key: text` lines (the demo's
+    playground's, most skills'): the same as PyYAML makes of them, or None (then PyYAML reads
+    them)."""
+    import yaml
+
+    from mm_tui.tools.read_skill import _flat_front_matter
+
+    flat = _flat_front_matter(text)
+    assert flat is None or flat == yaml.safe_load(text)
+    assert (flat is not None) == (FRONT_MATTERS.index(text) < 6)
+
+
+def test_the_playground_skill_is_described_without_pyyaml() -> None:
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; from mm_tui.playground import PLAYGROUND; "
+        "from mm_tui.tools.read_skill import describe; "
+        "print(json.dumps([describe(PLAYGROUND['.mm/skills/python-style.md']), "
+        "'yaml' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == ["How code is written in this project", False]

@@ -329,44 +329,55 @@ async def read_context_window(
         return _from_table(model)
     # Here, not at the top: the engine imports this module for the window's type and for
     # reading refusals, and the demo model needs no HTTP client at all.
-    import httpx
-
-    from mm_tui.engine.servers import USER_AGENT
-    from mm_tui.engine.tls import tls_context
+    from mm_tui.engine.servers import USER_AGENT, local_json, plain_local
 
     headers = {"User-Agent": USER_AGENT}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
 
-    async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=trust_env, headers=headers, verify=tls_context()
-    ) as client:
+    asking: list[tuple[str, str, Any]] = [
+        ("GET", f"{root}/props", None),
+        ("POST", f"{root}/api/show", {"model": model}),
+        ("GET", f"{root}/api/ps", None),
+        ("GET", f"{base}/models", None),
+        ("GET", f"{root}/api/v0/models", None),
+    ]
+    if plain_local(base):  # a server on this machine: no httpx, no TLS (servers.local_json)
 
-        async def ask(method: str, url: str, body: Any = None) -> Any:
+        async def ask_local(method: str, url: str, body: Any = None) -> Any:
             try:
-                if method == "POST":
-                    r = await client.post(url, json=body)
-                else:
-                    r = await client.get(url)
-                if r.status_code != 200:
-                    return None
-                return r.json()
-            except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError):
+                status, data = await local_json(url, body=body, headers=headers, timeout=timeout)
+            except (OSError, TimeoutError, ValueError):
                 return None
+            return data if status == 200 else None
 
-        asks = (
-            ask("GET", f"{root}/props"),
-            ask("POST", f"{root}/api/show", {"model": model}),
-            ask("GET", f"{root}/api/ps"),
-            ask("GET", f"{base}/models"),
-            ask("GET", f"{root}/api/v0/models"),
-        )
-        try:
-            props, show, ps, models, lmstudio = await asyncio.wait_for(
-                asyncio.gather(*asks), timeout + 1.0
-            )
-        except TimeoutError:
-            props = show = ps = models = lmstudio = None
+        answers = await _gather_within([ask_local(m, u, b) for m, u, b in asking], timeout + 1.0)
+    else:
+        import httpx
+
+        from mm_tui.engine.tls import tls_context
+
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout),
+            trust_env=trust_env,
+            headers=headers,
+            verify=tls_context(),
+        ) as client:
+
+            async def ask(method: str, url: str, body: Any = None) -> Any:
+                try:
+                    if method == "POST":
+                        r = await client.post(url, json=body)
+                    else:
+                        r = await client.get(url)
+                    if r.status_code != 200:
+                        return None
+                    return r.json()
+                except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError):
+                    return None
+
+            answers = await _gather_within([ask(m, u, b) for m, u, b in asking], timeout + 1.0)
+    props, show, ps, models, lmstudio = answers
 
     n = _props_window(props)
     if n:
@@ -382,6 +393,14 @@ async def read_context_window(
     if found:
         return found
     return _from_table(model)
+
+
+async def _gather_within(asks: list[Any], timeout: float) -> list[Any]:
+    """The answers of `asks`, all None when they take longer than `timeout` together."""
+    try:
+        return list(await asyncio.wait_for(asyncio.gather(*asks), timeout))
+    except TimeoutError:
+        return [None] * len(asks)
 
 
 def _from_table(model: str) -> ContextWindow | None:

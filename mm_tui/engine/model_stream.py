@@ -12,11 +12,15 @@ from mm_tui.core.events import Usage
 
 @dataclass(frozen=True)
 class TextChunk:
+    """A piece of the answer's text."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ReasoningChunk:
+    """A piece of the model's reasoning (its thoughts), shown apart from the answer."""
+
     text: str
 
 
@@ -33,6 +37,8 @@ class ToolCallChunk:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A whole tool call: its id, the tool's name and the arguments as JSON text."""
+
     id: str
     name: str
     arguments: str  # raw JSON text, exactly as the model wrote it

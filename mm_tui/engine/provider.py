@@ -28,9 +28,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from email.utils import parsedate_to_datetime
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.engine.chunk_assembly import ChunkAssembler, completion_chunks
 from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamEnd
@@ -39,7 +37,30 @@ from mm_tui.engine.servers import USER_AGENT, connection_problem, is_loopback, p
 from mm_tui.engine.sse import SseDecoder
 from mm_tui.engine.tls import tls_context
 
-__all__ = ["OpenAIProvider"]
+if TYPE_CHECKING:
+    # Imported where a request is made: start-up makes the provider without loading httpx,
+    # httpcore and anyio (40 to 60 ms), which `prepare` loads after ready (issue 19).
+    import httpx
+
+__all__ = ["OpenAIProvider", "prepare"]
+
+
+def prepare() -> None:
+    """Load httpx, and what its first request loads, in a thread: window mode calls it once
+    ready, so that the first request does not wait for them while the person types it."""
+    import threading
+
+    threading.Thread(target=_load_http, name="mm-http", daemon=True).start()
+
+
+def _load_http() -> None:
+    import importlib
+
+    try:  # in the order a request loads them, should one start meanwhile
+        importlib.import_module("httpx")
+        importlib.import_module("httpcore._backends.anyio")  # what the first request loads
+    except Exception:  # noqa: BLE001, S110 - the first request then says what is wrong
+        pass
 
 
 # --------------------------------------------------------------------------- retries
@@ -90,6 +111,8 @@ class _Retryable(Exception):
 
     @classmethod
     def connection(cls, base_url: str, exc: BaseException) -> _Retryable:
+        import httpx  # loaded already: `exc` is one of its errors
+
         message, hint = connection_problem(base_url, exc)
         retryable = cls(message, hint=hint)
         # Read or write failed on a connection that was open: most often one the server closed
@@ -147,17 +170,8 @@ class OpenAIProvider:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._owns_client = client is None
-        # The read timeout is off by default: a local model may think for minutes before its
-        # first token, and the turn loop's watchdog is the one that decides when silence is too
-        # long (it cancels us, which this client never blocks).
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(
-                connect=connect_timeout, read=read_timeout, write=60.0, pool=60.0
-            ),
-            trust_env=not is_loopback(self.base_url),
-            follow_redirects=True,
-            verify=tls_context(),
-        )
+        self._http = client  # made at the first request (`_client`) unless given
+        self._timeouts = (connect_timeout, read_timeout)
         # The kinds of request (`_kind`) that this server answers with an empty 200 when they
         # stream: once seen, such requests go non-streamed (see "llama-cpp-python" below).
         self._no_stream: set[str] = set()
@@ -175,8 +189,26 @@ class OpenAIProvider:
         return await read_context_window(self.base_url, self.model, api_key=key)
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        if self._owns_client and self._http is not None:
+            await self._http.aclose()
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        """The HTTP client, made at the first request (with the shared TLS context)."""
+        if self._http is None:
+            import httpx
+
+            connect, read = self._timeouts
+            # The read timeout is off by default: a local model may think for minutes before
+            # its first token, and the turn loop's watchdog is the one that decides when silence
+            # is too long (it cancels us, which this client never blocks).
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(connect=connect, read=read, write=60.0, pool=60.0),
+                trust_env=not is_loopback(self.base_url),
+                follow_redirects=True,
+                verify=tls_context(),
+            )
+        return self._http
 
     def _body(
         self,
@@ -372,6 +404,8 @@ class OpenAIProvider:
         `StreamEnd`. Raises `_Retryable` when the request may be sent again, `_EmptyAnswer`
         when the server said nothing at all, `ModelError` otherwise (an error event inside the
         stream after the chunks before it)."""
+        import httpx
+
         sse = SseDecoder()
         try:
             async with self._client.stream(
@@ -446,6 +480,8 @@ class OpenAIProvider:
     ) -> AsyncGenerator[ModelChunk, None]:
         """A non-streamed answer, for the servers that lose streamed ones (llama-cpp-python):
         retried like a stream that failed before its first token."""
+        import httpx
+
         payload = self._body(messages, tools, False, choice)
         headers = {**self._headers, "Accept": "application/json"}
         attempt = 0
