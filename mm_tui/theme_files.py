@@ -18,7 +18,6 @@ theme out with one line naming the file and the key, which the window shows as a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -29,6 +28,7 @@ from typing import Any
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from mm_tui.core.flat_yaml import read_flat_yaml
 from mm_tui.core.paths import user_config_dir
 
 COLOURS = (
@@ -50,9 +50,6 @@ KEYS = ("name", *COLOURS, "dark", *NUMBERS, "variables")
 # A flat line: `key: value` with a double- or single-quoted value without escapes, true, false or
 # a plain word, then perhaps a comment. PyYAML reads such a line the same way unless a key or a
 # word is one of YAML 1.1's booleans or null (then PyYAML reads the file).
-_FLAT_LINE = re.compile(r"""([A-Za-z_][\w-]*): +("[^"\\]*"|'[^']*'|[A-Za-z][\w.-]*)(?: +#.*)? *""")
-_BLANK_LINE = re.compile(r" *(?:#.*)?")
-_YAML_WORDS = {"yes", "no", "on", "off", "true", "false", "null"}
 
 
 def builtin_themes_dir() -> Traversable:
@@ -139,34 +136,6 @@ def parse_theme(text: str, source: str, *, default_name: str) -> Theme:
         raise ThemeFileError(source, "missing (every theme needs a primary colour)", "primary")
     fields.setdefault("name", default_name)
     return Theme(**fields)
-
-
-def read_flat_yaml(text: str) -> dict[str, str | bool] | None:
-    """What `yaml.safe_load` makes of a file of flat lines (`_FLAT_LINE`, blank lines, comments),
-    or None for any other file. mm's own themes are such files: reading them without importing
-    PyYAML keeps its import (about 15 ms) off the path to the first frame, which
-    bench/bench_window_startup.py watches. Anything else is read by PyYAML."""
-    if not text.replace("\n", "").replace("\r", "").isprintable():
-        return None  # a tab, a control character, a byte-order mark, another line break
-    data: dict[str, str | bool] = {}
-    for line in text.splitlines():
-        if _BLANK_LINE.fullmatch(line):
-            continue
-        match = _FLAT_LINE.fullmatch(line)
-        if match is None:
-            return None
-        key, value = match.groups()
-        if key.lower() in _YAML_WORDS:
-            return None
-        if value[0] in "\"'":
-            data[key] = value[1:-1]
-        elif value in ("true", "false"):
-            data[key] = value == "true"
-        elif value.lower() in _YAML_WORDS:
-            return None
-        else:
-            data[key] = value
-    return data or None  # an empty file is YAML's None: PyYAML says so
 
 
 def _read_yaml(text: str, source: str) -> object:

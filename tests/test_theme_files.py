@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from scripted_model import ScriptedModel
 from window_helpers import make_app, settle
 
+from mm_tui.core.flat_yaml import read_flat_yaml
 from mm_tui.theme_files import (
     builtin_themes_dir,
     load_themes,
     parse_theme,
-    read_flat_yaml,
     user_themes_dir,
 )
 from mm_tui.transcript.store import NoticeItem
@@ -194,6 +194,7 @@ def test_other_files_are_left_to_pyyaml(text: str) -> None:
 _KEYS = ["name", "dark", "primary", "on", "No", "x_y", "é", "_a", "a-b", "1"]
 _SEPARATORS = [": ", ":  ", ":\t", ":", ": \t"]
 _VALUES = ["true", "false", "yes", "True", "Null", "~", "mm-dark", "a.b", "0", "1.5", "é", "-a"]
+_VALUES += ["a b", "a  b ", "Skill: x", "a {b} [c] *d* &e !f", "a-b_c %d @e `f`", "y", "n", "On"]
 _VALUES += [
     "'#010203'",
     '"#010203"',

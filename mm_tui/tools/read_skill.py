@@ -20,6 +20,7 @@ from pydantic import Field
 
 from mm_tui.config import Settings
 from mm_tui.core.files import read_text, resolve_path
+from mm_tui.core.flat_yaml import read_flat_yaml
 from mm_tui.core.text import ellipsize
 from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
 
@@ -56,7 +57,7 @@ def describe(text: str) -> str:
     if match:
         body = text[match.end() :]
         description = None
-        meta: object = _flat_front_matter(match.group(1))
+        meta: object = read_flat_yaml(match.group(1))
         if meta is None:
             import yaml  # here: only a front matter that is not flat needs PyYAML (10-15 ms)
 
@@ -74,34 +75,6 @@ def describe(text: str) -> str:
         if line:
             return _one_line(line)
     return NO_DESCRIPTION
-
-
-# A line of a flat front matter: a key, and a plain text that YAML reads as that text (it starts
-# with a letter and holds no colon, `#`, tab or quote; the words YAML reads as true, false or
-# null are left to it).
-_FLAT_LINE = re.compile(r"([A-Za-z_][\w-]*):(?: +([A-Za-z][^:#\t'\"]*?))? *")
-_BLANK_LINE = re.compile(r" *(?:#.*)?")
-_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
-
-
-def _flat_front_matter(text: str) -> dict[str, str | None] | None:
-    """What `yaml.safe_load` makes of a front matter of flat `key: text` lines (blank lines and
-    comments between them), without loading PyYAML; None for any other front matter, which
-    PyYAML then reads. The demo's playground and most skills have such front matters."""
-    if not text.replace("\n", "").replace("\r", "").isprintable():
-        return None  # a control character, a byte-order mark, another line break
-    data: dict[str, str | None] = {}
-    for line in text.splitlines():
-        if _BLANK_LINE.fullmatch(line):
-            continue
-        match = _FLAT_LINE.fullmatch(line)
-        if match is None:
-            return None
-        key, value = match.groups()
-        if key.lower() in _YAML_WORDS or (value or "").lower() in _YAML_WORDS:
-            return None
-        data[key] = value
-    return data or None
 
 
 def _one_line(text: str) -> str:

@@ -1,0 +1,49 @@
+"""What `yaml.safe_load` makes of a file of flat `key: value` lines, without importing PyYAML.
+
+PyYAML costs 10-15 ms to import, on the way to the window's first frame (mm's own themes) and to
+the engine being ready (the demo playground's skill). Most such files are flat lines, which this
+reads exactly as PyYAML does; anything else (`None` here) goes to PyYAML. A line holds a key
+that starts with a letter or `_`, then nothing, a quoted text without escapes, or a plain text
+that starts with a letter and holds no colon, `#`, tab or quote; a comment may follow after a
+space. `true` and `false` are booleans; the other words YAML 1.1 reads as booleans or null
+(`yes`, `no`, `on`, `off`, `null`, and `y`, `n` to be safe) are left to PyYAML, as are keys
+that are such words. A key given twice takes its last value, as in PyYAML.
+"""
+
+from __future__ import annotations
+
+import re
+
+_LINE = re.compile(
+    r"""([A-Za-z_][\w-]*):(?: +("[^"\\]*"|'[^']*'|[A-Za-z][^:#\t'"]*?))?(?: +#.*)? *"""
+)
+_BLANK = re.compile(r" *(?:#.*)?")
+_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+
+
+def read_flat_yaml(text: str) -> dict[str, str | bool | None] | None:
+    """The mapping PyYAML would read from `text`, or None when `text` is not flat lines (or
+    reads as no mapping at all: an empty file is YAML's None)."""
+    if not text.replace("\n", "").replace("\r", "").isprintable():
+        return None  # a tab, a control character, a byte-order mark, another line break
+    data: dict[str, str | bool | None] = {}
+    for line in text.splitlines():
+        if _BLANK.fullmatch(line):
+            continue
+        match = _LINE.fullmatch(line)
+        if match is None:
+            return None
+        key, value = match.groups()
+        if key.lower() in _WORDS:
+            return None  # a key YAML reads as a word: PyYAML decides
+        if value is None:
+            data[key] = None
+        elif value[0] in "\"'":
+            data[key] = value[1:-1]
+        elif value in ("true", "false"):
+            data[key] = value == "true"
+        elif value.lower() in _WORDS:
+            return None
+        else:
+            data[key] = value
+    return data or None
