@@ -229,7 +229,9 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(folder: Path) -> None
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         view = app.view
-        assert MIN_FRAME <= view.frame_interval < MAX_FRAME  # an idle window draws at once
+        # (the first frames, which paint the whole window on cold code, may already be at the
+        # cap on a slow machine: what counts is what follows)
+        assert MIN_FRAME <= view.frame_interval <= MAX_FRAME
         answer = view.renderers.answer
         render = answer.render
 
@@ -245,7 +247,7 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(folder: Path) -> None
         assert view.frame_interval == MAX_FRAME
         answer.render = render  # type: ignore[method-assign]
         intervals = [view.frame_interval]
-        for n in range(60):  # frames, not seconds: each is the cost of a few words
+        for n in range(200):  # frames, not seconds: each is the cost of a few words
             app.emit(TextDelta(text=f"w{n} "))
             await settle(pilot, app)
             intervals.append(view.frame_interval)
