@@ -39,23 +39,22 @@ SANDBOX_GOAL = (1.3, 0.002)  # confined <= 1.3 x unconfined + 2 ms
 async def bare_call() -> str:
     """The floor: Popen (vfork and exec) and a blocking wait, the least a start can cost."""
     with tempfile.TemporaryFile(buffering=0) as out:
-        proc = subprocess.Popen(
-            ["bash", "-c", "true"], stdout=out.fileno(), stderr=subprocess.STDOUT
-        )
-        proc.wait()
-        size = os.fstat(out.fileno()).st_size
-        return os.pread(out.fileno(), size, 0).decode("utf-8", errors="replace")
+        subprocess.Popen(["bash", "-c", "true"], stdout=out, stderr=subprocess.STDOUT).wait()
+        return read_back(out.fileno())
 
 
 async def asyncio_call() -> str:
     """For comparison: asyncio's own start of a child (3.11: a thread per child waits for it)."""
     with tempfile.TemporaryFile(buffering=0) as out:
         proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", "true", stdout=out.fileno(), stderr=asyncio.subprocess.STDOUT
+            "bash", "-c", "true", stdout=out, stderr=asyncio.subprocess.STDOUT
         )
         await proc.wait()
-        size = os.fstat(out.fileno()).st_size
-        return os.pread(out.fileno(), size, 0).decode("utf-8", errors="replace")
+        return read_back(out.fileno())
+
+
+def read_back(fd: int) -> str:
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
 
 
 def ms(times: list[float]) -> str:

@@ -41,7 +41,6 @@ class ContextWindow:
 OLLAMA_DEFAULT_CONTEXT = 4096
 _SUGGESTED_CONTEXT = 32768  # what a note proposes: room for a coding agent's prompt and tools
 
-_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
 
 
 # --------------------------------------------------------------------------- hosted models
@@ -154,10 +153,6 @@ def _root(base_url: str) -> str:
     parts = urlsplit(base_url.strip().rstrip("/"))
     path = re.sub(r"(?:/engines(?:/[^/]+)?)?/v1$", "", parts.path)
     return urlunsplit((parts.scheme, parts.netloc, path.rstrip("/"), "", ""))
-
-
-def _is_loopback(url: str) -> bool:
-    return (urlsplit(url).hostname or "").lower() in _LOOPBACK
 
 
 def _entry(data: Any, model: str) -> dict[str, Any] | None:
@@ -321,62 +316,30 @@ async def read_context_window(
     nothing that goes wrong with the asking is raised, since not knowing is an ordinary outcome.
     When several answer, the most specific wins: llama.cpp /props, Ollama, vLLM, LM Studio, then
     the table of hosted models."""
+    # Here, not at the top: the engine imports this module for the window's type and for
+    # reading refusals, and the demo model asks no server at all.
+    from mm_tui.engine.servers import JsonAsker, is_loopback
+
     base = base_url.strip().rstrip("/")
     try:
         root = _root(base)
-        trust_env = not _is_loopback(base)
+        trust_env = not is_loopback(base)
     except ValueError:  # not a URL at all ("http://[::1"): nothing to ask but the table
         return _from_table(model)
-    # Here, not at the top: the engine imports this module for the window's type and for
-    # reading refusals, and the demo model needs no HTTP client at all.
-    from mm_tui.engine.servers import USER_AGENT, local_json, plain_local
 
-    headers = {"User-Agent": USER_AGENT}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-
-    asking: list[tuple[str, str, Any]] = [
-        ("GET", f"{root}/props", None),
-        ("POST", f"{root}/api/show", {"model": model}),
-        ("GET", f"{root}/api/ps", None),
-        ("GET", f"{base}/models", None),
-        ("GET", f"{root}/api/v0/models", None),
-    ]
-    if plain_local(base):  # a server on this machine: no httpx, no TLS (servers.local_json)
-
-        async def ask_local(method: str, url: str, body: Any = None) -> Any:
-            try:
-                status, data = await local_json(url, body=body, headers=headers, timeout=timeout)
-            except (OSError, TimeoutError, ValueError):
-                return None
-            return data if status == 200 else None
-
-        answers = await _gather_within([ask_local(m, u, b) for m, u, b in asking], timeout + 1.0)
-    else:
-        import httpx
-
-        from mm_tui.engine.tls import tls_context
-
-        async with httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout),
-            trust_env=trust_env,
-            headers=headers,
-            verify=tls_context(),
-        ) as client:
-
-            async def ask(method: str, url: str, body: Any = None) -> Any:
-                try:
-                    if method == "POST":
-                        r = await client.post(url, json=body)
-                    else:
-                        r = await client.get(url)
-                    if r.status_code != 200:
-                        return None
-                    return r.json()
-                except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError):
-                    return None
-
-            answers = await _gather_within([ask(m, u, b) for m, u, b in asking], timeout + 1.0)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with JsonAsker(timeout, headers, trust_env=trust_env) as asker:
+        asks = (
+            asker.json(f"{root}/props"),
+            asker.json(f"{root}/api/show", {"model": model}),
+            asker.json(f"{root}/api/ps"),
+            asker.json(f"{base}/models"),
+            asker.json(f"{root}/api/v0/models"),
+        )
+        try:
+            answers = await asyncio.wait_for(asyncio.gather(*asks), timeout + 1.0)
+        except TimeoutError:
+            answers = [None] * len(asks)
     props, show, ps, models, lmstudio = answers
 
     n = _props_window(props)
@@ -393,14 +356,6 @@ async def read_context_window(
     if found:
         return found
     return _from_table(model)
-
-
-async def _gather_within(asks: list[Any], timeout: float) -> list[Any]:
-    """The answers of `asks`, all None when they take longer than `timeout` together."""
-    try:
-        return list(await asyncio.wait_for(asyncio.gather(*asks), timeout))
-    except TimeoutError:
-        return [None] * len(asks)
 
 
 def _from_table(model: str) -> ContextWindow | None:

@@ -159,12 +159,11 @@ async def detect_local_server(
     candidates = [p for p in (PRESETS if presets is None else presets) if p.local]
     if not candidates:
         return None
-    async with _Prober(timeout) as get:
+    async with JsonAsker(timeout) as asker:
 
         async def probe(p: Preset) -> list[str] | None:
             try:
-                status, data = await get(p.base_url.rstrip("/") + "/models")
-                return model_ids(data) if status == 200 else None
+                return model_ids(await asker.json(p.base_url.rstrip("/") + "/models"))
             except Exception:  # noqa: BLE001 - whatever goes wrong, detection must not stop start-up
                 return None
 
@@ -329,38 +328,56 @@ def _unchunk(data: bytes) -> bytes:
         pos = start + size + 2
 
 
-class _Prober:
-    """GET a URL and read its JSON, for detection: `local_json` for plain http on this machine,
-    an httpx client (made at the first other URL, closed at the end) for the rest."""
+class JsonAsker:
+    """Asks servers for small JSON answers, for detection and the context-window lookup:
+    `local_json` for plain http on this machine, an httpx client (made at the first other URL,
+    with the shared TLS context, closed at the end) for the rest. `json` never raises for a
+    failed request: not knowing is an ordinary outcome there."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(
+        self, timeout: float, headers: dict[str, str] | None = None, *, trust_env: bool = False
+    ) -> None:
         self.timeout = timeout
+        self.headers = {"User-Agent": USER_AGENT, **(headers or {})}
+        self.trust_env = trust_env
         self._client: Any = None
 
-    async def __aenter__(self) -> Any:
-        return self.get
+    async def __aenter__(self) -> JsonAsker:
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
             await self._client.aclose()
 
-    async def get(self, url: str) -> tuple[int, Any]:
-        headers = {"User-Agent": USER_AGENT}
+    async def json(self, url: str, body: Any = None) -> Any:
+        """The JSON of a 200 answer to GET `url` (POST `body` when given), else None."""
         if plain_local(url):
-            return await local_json(url, headers=headers, timeout=self.timeout)
+            try:
+                status, data = await local_json(
+                    url, body=body, headers=self.headers, timeout=self.timeout
+                )
+            except (OSError, TimeoutError, ValueError):
+                return None
+            return data if status == 200 else None
         import httpx
 
         from mm_tui.engine.tls import tls_context
 
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout),
-                trust_env=False,
-                headers=headers,
-                verify=tls_context(),
-            )
-        r = await self._client.get(url)
-        return r.status_code, (r.json() if r.status_code == 200 else None)
+        try:
+            if self._client is None:
+                self._client = httpx.AsyncClient(
+                    timeout=httpx.Timeout(self.timeout),
+                    trust_env=self.trust_env,
+                    headers=self.headers,
+                    verify=tls_context(),
+                )
+            if body is None:
+                r = await self._client.get(url)
+            else:
+                r = await self._client.post(url, json=body)
+            return r.json() if r.status_code == 200 else None
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError):
+            return None
 
 
 async def list_models(base_url: str, api_key: str | None = None, timeout: float = 5.0) -> list[str]:
