@@ -256,7 +256,7 @@ async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Pat
         def retrying() -> bool:
             nonlocal seen
             if (app.transcript.state or "").startswith("Retrying in"):
-                seen = str(app.status.render())
+                seen = app.status.text
             return bool(seen)
 
         await await_until(retrying, 6, pilot=pilot)

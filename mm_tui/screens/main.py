@@ -8,6 +8,7 @@ from collections.abc import Callable
 from textual.app import ComposeResult
 from textual.screen import Screen
 
+from mm_tui.screens.cropped_compositor import CroppedCompositor
 from mm_tui.transcript.store import Transcript
 from mm_tui.transcript.view import TranscriptView
 from mm_tui.widgets.agent_header import AgentHeader
@@ -25,6 +26,7 @@ class MainScreen(Screen[None]):
 
     def __init__(self, transcript: Transcript, clock: Callable[[], float]) -> None:
         super().__init__()
+        self._compositor = CroppedCompositor()  # a partial update asks only what it touches
         self.transcript = transcript
         self.clock = clock
 

@@ -34,9 +34,10 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from mm_tui.transcript.line_cache import LineCache
+from mm_tui.transcript.painted_rows import KEPT, PaintedRows
 from mm_tui.transcript.renderers import Renderers
 from mm_tui.transcript.renderers.answer import DARK_CODE_THEME, LIGHT_CODE_THEME
-from mm_tui.transcript.renderers.strips import highlighted
+from mm_tui.transcript.renderers.strips import blank, highlighted
 from mm_tui.transcript.scrollbar import BAR, ScrollbarPainter
 from mm_tui.transcript.store import AnswerItem, Item, ToolItem, Transcript
 from mm_tui.transcript.styles import LIGHT_STYLES, STYLES
@@ -54,7 +55,7 @@ from mm_tui.widgets.theme_style import theme_style
 # costs no more, and slowing the frames down would not give the core back.
 MIN_FRAME = 1 / 60
 MAX_FRAME = 1 / 10
-FRAME_COST_FACTOR = 30
+FRAME_COST_FACTOR = 45
 COST_FALL = 0.25
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
 
@@ -110,6 +111,7 @@ class TranscriptView(ScrollView, can_focus=True):
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
+        self._painted = self._styles_cache = PaintedRows()  # a row that only moved: no repaint
         self.transcript = transcript
         self.clock = clock
         self._width = 0  # the width the cache's lines are rendered at; 0: lay out again
@@ -128,6 +130,10 @@ class TranscriptView(ScrollView, can_focus=True):
         self._renderers: Renderers | None = None
         self._bar = ScrollbarPainter()
         self._bar_rows: list[Segment] | None = None  # the bar's cells while a frame is painted
+        # (id(line), its line of the content, scroll_x) -> (the line, the bar's cell, the row as
+        # painted): a line that only moved gives the same row object, which is how
+        # `PaintedRows` knows it (Strip's own caches of its offsets keep four)
+        self._rows: dict[tuple[int, int, int], tuple[Strip, Segment, Strip]] = {}
         self._dragging = False
         # The spinner's timer runs only while a tool call runs: an idle window wakes for nothing
         # (ten wake-ups a second, forever, cost a model on the same cores its share).
@@ -162,6 +168,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()  # a theme change comes here too, whatever it changed
         self._styles.clear()
+        self._painted.forget()
         self._bar.forget()
         self._base = None
         if self._renderers is not None:  # drawn answers draw their code again, in the new style
@@ -409,7 +416,7 @@ class TranscriptView(ScrollView, can_focus=True):
         if not renderer.draws_base:
             lines = [line.apply_style(base) for line in lines]
         if self._margin(index):
-            lines = [Strip.blank(width, base), *lines]
+            lines = [blank(width, base), *lines]
         self._cache.keep(index, lines, item.version)
         return lines
 
@@ -472,14 +479,31 @@ class TranscriptView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         bar = self._bar_rows or self._bar.rows(self, self.base_style)
         bar_cell = bar[y] if y < len(bar) else self._bar.blank(self.base_style)
-        strip = self._content_line(y)
-        return Strip([*strip, bar_cell], strip.cell_length + BAR)
+        scroll_x, scroll_y = self.scroll_offset
+        line_y = y + scroll_y
+        line = self._line(line_y)
+        key = (id(line), line_y, scroll_x)
+        if self.text_selection is None:
+            kept = self._rows.get(key)
+            if kept is not None and kept[0] is line and kept[1] == bar_cell:
+                return kept[2]
+        strip = self._finished(line, line_y, scroll_x)
+        row = Strip([*strip, bar_cell], strip.cell_length + BAR)
+        if self.text_selection is None:
+            if len(self._rows) >= KEPT:
+                self._rows.clear()
+            self._rows[key] = (line, bar_cell, row)
+        return row
 
     def _content_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self._width or self._content_width()
         line_y = y + scroll_y
-        strip = self._line(line_y)
+        return self._finished(self._line(line_y), line_y, scroll_x)
+
+    def _finished(self, strip: Strip, line_y: int, scroll_x: int) -> Strip:
+        """Line `line_y` as painted: the selection shown, cropped to the view, with the offsets
+        a selection by mouse reads."""
+        width = self._width or self._content_width()
         selection = self.text_selection
         if selection is not None:
             span = selection.get_span(line_y)
@@ -489,8 +513,6 @@ class TranscriptView(ScrollView, can_focus=True):
                 )
         if scroll_x != 0 or strip.cell_length != width:
             strip = strip.crop_extend(scroll_x, scroll_x + width, self.base_style)
-        # stored strips keep the offsets they were given (Strip caches them), so painting a
-        # line again costs no new Strip
         return strip.apply_offsets(scroll_x, line_y)
 
     def _line(self, line_y: int) -> Strip:
@@ -500,14 +522,14 @@ class TranscriptView(ScrollView, can_focus=True):
         base = self.base_style
         index = cache.index_at(line_y)
         if index is None:
-            return Strip.blank(width, base)
+            return blank(width, base)
         lines = cache.lines[index]
         if lines is None:  # scrolled into view before the next flush: render it now
             lines = self._render_item(index)
             self._schedule()  # the next layout takes its exact height
         row = line_y - cache.offsets[index]
         if row >= len(lines):
-            return Strip.blank(width, base)
+            return blank(width, base)
         item = self.transcript.items[index]
         header = row == self._margin(index)
         if header and isinstance(item, ToolItem):  # drawn live: spinner, time, selection

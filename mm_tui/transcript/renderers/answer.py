@@ -28,7 +28,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from mm_tui.transcript.renderers.strips import strips, wrapped_lines
+from mm_tui.transcript.renderers.strips import blank, strips, wrapped_lines
 from mm_tui.transcript.store import AnswerItem
 
 FENCES = ("```", "~~~")
@@ -213,10 +213,10 @@ class Answer:
         if item.label:
             label = Text(item.label, style=self.style("answer--label"))
             out.extend(strips(self.console, label, width, base=base))
-        blank = Strip.blank(width, base)
+        between = blank(width, base)
         for index, lines in enumerate([*kept.blocks, *growing]):
             if index:
-                out.append(blank)
+                out.append(between)
             out.extend(lines)
         if item.done:
             self._kept.pop(item.id, None)  # the view keeps the whole item from now on

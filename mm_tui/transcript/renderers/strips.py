@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from rich.console import Console, RenderableType
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
+
+
+@lru_cache(maxsize=64)
+def blank(width: int, style: Style | None = None) -> Strip:
+    """A blank line: one object per width and style, so that a blank row of the view that only
+    moved is known again by the line it shows (`painted_rows.py`)."""
+    return Strip.blank(width, style)
 
 
 def strips(
