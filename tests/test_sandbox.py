@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from mm_tui.core import sandbox
 from mm_tui.tools.base import ToolContext, ToolResult
 from mm_tui.tools.bash import BashArgs, BashTool
 from mm_tui.tools.lsp import LspArgs, LspTool
+from mm_tui.tools.lsp.client import LspClient
 from mm_tui.tools.registry import ToolRegistry
 
 ABI, WHY = sandbox.landlock_abi({})
@@ -367,6 +370,47 @@ async def test_a_language_server_runs_in_the_sandbox(place: Place) -> None:
     assert snapshot(place.home) == home_before
     assert (place.project / "stolen.txt").read_text() == ""  # written in the project; empty
     assert log.exists()  # it wrote its log in the temp folder
+
+
+@needs_landlock
+async def test_a_language_server_starts_confined_from_the_sandbox_thread_without_preexec_fn(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No code of mm runs in the server's child between fork and exec (a `preexec_fn` in a
+    process with threads may hang on a lock the fork copied): it is started by Popen from the
+    sandbox's confined thread, whose confinement it inherits, and still speaks over asyncio
+    streams. The fake server, started through `sh`, first tries to write outside the project and
+    to read a key, and says how that went on its stderr before it serves."""
+    calls: list[tuple[str, dict[str, object]]] = []
+    real_popen = subprocess.Popen
+
+    def spy(args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        calls.append((threading.current_thread().name, kwargs))
+        return real_popen(args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    outside = place.outside / "written.txt"
+    start = (
+        f'echo x > "{outside}" || echo write refused >&2; '
+        'cat "$HOME/.ssh/id_rsa" >&2 || echo read refused >&2; '
+        f'exec "{sys.executable}" "{FAKE_SERVER}" --log "{place.tmp / "log.jsonl"}"'
+    )
+    client = LspClient("fake", "sh", ["-c", start], place.project, sandbox=sandbox.SandboxConfig())
+    await client.start()
+    try:
+        assert client.server_info == {"name": "fake"}  # the streams carry the protocol
+        assert client.pid is not None
+        status = Path(f"/proc/{client.pid}/status").read_text()
+        assert "NoNewPrivs:\t1" in status  # inherited from the launcher thread
+        [(thread, kwargs)] = calls
+        assert thread == "mm-sandbox" and kwargs.get("preexec_fn") is None
+        assert kwargs["start_new_session"] is True
+    finally:
+        await client.close()
+    assert not outside.exists()
+    stderr = client.stderr_tail()
+    assert "write refused" in stderr and "read refused" in stderr and SECRET not in stderr
+    assert "NoNewPrivs:\t0" in Path("/proc/self/status").read_text()  # mm is not confined
 
 
 async def test_concurrent_commands_each_finish(place: Place) -> None:

@@ -31,6 +31,11 @@ person uses git): Landlock grants a right on a folder for everything beneath it,
 inside a writable one can be kept read-only without taking the right to make entries in the
 project's own top folder.
 
+Not confined: MCP servers. The person configured them (the model did not write them), and the
+SDK's `stdio_client` starts the process itself, with no way to hand it one started here:
+confining it would take a `preexec_fn` (see below) or a stdio transport of mm's own in place of
+the SDK's.
+
 How: Landlock only grants, so "read everywhere but" is built by descending from `/` along the
 path to each denied item and granting every sibling on the way (every entry of `~` but `.ssh`,
 every entry of `~/.config` but `mm`, ...). Every access right the running kernel knows is
@@ -45,13 +50,14 @@ can be made in the home folder itself.
 The ruleset is built in mm (one rule per sibling: well under a millisecond for a usual home
 folder) and kept, keyed by what it depends on: the policy and the modification times of the
 folders that were descended (a new entry in `~` makes a new ruleset). mm itself is never
-confined. A bash command is started from a thread of mm that confined itself with the ruleset
-(`Launcher`; Landlock and no-new-privileges hold per thread, and a child inherits them from the
-thread that starts it): nothing has to run between fork and exec, so Python keeps its vfork
-path, where a `preexec_fn` would fork the whole process (4 ms more per command here, 15 ms in a
-process of mm's size); the command's end is watched through a pidfd (`LaunchedProcess`). A
-language server needs asyncio's pipes and starts once: it applies the ruleset in a `preexec_fn`
-(`PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self` on the inherited ruleset descriptor).
+confined. Commands and language servers are started from a thread of mm that confined itself
+with the ruleset (`Launcher`: `PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self`; both hold
+per thread, and a child inherits them from the thread that starts it). So nothing runs in the
+child between fork and exec: a `preexec_fn` would make Python fork the whole process instead of
+its vfork path (4 ms more per command here, 15 ms in a process of mm's size), and a fork in a
+process with threads may copy a lock another thread holds and hang the child. The child's end
+is watched through a pidfd (`LaunchedProcess`); a language server's pipes, made by Popen in
+that thread, are handed to the event loop as asyncio streams (`LaunchedProcess.open_streams`).
 Files mm opened for the child before (the bash output file) keep working: Landlock checks at
 open. No new privileges means a set-user-id program (sudo) gains none.
 
@@ -75,6 +81,7 @@ Standard library only (ctypes), like the rest of `core/`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import queue
@@ -460,21 +467,19 @@ class Ruleset:
         finally:
             os.close(target)
 
-    def preexec(self) -> Callable[[], None]:
-        """What the child runs between fork and exec: no new privileges, then the ruleset. Only
-        calls prepared here: nothing is imported or looked up after the fork."""
+    def _restrict(self) -> Callable[[], None]:
+        """What the launcher thread runs on itself: no new privileges, then the ruleset."""
         import ctypes
 
         libc = _libc()
-        prctl, syscall, get_errno = libc.prctl, libc.syscall, ctypes.get_errno
         nnp = (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), *(ctypes.c_ulong(v) for v in (1, 0, 0, 0)))
         restrict = (ctypes.c_long(_SYS_RESTRICT_SELF), ctypes.c_long(self.fd), ctypes.c_uint32(0))
 
         def confine() -> None:
-            if prctl(*nnp) != 0:
-                raise OSError(get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-            if syscall(*restrict) != 0:
-                raise OSError(get_errno(), "landlock_restrict_self failed")
+            if libc.prctl(*nnp) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+            if libc.syscall(*restrict) != 0:
+                raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
 
         return confine
 
@@ -482,7 +487,7 @@ class Ruleset:
         """The thread that starts this ruleset's children, confined (started on first need)."""
         with self._launcher_lock:
             if self._launcher is None:
-                self._launcher = Launcher(self.preexec())
+                self._launcher = Launcher(self._restrict())
             return self._launcher
 
     def close(self) -> None:
@@ -500,7 +505,8 @@ class Launcher:
     from this thread needs no code between fork and exec (`preexec_fn`), so Python keeps its
     fast way of starting it (vfork and exec), which a `preexec_fn` forbids: with one, Python
     forks the whole process, which cost 4 ms more per command here, 15 ms more in a process of
-    mm's size. mm's other threads are not confined."""
+    mm's size, and the forked child of a process with threads may hang on a lock another thread
+    held. mm's other threads are not confined."""
 
     def __init__(self, confine: Callable[[], None]) -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -524,7 +530,7 @@ class Launcher:
         while True:
             job = self._jobs.get()
             if job is None:
-                return
+                break
             argv, kwargs, loop, future = job
             try:
                 popen: Any = subprocess.Popen(argv, **kwargs)
@@ -532,13 +538,23 @@ class Launcher:
                 loop.call_soon_threadsafe(_fail, future, exc)
             else:
                 loop.call_soon_threadsafe(_deliver, future, popen)
+        # A job queued by another thread after stop(): its caller must not wait for ever.
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                _argv, _kwargs, loop, future = job
+                loop.call_soon_threadsafe(_fail, future, _stale())
 
     async def start(self, argv: list[str], **popen: Any) -> LaunchedProcess:
-        """`subprocess.Popen(argv, **popen)` from the confined thread; raises what Popen raises."""
+        """`subprocess.Popen(argv, **popen)` from the confined thread; raises what Popen raises.
+        With pipes, `LaunchedProcess.open_streams` makes asyncio streams of them."""
         if self.error is not None:
             raise self.error
         if self._stopped:  # its ruleset was replaced between confine() and here
-            raise OSError(errno.ESTALE, "the sandbox was rebuilt meanwhile: run the command again")
+            raise _stale()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[subprocess.Popen[bytes]] = loop.create_future()
         self._jobs.put((argv, popen, loop, future))
@@ -547,6 +563,10 @@ class Launcher:
     def stop(self) -> None:
         self._stopped = True
         self._jobs.put(None)
+
+
+def _stale() -> OSError:
+    return OSError(errno.ESTALE, "the sandbox was rebuilt meanwhile: run the command again")
 
 
 _plain: Launcher | None = None
@@ -566,6 +586,7 @@ def plain_launcher() -> Launcher:
 def _deliver(future: asyncio.Future[Any], popen: subprocess.Popen[bytes]) -> None:
     if future.cancelled():  # the call was cancelled while the command started: stop it
         signal_group(popen.pid, signal.SIGKILL)
+        _close_pipes(popen)
         threading.Thread(target=popen.wait, daemon=True).start()
     else:
         future.set_result(popen)
@@ -576,18 +597,77 @@ def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
         future.set_exception(exc)
 
 
+def _close_pipes(popen: subprocess.Popen[bytes]) -> None:
+    for pipe in (popen.stdin, popen.stdout, popen.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
 class LaunchedProcess:
-    """A child started by a `Launcher`, as the bash tool uses an asyncio process: `pid`,
-    `returncode`, `await wait()`. Its end is seen through a pidfd on the event loop."""
+    """A child started by a `Launcher`, as an asyncio process is used: `pid`, `returncode`,
+    `await wait()`, and after `open_streams` its pipes as `stdin`, `stdout` and `stderr`. Its
+    end is seen through a pidfd on the event loop."""
 
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self._popen = popen
         self.pid = popen.pid
         self._exited: asyncio.Future[None] | None = None
+        self._pidfd = -1
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._transports: list[asyncio.WriteTransport | asyncio.ReadTransport] = []
 
     @property
     def returncode(self) -> int | None:
         return self._popen.returncode
+
+    async def open_streams(self, limit: int = 2**16) -> None:
+        """Hand the pipes Popen made to the event loop, as `create_subprocess_exec` gives them
+        (which starts its child from the loop's thread, unconfined): `stdin` a StreamWriter,
+        `stdout` and `stderr` StreamReaders, each None when it is no pipe. Popen is to be given
+        `bufsize=0`: the loop writes to the descriptor, past any buffer of the file object."""
+        loop = asyncio.get_running_loop()
+        popen = self._popen
+        if popen.stdin is not None:
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, popen.stdin
+            )
+            self._transports.append(transport)
+            self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        for name in ("stdout", "stderr"):
+            pipe = getattr(popen, name)
+            if pipe is None:
+                continue
+            reader = asyncio.StreamReader(limit=limit, loop=loop)
+            read, _ = await loop.connect_read_pipe(
+                lambda reader=reader: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
+            )
+            self._transports.append(read)
+            setattr(self, name, reader)
+
+    def close_streams(self) -> None:
+        """Close the pipes' transports (the child is gone, or going)."""
+        for transport in self._transports:
+            transport.close()
+
+    def abandon(self) -> None:
+        """Let go of a child whose event loop is gone (kill it first): its pipes and pidfd are
+        closed without that loop, and a thread reaps it, which the loop would have done."""
+        for transport in self._transports:
+            with contextlib.suppress(Exception):  # its loop is closed: this cannot finish
+                if isinstance(transport, asyncio.WriteTransport):
+                    transport.abort()
+                else:
+                    transport.close()
+        _close_pipes(self._popen)
+        if self._pidfd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = -1
+        if self._popen.returncode is None:
+            threading.Thread(target=self._popen.wait, daemon=True).start()
 
     async def wait(self) -> int:
         if self._popen.returncode is not None:
@@ -596,11 +676,13 @@ class LaunchedProcess:
             loop = asyncio.get_running_loop()
             exited: asyncio.Future[None] = loop.create_future()
             self._exited = exited
-            pidfd = os.pidfd_open(self.pid)
+            pidfd = self._pidfd = os.pidfd_open(self.pid)
 
             def ended() -> None:
                 loop.remove_reader(pidfd)
-                os.close(pidfd)
+                if self._pidfd == pidfd:
+                    os.close(pidfd)
+                    self._pidfd = -1
                 self._popen.wait()  # it has exited: this only reaps it
                 if not exited.done():
                     exited.set_result(None)
@@ -646,7 +728,8 @@ def ruleset_for(policy: Policy, abi: int) -> Ruleset:
         if len(_rulesets) - len(stale) >= _KEEP:
             stale = list(_rulesets)
         for old in stale:
-            # Safe to close: a child applies its ruleset inside Popen, which has returned.
+            # Safe to close: its launcher confined itself when it started, and a job it has
+            # not run yet fails (ESTALE) rather than start unconfined.
             _rulesets.pop(old).close()
         _rulesets[key] = ruleset
         return ruleset
@@ -676,12 +759,10 @@ def config_file(env: Mapping[str, str] | None = None) -> str:
 
 @dataclass
 class Confinement:
-    """How to start one command. Confined: `start` (from the sandbox's thread, what the bash
-    tool uses) or `preexec` (for a `preexec_fn`, what a language server uses: its pipes need
-    asyncio's own start, and it starts once). Unconfined: both None. `refused`: strict mode
-    could not confine, the command must not run, and this text says why."""
+    """How to start one command (a bash command, a language server): `start`, from the
+    sandbox's thread when confined (`launcher`; None: unconfined). `refused`: strict mode could
+    not confine, the command must not run, and this text says why."""
 
-    preexec: Callable[[], None] | None = None
     launcher: Launcher | None = None
     refused: str | None = None
     why: str = ""  # for `refused`: why the sandbox cannot be set up
@@ -695,7 +776,7 @@ class Confinement:
 
     @property
     def confined(self) -> bool:
-        return self.preexec is not None or self.launcher is not None
+        return self.launcher is not None
 
     def blocked(self, path: str) -> bool:
         """Whether the sandbox refuses writing `path` or reading it."""
@@ -744,11 +825,8 @@ def confine(
     project: Path,
     env: Mapping[str, str],
     state: Iterable[Path | str] = (),
-    *,
-    thread: bool = True,
 ) -> Confinement:
-    """How to start a command in `project` with the environment `env`, under `config`:
-    `thread` for `Confinement.start`, else `Confinement.preexec`."""
+    """How to start a command in `project` with the environment `env`, under `config`."""
     if config.mode == "off":
         return Confinement()
     abi, why = landlock_abi()
@@ -763,19 +841,14 @@ def confine(
             raise SandboxUnavailable(why)
         policy = make_policy(config, project, env, state)
         ruleset = ruleset_for(policy, abi)
-        launcher = ruleset.launcher() if thread else None
-        if launcher is not None and launcher.error is not None:
+        launcher = ruleset.launcher()
+        if launcher.error is not None:
             raise SandboxUnavailable(f"landlock_restrict_self failed: {launcher.error.strerror}")
     except (OSError, SandboxUnavailable) as exc:
         if config.mode == "strict":
             return Confinement(refused=refusal(str(exc)), why=str(exc))
         return Confinement()  # auto: unconfined, as start-up said
-    return Confinement(
-        preexec=None if thread else ruleset.preexec(),
-        launcher=launcher,
-        policy=policy,
-        cwd=os.path.abspath(project),
-    )
+    return Confinement(launcher=launcher, policy=policy, cwd=os.path.abspath(project))
 
 
 def refusal(why: str) -> str:

@@ -10,7 +10,9 @@ The server's stderr is read continuously into a small ring: a chatty server (pyr
 would otherwise fill the pipe and block on its next write, and the tail of that log is what
 explains a crash.
 
-The server runs in the sandbox of the commands (`core/sandbox.py`) when it is given one.
+The server runs in the sandbox of the commands (`core/sandbox.py`) when it is given one, started
+like a bash command from the sandbox's launcher thread (confined or not); its pipes are then
+handed to the event loop.
 
 The client never raises anything but `LspError` (and its subclasses) for a server's misbehaviour:
 the tool turns those into text for the model.
@@ -34,7 +36,7 @@ from typing import Any
 from mm_tui import __version__
 from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import kill_group, signal_name
-from mm_tui.core.sandbox import SandboxConfig, confine
+from mm_tui.core.sandbox import Confinement, LaunchedProcess, SandboxConfig, confine
 from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 
 REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
@@ -68,6 +70,11 @@ _NULL_REQUESTS = {
     "workspace/diagnostic/refresh",
     "workspace/foldingRange/refresh",
 }
+
+
+def _kill_group(proc: LaunchedProcess) -> None:
+    # kill_group reads only `pid` and `returncode`, which a LaunchedProcess has too.
+    kill_group(proc)  # pyright: ignore[reportArgumentType]
 
 
 class LspError(Exception):
@@ -185,7 +192,7 @@ class LspClient:
     encoding: str = UTF16  # how the server counts columns: UTF-16 unless it says otherwise
 
     def __post_init__(self) -> None:
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: LaunchedProcess | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -240,34 +247,37 @@ class LspClient:
         self._begun = asyncio.Event()
         self._ready = asyncio.Event()
         env = self.env if self.env is not None else command_env()
-        preexec = None
+        sandbox = Confinement()  # unconfined: still started from a launcher thread
         if self.sandbox is not None:
-            # Confined between fork and exec: its pipes need asyncio's own start, and a server
-            # starts once, so the fork this costs does not matter.
-            sandbox = confine(self.sandbox, self.root, env, thread=False)
+            sandbox = confine(self.sandbox, self.root, env)
             if sandbox.refused is not None:
                 raise LspError(
                     f"cannot start {self.command}: the sandbox cannot be set up ({sandbox.why}) "
                     "and sandbox is strict"
                 )
-            preexec = sandbox.preexec
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                self.command,
-                *self.args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            # Not asyncio's own start: it would start the server from the loop's thread, which
+            # only a preexec_fn could confine.
+            proc = await sandbox.start(
+                [self.command, *self.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
                 cwd=self.root,
                 env=env,
                 # its own session: a Ctrl-C meant for mm's terminal must not kill the server
                 start_new_session=True,
-                preexec_fn=preexec,
             )
         except OSError as exc:
             raise LspError(f"cannot start {self.command}: {exc.strerror or exc}") from exc
-        except subprocess.SubprocessError as exc:  # the sandbox failed in the child
-            raise LspError(f"cannot start {self.command} in the sandbox: {exc}") from exc
+        try:
+            await proc.open_streams()
+        except BaseException:
+            _kill_group(proc)
+            proc.abandon()
+            raise
+        self._proc = proc
         self._tasks = [
             asyncio.create_task(self._read_stdout(), name=f"lsp-{self.name}-stdout"),
             asyncio.create_task(self._read_stderr(), name=f"lsp-{self.name}-stderr"),
@@ -321,7 +331,7 @@ class LspClient:
         if proc is not None:
             # the whole group, even after a polite exit: a server's own helpers (a node
             # process, a worker) must not outlive it
-            kill_group(proc)
+            _kill_group(proc)
         if proc is not None and proc.returncode is None:
             try:
                 if asyncio.get_running_loop() is self._loop:
@@ -332,23 +342,15 @@ class LspClient:
         for task in self._tasks:
             task.cancel()
         self._tasks = []
+        if proc is not None and proc.returncode is not None:
+            proc.close_streams()
 
     def abandon(self) -> None:
         """Kill the process from outside its event loop (that loop is gone): no awaiting."""
         proc = self._proc
         if proc is not None:
-            kill_group(proc)
-            # Mark the transport closed now: closed later by the garbage collector, it would
-            # reach for its dead loop and print a traceback ("Event loop is closed").
-            transport = getattr(proc, "_transport", None)
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                inner = getattr(pipe, "_transport", None)
-                with contextlib.suppress(Exception):
-                    if inner is not None:
-                        inner.abort()
-            with contextlib.suppress(Exception):
-                if transport is not None:
-                    transport.close()
+            _kill_group(proc)
+            proc.abandon()
         self._exited = self._exited or "the server was stopped"
         self._proc = None
 
