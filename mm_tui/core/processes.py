@@ -31,7 +31,18 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def kill_group(process: asyncio.subprocess.Process) -> None:
+class Running(Protocol):
+    """A started child as `kill_group` needs it: an asyncio process, or the sandbox's
+    `LaunchedProcess`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+
+def kill_group(process: Running) -> None:
     """SIGKILL, at once, to the group `process` leads, even when it has exited (what it left
     behind goes too), and to the process itself while it runs (should it have left its group).
     Waits for nothing and calls nothing of the event loop, so it also serves when the loop that

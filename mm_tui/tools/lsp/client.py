@@ -72,11 +72,6 @@ _NULL_REQUESTS = {
 }
 
 
-def _kill_group(proc: LaunchedProcess) -> None:
-    # kill_group reads only `pid` and `returncode`, which a LaunchedProcess has too.
-    kill_group(proc)  # pyright: ignore[reportArgumentType]
-
-
 class LspError(Exception):
     """A request that did not get a usable answer; the message is meant for the model."""
 
@@ -274,7 +269,7 @@ class LspClient:
         try:
             await proc.open_streams()
         except BaseException:
-            _kill_group(proc)
+            kill_group(proc)
             proc.abandon()
             raise
         self._proc = proc
@@ -331,7 +326,7 @@ class LspClient:
         if proc is not None:
             # the whole group, even after a polite exit: a server's own helpers (a node
             # process, a worker) must not outlive it
-            _kill_group(proc)
+            kill_group(proc)
         if proc is not None and proc.returncode is None:
             try:
                 if asyncio.get_running_loop() is self._loop:
@@ -349,7 +344,7 @@ class LspClient:
         """Kill the process from outside its event loop (that loop is gone): no awaiting."""
         proc = self._proc
         if proc is not None:
-            _kill_group(proc)
+            kill_group(proc)
             proc.abandon()
         self._exited = self._exited or "the server was stopped"
         self._proc = None
