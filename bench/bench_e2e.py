@@ -40,9 +40,9 @@ cores).
 Goals (issue 19): mm at most 5% of a core while the answer streams; the tokens per second on
 screen at least 0.95x the bare client's. Token to screen (an earlier goal): median at most 50 ms
 and 95th percentile at most 100 ms; the adaptive frame rate trades some of it for CPU (a frame
-may cost a thirtieth of the time between frames, so at 2-3 ms a frame the view draws 10-15 times
-a second and a token waits up to 100 ms for its frame). The answer is long: SmolLM2 at temperature 0 writes a numbered list of
-about 500 tokens for PROMPT.
+may cost a 45th of the time between frames, so at 2-3 ms a frame the view draws 10 times a
+second and a token waits up to 100 ms for its frame). The answer is long: SmolLM2 at
+temperature 0 writes a numbered list of about 500 tokens for PROMPT.
 
 Set MM_BENCH_CODE to a folder holding another copy of the mm_tui package to measure that copy
 (to compare a change with the code before it, alternating).

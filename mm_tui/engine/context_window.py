@@ -42,7 +42,6 @@ OLLAMA_DEFAULT_CONTEXT = 4096
 _SUGGESTED_CONTEXT = 32768  # what a note proposes: room for a coding agent's prompt and tools
 
 
-
 # --------------------------------------------------------------------------- hosted models
 
 # Longest prefix wins; a prefix matches the whole name or a name that goes on with "-" (dated
