@@ -30,7 +30,9 @@ Every child runs with a fresh HOME and working folder (no configuration file is 
 
 Rounds are interleaved so that a busy machine slows every variant alike; the medians are
 compared. The heavy modules present at the first frame are listed: httpx, pydantic, selectolax,
-the ACP package and the tools must stay off the path to the first frame.
+the ACP package and the tools must stay off the path to the first frame; then those present at
+ready (as `attach` returns, before the threads it starts once ready load httpx and the tools'
+argument classes): without a configuration file, pydantic stays off that path too.
 Goals: mm's first frame at most 1.3x the bare app's first frame; mm ready at most 1.6x it.
 
 Run: .venv/bin/python bench/bench_window_startup.py [rounds, 20 by default: the machine is noisy]
@@ -129,6 +131,11 @@ def _cli(argv: list[str], check: Any = None) -> None:
             seen["heavy"] = heavy_loaded()
             self.run_worker(self._report_when_ready(), group="bench")
 
+        def attach(self, started: Any) -> None:
+            super().attach(started)
+            # what ready loaded, before the threads it starts once ready (httpx, pydantic)
+            seen["heavy_ready"] = heavy_loaded()
+
         async def _report_when_ready(self) -> None:
             await self.engine_ready.wait()
             problem = check(self) if check is not None else None
@@ -138,7 +145,7 @@ def _cli(argv: list[str], check: Any = None) -> None:
                 frame=seen["frame"],
                 heavy=seen["heavy"],
                 ready=self.ready_at,
-                heavy_ready=heavy_loaded(),
+                heavy_ready=seen["heavy_ready"],
                 problem=problem,
             )
             self.exit(0)
@@ -153,11 +160,12 @@ def child_cli_demo() -> None:
 
 def _patch_presets_on_import(presets: list[tuple[str, str]]) -> None:
     """Give `mm_tui.engine.servers` this preset table as it is imported (whenever and in whatever
-    thread that happens), so that detection probes these addresses."""
-    import importlib.abc
+    thread that happens), so that detection probes these addresses. The finder is a plain class
+    (sys.meta_path takes any object with `find_spec`): `importlib.abc`, which mm does not load,
+    cost this child 13 to 15 ms that were counted as mm's."""
     import importlib.machinery
 
-    class Finder(importlib.abc.MetaPathFinder):
+    class Finder:
         def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
             if name != "mm_tui.engine.servers":
                 return None

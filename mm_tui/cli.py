@@ -164,6 +164,7 @@ def window_boot(
             _prepare_tls(args)  # after the first frame: nothing of it is needed for that
             from mm_tui.config import ConfigError, load_settings
             from mm_tui.startup import StartupError, start
+            from mm_tui.tools import prepare as prepare_tools
 
             try:
                 settings = load_settings(
@@ -174,12 +175,16 @@ def window_boot(
                 )
             except (ConfigError, StartupError) as exc:
                 raise RuntimeError(str(exc)) from None
+            # What the first request and the first tool call need but ready did not load, loaded
+            # in threads once the window is ready (this runs after it attaches the engine): the
+            # tools' argument classes (pydantic), and the HTTP client's modules (the model
+            # server was asked without them).
+            loop = asyncio.get_running_loop()
+            loop.call_soon(prepare_tools)
             if not started.on_demo:
-                # The HTTP client's modules load once the window is ready (this runs after it
-                # attaches the engine): the model server was asked without them.
                 from mm_tui.engine.provider import prepare
 
-                asyncio.get_running_loop().call_soon(prepare)
+                loop.call_soon(prepare)
             return started
         finally:
             if gc_paused:

@@ -2,29 +2,25 @@
 
 Keys keep the reference's camelCase in YAML files (`baseUrl`, `maxOutput`); in Python they are
 snake_case attributes (`settings.base_url`, `settings.max_output`).
+
+The settings are plain dataclasses, and pydantic validates them (a `TypeAdapter` reading the
+annotations below, which name the bounds and checks) only when there is something to validate:
+a config file, an MM_* variable, a flag, or settings made in code with values. Without any, mm
+starts on the defaults without importing pydantic: 60 to 80 ms of window mode's way from its
+first frame to ready (issue 19). The classes keep the pydantic model methods mm and its tests
+use (`model_validate`, `model_dump`, `model_dump_json`, `model_copy`, `model_fields_set`).
 """
 
 from __future__ import annotations
 
-import difflib
+import copy
+import dataclasses
 import os
 import re
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
 from mm_tui.core.files import resolve_path
@@ -32,36 +28,199 @@ from mm_tui.core.paths import shown_path, user_config_dir
 
 if TYPE_CHECKING:
     import yaml
+    from pydantic import GetCoreSchemaHandler, SecretStr, TypeAdapter, ValidationError
+    from pydantic_core import CoreSchema
 
     from mm_tui.core.sandbox import SandboxConfig
 
 
-class _Strict(BaseModel):
-    """Unknown keys are an error: a misspelt key silently ignored is worse than a clear stop.
-
-    An empty list or mapping is a plain default (pydantic copies it for each model), not
-    `default_factory=list`: pydantic reads a factory's signature, and a builtin's costs 20 to
-    40 ms at start-up the first time (inspect parses its text signature with tokenize's regex)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+def _alias(name: str) -> str:
+    """A key's YAML spelling: its attribute's name in camelCase (`max_output`: `maxOutput`)."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
-class LspServer(_Strict):
+# What the annotations name for pydantic, made when it first reads them (at the first
+# validation), so that nothing here imports pydantic before that.
+
+
+def _bound(**bounds: float) -> Any:
+    """A number's bounds (`ge=1`, `gt=0`)."""
+    from pydantic import Field
+
+    return Field(**bounds)  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+def _before(check: Callable[[Any], Any]) -> Any:
+    from pydantic import BeforeValidator
+
+    return BeforeValidator(check)
+
+
+def _after(check: Callable[[Any], Any]) -> Any:
+    from pydantic import AfterValidator
+
+    return AfterValidator(check)
+
+
+class _Fields:
+    """`Settings.model_fields`: the fields by name, as pydantic models list them."""
+
+    def __get__(self, obj: object, owner: type) -> dict[str, dataclasses.Field[Any]]:
+        return {each.name: each for each in _fields(owner)}
+
+
+_known: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of a settings class (`__dataclass_fields__` also holds its ClassVars)."""
+    found = _known.get(cls)
+    if found is None:
+        found = _known[cls] = dataclasses.fields(cls)
+    return found
+
+
+_C = TypeVar("_C", bound="_Config")
+
+
+class _Config:
+    """What the settings classes share. Unknown keys are an error: a misspelt key silently
+    ignored is worse than a clear stop. A key goes by its YAML spelling or by its attribute's
+    name (`load_settings` allows only the YAML one).
+
+    Made with values, a class validates them, as a pydantic model does; made without, it takes
+    its defaults, which are valid, without pydantic. Mutable defaults are factories that are
+    lambdas: pydantic reads a factory's signature, and a builtin's (`list`) costs 20 to 40 ms
+    the first time (inspect parses its text signature with tokenize's regex)."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "extra": "forbid",
+        "populate_by_name": True,
+        "alias_generator": _alias,
+    }
+    model_fields: ClassVar[_Fields] = _Fields()
+    _fields_set: frozenset[str] = frozenset()  # the keys given, as pydantic's fields_set
+
+    def __init__(self, **data: Any) -> None:
+        fields = _fields(type(self))
+        if data or type(self)._checked is not _Config._checked or any(map(_required, fields)):
+            self.__dict__.update(type(self).model_validate(data).__dict__)
+            return
+        for each in fields:
+            if each.default_factory is not dataclasses.MISSING:
+                setattr(self, each.name, each.default_factory())
+            else:
+                setattr(self, each.name, each.default)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(
+            getattr(self, each.name) == getattr(other, each.name) for each in _fields(type(self))
+        ) and getattr(self, "_read_keys", ()) == getattr(other, "_read_keys", ())
+
+    __hash__ = None  # pyright: ignore[reportAssignmentType] - mutable, as a pydantic model
+
+    @classmethod
+    def model_validate(
+        cls, obj: Any, *, by_alias: bool | None = None, by_name: bool | None = None
+    ) -> Self:
+        """Validated `obj` (a mapping of keys), or pydantic's `ValidationError`."""
+        return _adapter(cls).validate_python(obj, by_alias=by_alias, by_name=by_name)
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        return _adapter(type(self)).dump_python(self, **options)
+
+    def model_dump_json(self, **options: Any) -> str:
+        return _adapter(type(self)).dump_json(self, **options).decode()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, with `update`'s values (by attribute name, not validated)."""
+        made = copy.deepcopy(self) if deep else copy.copy(self)
+        if update:
+            made.__dict__.update(update)
+            made._fields_set = self._fields_set | set(update)
+        return made
+
+    @property
+    def model_fields_set(self) -> set[str]:
+        """The attributes given a value rather than left to their defaults."""
+        return set(self._fields_set)
+
+    def _checked(self) -> None:
+        """What the fields, each valid, must satisfy together: raises PydanticCustomError."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        """The dataclass as pydantic validates it, its fields' validation wrapped: the error a
+        model gives for a value of the wrong kind (a dataclass's words differ), `_checked`, and
+        the keys given noted (pydantic makes the instance's `__dict__` of what this returns)."""
+        from pydantic_core import PydanticCustomError, core_schema
+
+        schema: Any = handler(source)  # a dataclass's: {"type": "dataclass", "schema": ...}
+        aliases = {each.name: _alias(each.name) for each in _fields(cls)}
+
+        def validate(value: Any, inner: Callable[[Any], Any]) -> Any:
+            if not isinstance(value, Mapping):
+                raise PydanticCustomError(
+                    "model_type",
+                    "Input should be a valid dictionary or instance of {class_name}",
+                    {"class_name": cls.__name__},
+                )
+            fields, rest = inner(value)
+            probe = object.__new__(cls)
+            probe.__dict__.update(fields)
+            probe._checked()
+            fields["_fields_set"] = frozenset(
+                name for name, alias in aliases.items() if alias in value or name in value
+            )
+            return fields, rest
+
+        schema["schema"] = core_schema.no_info_wrap_validator_function(validate, schema["schema"])
+        return schema
+
+
+def _required(each: dataclasses.Field[Any]) -> bool:
+    return each.default is dataclasses.MISSING and each.default_factory is dataclasses.MISSING
+
+
+_adapters: dict[type, Any] = {}
+
+
+def _adapter(cls: type[_C]) -> TypeAdapter[_C]:
+    """pydantic's validator of `cls`, made (and pydantic imported) at the first use."""
+    adapter = _adapters.get(cls)
+    if adapter is None:
+        from pydantic import SecretStr, TypeAdapter
+
+        globals()["SecretStr"] = SecretStr  # named by an annotation, which pydantic reads now
+        adapter = _adapters[cls] = TypeAdapter(cls)
+    return adapter
+
+
+@dataclass(init=False, eq=False)
+class LspServer(_Config):
     name: str
     command: str
-    args: list[str] = []
-    extensions: list[str] = []
+    args: list[str] = field(default_factory=lambda: [])
+    extensions: list[str] = field(default_factory=lambda: [])
 
 
-class LspSettings(_Strict):
-    servers: list[LspServer] = []
+@dataclass(init=False, eq=False)
+class LspSettings(_Config):
+    servers: list[LspServer] = field(default_factory=lambda: [])
 
 
-class AcpSettings(_Strict):
+@dataclass(init=False, eq=False)
+class AcpSettings(_Config):
     title: str = "mm"
 
 
-class McpServer(_Strict):
+@dataclass(init=False, eq=False)
+class McpServer(_Config):
     """An entry of mcpServers, in the shape every MCP client uses: `command` (with `args`, `env`
     and `cwd`) starts a server on stdio; `url` (with `headers`) reaches one over streamable
     HTTP. `type` may say which (`stdio`, `http`); `startupTimeout` bounds its start (the
@@ -69,16 +228,18 @@ class McpServer(_Strict):
 
     type: str | None = None
     command: str | None = None
-    args: list[str] = []
-    env: dict[str, str] = {}
+    args: list[str] = field(default_factory=lambda: [])
+    env: dict[str, str] = field(default_factory=lambda: {})
     cwd: str | None = None
     url: str | None = None
-    headers: dict[str, str] = {}
-    startup_timeout: float = Field(default=30, alias="startupTimeout", gt=0)
-    timeout: float = Field(default=60, gt=0)
+    headers: dict[str, str] = field(default_factory=lambda: {})
+    startup_timeout: Annotated[float, _bound(gt=0)] = 30
+    timeout: Annotated[float, _bound(gt=0)] = 60
 
-    @model_validator(mode="after")
-    def _one_transport(self) -> Self:
+    def _checked(self) -> None:
+        """One transport, given consistently."""
+        from pydantic_core import PydanticCustomError
+
         kind = (self.type or "").lower().replace("_", "-")
         if kind and kind not in MCP_TYPES:
             raise PydanticCustomError(
@@ -101,7 +262,6 @@ class McpServer(_Strict):
             raise PydanticCustomError(
                 "mcp_url", "url must start with http:// or https://, not {url}", {"url": self.url}
             )
-        return self
 
     @property
     def transport(self) -> str:
@@ -123,7 +283,8 @@ MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 name must allow."""
 
 
-class AgentRef(_Strict):
+@dataclass(init=False, eq=False)
+class AgentRef(_Config):
     """An entry of mmConfigs: an agent that ask_agent and /ask can hand work to."""
 
     config: str
@@ -131,64 +292,80 @@ class AgentRef(_Strict):
     yolo: bool | None = None
 
 
-class Settings(_Strict):
-    base_url: str | None = Field(default=None, alias="baseUrl")
+def _mcp_names(value: dict[str, McpServer]) -> dict[str, McpServer]:
+    from pydantic_core import PydanticCustomError
+
+    for name in value:
+        if not MCP_NAME.fullmatch(name):
+            raise PydanticCustomError(
+                "mcp_name",
+                'server name "{name}" may hold only letters, digits, - and _ (its tools '
+                "are named <server>__<tool>)",
+                {"name": name},
+            )
+    return value
+
+
+def _patterns_of_a_text(value: Any) -> Any:
+    """One text (MM_COMMAND_ENV_EXCLUDE, MM_SANDBOX_DENY, or a YAML string) holds
+    comma-separated patterns or paths."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+@dataclass(init=False, eq=False)
+class Settings(_Config):
+    base_url: str | None = None
     model: str | None = None
     provider: str | None = None
-    api_key: SecretStr | None = Field(default=None, alias="apiKey")
-    system_prompt: str | None = Field(default=None, alias="systemPrompt")
+    api_key: SecretStr | None = None
+    system_prompt: str | None = None
     temperature: float | None = None
     yolo: bool = True
-    bash_tool: bool = Field(default=True, alias="bashTool")
+    bash_tool: bool = True
     # Variables kept from the commands the model runs (bash, language servers): case-insensitive
     # globs (core/command_env.py). mm's own key variables are kept from them whatever this says.
-    command_env_exclude: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_EXCLUDE), alias="commandEnvExclude"
+    command_env_exclude: Annotated[list[str], _before(_patterns_of_a_text)] = field(
+        default_factory=lambda: list(DEFAULT_EXCLUDE)
     )
     # The sandbox of the commands the model runs, bash and language servers (core/sandbox.py):
     # auto confines them where Landlock works, strict refuses to run them where it does not.
     sandbox: Literal["auto", "off", "strict"] = "auto"
-    sandbox_network: bool = Field(default=True, alias="sandboxNetwork")
-    sandbox_deny: list[str] = Field(default=[], alias="sandboxDeny")  # beyond ~/.ssh...
-    sandbox_write: list[str] = Field(default=[], alias="sandboxWrite")  # more folders
-    edit_tools: bool = Field(default=True, alias="editTools")
-    fetch_content_tool: bool = Field(default=False, alias="fetchContentTool")
-    skills_dir: str = Field(default=".mm/skills", alias="skillsDir")
-    lsp: LspSettings = Field(default_factory=LspSettings)
-    mm_configs: dict[str, AgentRef] = Field(default={}, alias="mmConfigs")
-    mcp_servers: dict[str, McpServer] = Field(default={}, alias="mcpServers")
-    max_output: int = Field(default=30000, alias="maxOutput", ge=1)
-    preview_lines: int = Field(default=5, alias="previewLines", ge=0)
-    max_turns: int = Field(default=50, alias="maxTurns", ge=1)
-    watchdog_timeout: float = Field(default=120, alias="watchdogTimeout", gt=0)
+    sandbox_network: bool = True
+    sandbox_deny: Annotated[list[str], _before(_patterns_of_a_text)] = field(
+        default_factory=lambda: []
+    )  # beyond ~/.ssh...
+    sandbox_write: Annotated[list[str], _before(_patterns_of_a_text)] = field(
+        default_factory=lambda: []
+    )  # more folders
+    edit_tools: bool = True
+    fetch_content_tool: bool = False
+    skills_dir: str = ".mm/skills"
+    lsp: LspSettings = field(default_factory=lambda: LspSettings())
+    mm_configs: dict[str, AgentRef] = field(default_factory=lambda: {})
+    mcp_servers: Annotated[dict[str, McpServer], _after(_mcp_names)] = field(
+        default_factory=lambda: {}
+    )
+    max_output: Annotated[int, _bound(ge=1)] = 30000
+    preview_lines: Annotated[int, _bound(ge=0)] = 5
+    max_turns: Annotated[int, _bound(ge=1)] = 50
+    watchdog_timeout: Annotated[float, _bound(gt=0)] = 120
     # The model's context in tokens, when the server does not say it (or says it wrong): it
     # overrides what mm reads from the server at start-up.
-    context_window: int | None = Field(default=None, alias="contextWindow", ge=512)
-    acp: AcpSettings = Field(default_factory=AcpSettings)
+    context_window: Annotated[int | None, _bound(ge=512)] = None
+    acp: AcpSettings = field(default_factory=lambda: AcpSettings())
     theme: str = "mm-dark"
-    sessions_dir: str = Field(default=".mm/sessions", alias="sessionsDir")
+    sessions_dir: str = ".mm/sessions"
     # Every api key the layers gave, even those a later layer overrode: each is still a secret
     # (`cat` shows the file that holds it), kept out of what mm shows and writes.
-    _read_keys: tuple[str, ...] = PrivateAttr(default=())
+    _read_keys: ClassVar[tuple[str, ...]] = ()
 
     def secret_values(self) -> tuple[str, ...]:
         """The api keys these settings know, for a `Redactor`: the one in force and every one
         the configuration read."""
         key = self.api_key.get_secret_value() if self.api_key is not None else None
         return (*self._read_keys, key) if key else self._read_keys
-
-    @field_validator("mcp_servers")
-    @classmethod
-    def _mcp_names(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
-        for name in value:
-            if not MCP_NAME.fullmatch(name):
-                raise PydanticCustomError(
-                    "mcp_name",
-                    'server name "{name}" may hold only letters, digits, - and _ (its tools '
-                    "are named <server>__<tool>)",
-                    {"name": name},
-                )
-        return value
 
     def sandbox_config(self) -> SandboxConfig:
         """What core/sandbox.py needs of these settings."""
@@ -201,15 +378,6 @@ class Settings(_Strict):
             write=tuple(self.sandbox_write),
         )
 
-    @field_validator("command_env_exclude", "sandbox_deny", "sandbox_write", mode="before")
-    @classmethod
-    def _patterns_of_a_text(cls, value: Any) -> Any:
-        """One text (MM_COMMAND_ENV_EXCLUDE, MM_SANDBOX_DENY, or a YAML string) holds
-        comma-separated patterns or paths."""
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
 
 # --- Loading ------------------------------------------------------------------------------------
 #
@@ -220,8 +388,8 @@ class Settings(_Strict):
 # offending key.
 
 ENV_NAMES: dict[str, str] = {
-    f"MM_{name.upper()}": field.alias or name
-    for name, field in Settings.model_fields.items()
+    f"MM_{name.upper()}": _alias(name)
+    for name in Settings.model_fields
     if name not in ("lsp", "acp", "mm_configs", "mcp_servers")  # nested keys: files only
 }
 """Environment variable -> YAML key, for every setting that can come from the environment."""
@@ -252,6 +420,8 @@ class _Layer:
     def __post_init__(self) -> None:
         # Hide the key from the moment it is read: whatever shows a layer shows stars.
         if isinstance(self.data.get("apiKey"), str):
+            from pydantic import SecretStr
+
             self.data = {**self.data, "apiKey": SecretStr(self.data["apiKey"])}
 
 
@@ -301,16 +471,21 @@ def load_settings(
         for layer in layers
         if layer.data.get("apiKey") is not None
     )
+    if not layers:
+        return Settings()  # the defaults: nothing to validate, and pydantic is not imported
     merged: dict[str, Any] = {}
     for layer in layers:
         _merge_into(merged, layer.data)
+    from pydantic import ValidationError
+
     try:
         # YAML spelling only, at every level: accepting `max_output` too would let two spellings
         # of one key fight silently across layers.
         settings = Settings.model_validate(merged, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise _explain(exc, layers) from None
-    settings._read_keys = read_keys  # from here on, no session file or tool output shows them
+    # From here on, no session file or tool output shows them.
+    vars(settings)["_read_keys"] = read_keys
     return settings
 
 
@@ -331,6 +506,8 @@ def _merge_into(merged: dict[str, Any], data: Mapping[str, Any]) -> None:
 
 def _secret_text(value: Any) -> str:
     """A key as a layer holds it: text, or a SecretStr (whose str() is the stars)."""
+    from pydantic import SecretStr  # loaded: the layer made it
+
     return value.get_secret_value() if isinstance(value, SecretStr) else str(value)
 
 
@@ -415,11 +592,11 @@ def _explain(exc: ValidationError, layers: list[_Layer]) -> ConfigError:
     """Turn pydantic's report into one line about the layer that brought the bad key."""
     errors = exc.errors()
     # A misspelt key also makes its correct spelling "missing": name the misspelling.
-    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    error = next((e for e in errors if e["type"] in UNKNOWN_KEY), errors[0])
     loc = tuple(error["loc"])
     layer = _blame(layers, loc)
     dotted = ".".join(str(part) for part in loc)
-    if error["type"] == "extra_forbidden":
+    if error["type"] in UNKNOWN_KEY:
         hint = _did_you_mean(str(loc[-1]))
         return ConfigError(layer.label, f'unknown key "{dotted}"{hint}')
     key = None if layer.one_key and len(loc) == 1 else dotted
@@ -446,11 +623,17 @@ def _holds(data: Any, path: tuple[Any, ...]) -> bool:
     return True
 
 
+UNKNOWN_KEY = ("unexpected_keyword_argument", "extra_forbidden")
+"""pydantic's error for an unknown key: a dataclass's, and a model's."""
+
+
 def _did_you_mean(key: str) -> str:
+    import difflib
+
     known: dict[str, str] = {}
     for model in (Settings, LspSettings, LspServer, AcpSettings, AgentRef, McpServer):
-        for name, field in model.model_fields.items():
-            known[_loose(field.alias or name)] = field.alias or name
+        for name in model.model_fields:
+            known[_loose(_alias(name))] = _alias(name)
     close = difflib.get_close_matches(_loose(key), known, n=1, cutoff=0.8)
     return f' (did you mean "{known[close[0]]}"?)' if close else ""
 

@@ -127,6 +127,18 @@ def test_the_model_server_clients_share_one_verifying_tls_context() -> None:
     assert context.cert_store_stats()["x509_ca"] > 0  # the certificate authorities are loaded
 
 
+def test_a_process_that_ends_while_the_tls_context_is_made_exits_cleanly(work: Path) -> None:
+    """`mm -acp --config missing.yaml` stops at once, while the TLS thread loads the bundle:
+    ending then crashed in OpenSSL's exit handlers (SIGSEGV, in about half the runs) before the
+    thread was waited for."""
+    mm = [sys.executable, "-m", "mm_tui.cli", "-acp", "--config", "missing.yaml"]
+    for _ in range(6):
+        done = subprocess.run(
+            mm, capture_output=True, text=True, cwd=work, stdin=subprocess.DEVNULL
+        )
+        assert (done.returncode, done.stderr) == (2, "mm: missing.yaml: no such file\n")
+
+
 def test_the_model_client_loads_no_command_line_client() -> None:
     """httpx's command-line client (click, pygments, rich's progress bars) stays out of mm."""
     code = (

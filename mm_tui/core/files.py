@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -123,7 +122,8 @@ def write_atomically(
     create_mode = new_mode if mode is None else 0o600
     if temp is None:
         while True:
-            temp = path.parent / f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+            # os.urandom, as secrets.token_hex is, without secrets' import (hmac, hashlib)
+            temp = path.parent / f".{path.name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
             try:
                 fd = os.open(temp, _CREATE_FLAGS, create_mode)
                 break

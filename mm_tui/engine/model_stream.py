@@ -4,27 +4,28 @@ demo model, so that the turn loop never knows which one it talks to."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from mm_tui.core.events import Usage
+from mm_tui.core.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class TextChunk:
     """A piece of the answer's text."""
 
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ReasoningChunk:
     """A piece of the model's reasoning (its thoughts), shown apart from the answer."""
 
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolCallChunk:
     """A piece of a tool call as it streams. `index` is the call's slot in the response (calls
     may interleave); `name` is the whole name once known; `arguments` is the text received so far
@@ -35,7 +36,7 @@ class ToolCallChunk:
     arguments: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolCall:
     """A whole tool call: its id, the tool's name and the arguments as JSON text."""
 
@@ -44,7 +45,7 @@ class ToolCall:
     arguments: str  # raw JSON text, exactly as the model wrote it
 
 
-@dataclass(frozen=True)
+@frozen
 class StreamEnd:
     """The last item of every stream: the assembled tool calls, in index order."""
 
@@ -53,7 +54,7 @@ class StreamEnd:
     usage: Usage = field(default_factory=Usage)
 
 
-@dataclass(frozen=True)
+@frozen
 class Retrying:
     """A request that failed before any answer, about to be sent again after `delay` seconds:
     said as it happens, so that a person watching a dead server sees why nothing comes instead

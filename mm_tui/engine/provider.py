@@ -27,7 +27,6 @@ import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from mm_tui.engine.chunk_assembly import ChunkAssembler, completion_chunks
@@ -84,6 +83,8 @@ def _retry_after(value: str | None, milliseconds: str | None = None) -> float | 
         return max(0.0, delay) if delay == delay and delay != float("inf") else None
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # here: the email package costs 3 to 5 ms
+
     try:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -34,7 +34,6 @@ import errno
 import json
 import os
 import re
-import secrets
 from collections.abc import Mapping
 from concurrent.futures import Future
 from datetime import UTC, datetime
@@ -129,7 +128,8 @@ class Session:
     ) -> Session:
         """A session in memory only: a person who starts mm and quits leaves no empty file."""
         now = datetime.now(UTC)
-        session_id = f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"  # sorts by time
+        # sorts by time; os.urandom, as secrets.token_hex is, without secrets' import (hmac)
+        session_id = f"{now:%Y%m%d-%H%M%S}-{os.urandom(3).hex()}"
         return cls(
             folder,
             session_id,

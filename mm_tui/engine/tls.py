@@ -43,9 +43,13 @@ def tls_context() -> ssl.SSLContext:
 
 
 def prepare() -> None:
-    """Start making the context in a thread; `tls_context()` then waits for it, if at all."""
+    """Start making the context in a thread; `tls_context()` then waits for it, if at all.
+
+    Not a daemon thread: Python waits for it before exiting. A process that exits while OpenSSL
+    loads the bundle (mm stopping at once on a configuration error) crashed in OpenSSL's exit
+    handlers (SIGSEGV); the wait is at most what loading the bundle takes."""
     if _context is None:
-        threading.Thread(target=_make_quietly, name="mm-tls", daemon=True).start()
+        threading.Thread(target=_make_quietly, name="mm-tls").start()
 
 
 def _make_quietly() -> None:

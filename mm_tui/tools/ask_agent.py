@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import AgentRef
 from mm_tui.core.asking import (
@@ -32,7 +30,21 @@ from mm_tui.core.asking import (
 )
 from mm_tui.core.files import resolve_path
 from mm_tui.core.text import ellipsize, one_line
-from mm_tui.tools.base import Tool, ToolArgs, ToolCancelled, ToolContext, ToolResult, truncate
+from mm_tui.tools import schemas
+from mm_tui.tools.base import (
+    Tool,
+    ToolCancelled,
+    ToolContext,
+    ToolResult,
+    lazy_args,
+    reexport,
+    truncate,
+)
+
+if TYPE_CHECKING:
+    from mm_tui.tools.args import AskAgentArgs
+
+__getattr__ = reexport(__name__, "AskAgentArgs")
 
 DESCRIPTION = (
     "Hand a task to another agent and get its answer back as this tool's result. Each agent "
@@ -51,25 +63,6 @@ CONTEXT_HEAD = (
     "(tool outputs left out):"
 )
 TASK_HEAD = "Your task:"
-
-
-class AskAgentArgs(ToolArgs):
-    agent: str = Field(
-        description="The agent to ask: one of the names listed under Agents in this description."
-    )
-    prompt: str = Field(
-        description=(
-            "The task, complete and self-contained: what to do, where, and what to answer with."
-        )
-    )
-    with_context: bool = Field(
-        False,
-        description=(
-            "Send this conversation before the prompt: the history the turn started from "
-            "(questions, answers, one line per tool call, never tool outputs), capped at "
-            "maxOutput characters, newest kept."
-        ),
-    )
 
 
 def first_line(text: str, limit: int | None = 80) -> str:
@@ -126,7 +119,8 @@ def agent_file(ref: AgentRef, cwd: Path) -> Path:
 class AskAgentTool(Tool):
     name = "ask_agent"
     kind = "other"
-    Args = AskAgentArgs
+    Args = lazy_args("AskAgentArgs")
+    parameters_schema = schemas.ASK_AGENT
 
     def __init__(
         self,

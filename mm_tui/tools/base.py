@@ -7,24 +7,54 @@ was collected) or as a plain `asyncio.CancelledError`.
 
 from __future__ import annotations
 
+import copy
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from mm_tui.config import Settings
 from mm_tui.core.events import Event
 from mm_tui.core.files import resolve_path
 
+if TYPE_CHECKING:
+    from mm_tui.tools.args import ToolArgs
 
-class ToolArgs(BaseModel):
-    """Base of every tool's arguments. Extra keys a model invents are ignored, not refused."""
 
-    model_config = ConfigDict(extra="ignore")
+class _LazyArgs:
+    """A tool's `Args`, the pydantic model of its arguments in args.py, made at the first use."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, owner: type) -> type[ToolArgs]:
+        from mm_tui.tools import args
+
+        return getattr(args, self.name)
+
+
+def lazy_args(name: str) -> type[ToolArgs]:
+    """`Args = lazy_args("BashArgs")`: the class of args.py named so, imported when first asked
+    for (see args.py: making the tools does not import pydantic)."""
+    return cast(Any, _LazyArgs(name))
+
+
+def reexport(module: str, *names: str) -> Callable[[str], Any]:
+    """A tool module's `__getattr__`: the argument classes it used to define, from args.py."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            from mm_tui.tools import args
+
+            return getattr(args, name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = reexport(__name__, "ToolArgs")
 
 
 @dataclass
@@ -89,12 +119,17 @@ class Tool(ABC):
     kind: ClassVar[str] = "other"  # the ACP kind: execute, read, edit, fetch, think, other
     counter: ClassVar[str | None] = None  # the Counters field this tool's responses count in
     Args: ClassVar[type[ToolArgs]]
+    # The JSON schema of the arguments as the tool declares it, written out for the built-in
+    # tools (schemas.py): their declarations need no pydantic. None: made from `Args`.
+    parameters_schema: ClassVar[dict[str, Any] | None] = None
 
     @abstractmethod
     def description(self) -> str: ...
 
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments, without pydantic's titles (noise for a model)."""
+        if self.parameters_schema is not None:  # a copy: the caller may change its own
+            return copy.deepcopy(self.parameters_schema)
         schema = self.Args.model_json_schema()
 
         def strip(node: Any) -> Any:

@@ -36,29 +36,32 @@ output does not already end with one):
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
 import tempfile
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import resolve_dir
 from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import stop_group
-from mm_tui.core.sandbox import LaunchedProcess, confine
+from mm_tui.tools import schemas
 from mm_tui.tools.base import (
     CANCELLED,
     Tool,
-    ToolArgs,
     ToolCancelled,
     ToolContext,
     ToolResult,
+    lazy_args,
+    reexport,
     truncate,
 )
+
+if TYPE_CHECKING:
+    from mm_tui.core.sandbox import LaunchedProcess
+    from mm_tui.tools.args import BashArgs
+
+__getattr__ = reexport(__name__, "BashArgs")
 
 TIMEOUT = 30.0
 KILL_GRACE = 0.1  # seconds between SIGTERM and SIGKILL: enough to flush, too short to notice
@@ -78,16 +81,6 @@ QUIET_ENV = {
     "VISUAL": "true",
     "GIT_EDITOR": "true",
 }
-
-
-class BashArgs(ToolArgs):
-    command: str = Field(
-        description=(
-            "The shell command to run with `bash -c` in the working directory. Each call is a "
-            "new shell: `cd` and variables do not carry over, so chain with `&&`. There is no "
-            "stdin and no terminal; the call stops after the timeout."
-        )
-    )
 
 
 def append_marker(output: str, marker: str) -> str:
@@ -173,6 +166,8 @@ def release_middle(fd: int) -> None:
     if size <= SPILL_LIMIT:
         return
     if _fallocate is None:
+        import ctypes.util  # here: a command this prolific is rare, and ctypes costs 2 to 4 ms
+
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
             _fallocate = libc.fallocate
@@ -212,7 +207,8 @@ class BashTool(Tool):
     name = "bash"
     kind = "execute"
     counter = "commands"
-    Args = BashArgs
+    Args = lazy_args("BashArgs")
+    parameters_schema = schemas.BASH
 
     def __init__(self, timeout: float = TIMEOUT) -> None:
         self.timeout = timeout
@@ -250,6 +246,8 @@ class BashTool(Tool):
         env = command_env(settings.command_env_exclude, secrets=settings.secret_values())
         env.update(QUIET_ENV)
         sessions = resolve_dir(settings.sessions_dir, ctx.cwd)
+        from mm_tui.core.sandbox import confine  # at the first command: not needed to start
+
         sandbox = confine(settings.sandbox_config(), ctx.cwd, env, state=(sessions,))
         if sandbox.refused is not None:  # strict, and no sandbox here
             return ToolResult(sandbox.refused, status="error")

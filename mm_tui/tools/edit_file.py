@@ -39,18 +39,30 @@ mark is kept; a file without a final newline keeps none unless an edit adds one.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import TYPE_CHECKING
 
 from mm_tui.core import files
-from mm_tui.tools.base import NothingToAsk, Tool, ToolArgs, ToolContext, ToolResult, truncate
-from mm_tui.tools.diff import Diff, apply_replacements
-from mm_tui.tools.edit_match import Ambiguous, Document, Match, NotFound, locate
+from mm_tui.tools import schemas
+from mm_tui.tools.base import (
+    NothingToAsk,
+    Tool,
+    ToolContext,
+    ToolResult,
+    lazy_args,
+    reexport,
+    truncate,
+)
 from mm_tui.tools.write_file import Refused, read_regular, write_text
+
+if TYPE_CHECKING:
+    from mm_tui.tools.args import Edit as Edit  # re-exported, as __getattr__ does
+    from mm_tui.tools.args import EditFileArgs
+    from mm_tui.tools.diff import Diff
+    from mm_tui.tools.edit_match import Ambiguous, Document, Match, NotFound
+
+__getattr__ = reexport(__name__, "Edit", "EditFileArgs")
 
 BOM = "\ufeff"
 GUTTER = "  │ "
@@ -58,40 +70,6 @@ SAME_TEXT = (
     "every edit is resolved against the original file, so no two may change the same text: "
     "merge them into one edit"
 )
-
-
-class Edit(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    old: str = Field(
-        description=(
-            "The text to replace, copied from the file: it must appear exactly once. Include a "
-            "few surrounding lines when a short piece would appear more than once."
-        )
-    )
-    new: str = Field(description="The replacement; an empty string deletes the old text.")
-
-
-class EditFileArgs(ToolArgs):
-    path: str = Field(description="Path of an existing file, relative to the working directory.")
-    edits: list[Edit] = Field(
-        description=(
-            "Replacements {old, new}, all resolved against the original file (not one after "
-            "the other); no two may touch the same text."
-        )
-    )
-    dry_run: bool = Field(default=False, description="Report what would change, write nothing.")
-
-    @field_validator("edits", mode="before")
-    @classmethod
-    def _edits_sent_as_text(cls, value: Any) -> Any:
-        """Some models send the array as a JSON string: read it rather than refuse the call."""
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                return value  # refused by the validation, with its message
-        return value
 
 
 @dataclass
@@ -129,6 +107,10 @@ def _decode(path: str, data: bytes) -> str:
 
 
 def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
+    # Imported at the first call, not when the tools are made (3 to 6 ms of start-up).
+    from mm_tui.tools.diff import apply_replacements
+    from mm_tui.tools.edit_match import Ambiguous, Document, Match, locate
+
     path = args.path
     target = files.write_target(ctx.resolve(path))
     data, mode = _read(path, target)
@@ -259,7 +241,8 @@ class EditFileTool(Tool):
     name = "edit_file"
     kind = "edit"
     counter = "file_ops"
-    Args = EditFileArgs
+    Args = lazy_args("EditFileArgs")
+    parameters_schema = schemas.EDIT_FILE
 
     def description(self) -> str:
         return (
@@ -269,24 +252,6 @@ class EditFileTool(Tool):
             "original file and applied together, or none is. Set `dry_run` to see the diff "
             "without writing. To create a file or rewrite it whole, use write_file."
         )
-
-    def parameters(self) -> dict[str, Any]:
-        """The schema with the edit object written in place: some model servers do not follow
-        `$ref`."""
-        schema = super().parameters()
-        defs = schema.pop("$defs", {})
-
-        def inline(node: Any) -> Any:
-            if isinstance(node, dict):
-                ref = node.get("$ref")
-                if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                    return inline(defs[ref.removeprefix("#/$defs/")])
-                return {k: inline(v) for k, v in node.items()}
-            if isinstance(node, list):
-                return [inline(v) for v in node]
-            return node
-
-        return inline(schema)
 
     def title(self, args: EditFileArgs) -> str:
         return args.path

@@ -24,23 +24,16 @@ An `end` beyond the last line simply reads to the end; a negative `start` or `en
 from __future__ import annotations
 
 import asyncio
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from mm_tui.core import files
-from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools import schemas
+from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, reexport, truncate
 
+if TYPE_CHECKING:
+    from mm_tui.tools.args import ReadFileArgs
 
-class ReadFileArgs(ToolArgs):
-    path: str = Field(description="File path, relative to the working directory.")
-    start: int = Field(default=0, description="First line to read (1-based); 0 = from the start.")
-    end: int = Field(
-        default=0, description="Last line to read (1-based, inclusive); 0 = to the end."
-    )
-    numbered: bool = Field(
-        False,
-        description="Prefix each line with its number, as `12 │ text`; useful before edit_file.",
-    )
+__getattr__ = reexport(__name__, "ReadFileArgs")
 
 
 def number_lines(lines: list[str], first: int) -> list[str]:
@@ -52,7 +45,8 @@ class ReadFileTool(Tool):
     name = "read_file"
     kind = "read"
     counter = "file_ops"
-    Args = ReadFileArgs
+    Args = lazy_args("ReadFileArgs")
+    parameters_schema = schemas.READ_FILE
 
     def description(self) -> str:
         return (

@@ -15,14 +15,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from mm_tui.config import Settings
 from mm_tui.core.files import read_text, resolve_path
 from mm_tui.core.flat_yaml import read_flat_yaml
 from mm_tui.core.text import ellipsize
-from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools import schemas
+from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, reexport, truncate
+
+if TYPE_CHECKING:
+    from mm_tui.tools.args import ReadSkillArgs
+
+__getattr__ = reexport(__name__, "ReadSkillArgs")
 
 DESCRIPTION_LIMIT = 200  # characters of a skill's description in the catalogue
 NO_DESCRIPTION = "(no description)"
@@ -39,10 +44,6 @@ class Skill:
     name: str
     path: Path
     description: str
-
-
-class ReadSkillArgs(ToolArgs):
-    name: str = Field(description="Skill name, exactly as listed in the tool description.")
 
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.S | re.M)
@@ -156,7 +157,8 @@ class ReadSkillTool(Tool):
     name = "read_skill"
     kind = "read"
     counter = "skills"
-    Args = ReadSkillArgs
+    Args = lazy_args("ReadSkillArgs")
+    parameters_schema = schemas.READ_SKILL
 
     def __init__(
         self, skills: Mapping[str, Skill], refused: Mapping[str, str] | None = None

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mm_tui.config import Settings, resolve_dir
 from mm_tui.core.asking import RunnerFactory
 from mm_tui.core.events import Event
-from mm_tui.tools.base import Tool, ToolArgs
+from mm_tui.tools.base import Tool
+
+if TYPE_CHECKING:
+    from mm_tui.tools.args import ToolArgs
 
 
 class ToolSource(Protocol):
@@ -182,6 +183,8 @@ class ToolRegistry:
                 f"[error: the arguments of {name} must be a JSON object, not "
                 f"{type(data).__name__} — send the fields: {_fields(tool)}]"
             )
+        from pydantic import ValidationError  # loaded with the tool's Args
+
         try:
             return tool, tool.Args.model_validate(data)
         except ValidationError as exc:

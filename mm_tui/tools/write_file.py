@@ -19,24 +19,25 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from mm_tui.core import files
-from mm_tui.tools.base import NothingToAsk, Tool, ToolArgs, ToolContext, ToolResult, truncate
-from mm_tui.tools.diff import Diff, compute_diff, count_lines
+from mm_tui.tools import schemas
+from mm_tui.tools.base import (
+    NothingToAsk,
+    Tool,
+    ToolContext,
+    ToolResult,
+    lazy_args,
+    reexport,
+    truncate,
+)
 
+if TYPE_CHECKING:
+    from mm_tui.tools.args import WriteFileArgs
+    from mm_tui.tools.diff import Diff
 
-class WriteFileArgs(ToolArgs):
-    path: str = Field(
-        description="File path, relative to the working directory; missing folders are created."
-    )
-    content: str = Field(
-        description=(
-            "The whole new content of the file: it replaces everything. To change a few lines of "
-            "an existing file, edit_file is safer."
-        )
-    )
+__getattr__ = reexport(__name__, "WriteFileArgs")
 
 
 def encode(content: str) -> bytes:
@@ -74,6 +75,8 @@ class _Plan:
 
 
 def _plan(ctx: ToolContext, path: str, content: str) -> _Plan:
+    from mm_tui.tools.diff import compute_diff  # at the first call: not needed to start
+
     target = files.write_target(ctx.resolve(path))
     found = read_regular(path, target)
     if found is None:
@@ -96,7 +99,8 @@ class WriteFileTool(Tool):
     name = "write_file"
     kind = "edit"
     counter = "file_ops"
-    Args = WriteFileArgs
+    Args = lazy_args("WriteFileArgs")
+    parameters_schema = schemas.WRITE_FILE
 
     def description(self) -> str:
         return (
@@ -143,6 +147,8 @@ class WriteFileTool(Tool):
 
         diff = plan.diff
         if plan.old is None:
+            from mm_tui.tools.diff import count_lines
+
             headline = f"created {path} ({count_lines(args.content)} lines)"
             unified = diff.unified(path) or f"--- /dev/null\n+++ b/{path}\n"
         else:

@@ -1,0 +1,140 @@
+"""`@frozen`: `@dataclass(frozen=True)` without compiling code as the class is made.
+
+`dataclass` writes the source of six methods for each frozen class (`__init__`, `__repr__`,
+`__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and compiles each one: about 0.7 ms a class.
+The events (core/events.py, 21 classes) cost 15 to 20 ms of window mode's way to its first frame
+that way (issue 19). `frozen` lets `dataclass` do everything else (the fields, `fields()`,
+`replace()`, `asdict()`, `__match_args__`) and gives the class those six methods as closures over
+its fields, made without compiling anything. They behave as the generated ones do (the same
+repr, equality, hash, frozen errors; keyword-only fields and `field(compare=False, repr=False,
+init=False)` honoured; `__post_init__` called); tests/test_frozen.py holds them to it. Creating
+an instance costs a few microseconds more, which the events, made at most hundreds of times a
+second, do not feel. `InitVar` and `slots` are not supported (nothing here uses them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import reprlib
+from collections.abc import Callable
+from dataclasses import MISSING, FrozenInstanceError
+from typing import Any, TypeVar, cast, dataclass_transform
+
+T = TypeVar("T", bound=type)
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+def frozen(cls: T) -> T:
+    """Make `cls` a frozen dataclass, as `@dataclass(frozen=True)` does."""
+    # frozen=False: this module makes __setattr__ and __delattr__ (every class of a hierarchy
+    # must then come from here, as a frozen dataclass's bases must all be frozen).
+    cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+    every = dataclasses.fields(cls)
+    names = frozenset(f.name for f in every)
+    positional = [f for f in every if f.init and not f.kw_only]
+    keyword = {f.name: f for f in every if f.init and f.kw_only}
+    by_name = {f.name: f for f in every if f.init}
+    not_init = [f for f in every if not f.init]
+    compared = tuple(f.name for f in every if f.compare)
+    hashed = tuple(f.name for f in every if (f.compare if f.hash is None else f.hash))
+    shown = tuple(f.name for f in every if f.repr)
+    post_init = getattr(cls, "__post_init__", None) is not None
+    qualname = cls.__qualname__
+    made = cast(type, cls)
+    setattr_ = object.__setattr__
+
+    required = [f for f in positional if f.default is MISSING and f.default_factory is MISSING]
+    least = 1 + len(required)  # self counts
+    most = 1 + len(positional)
+    takes = f"from {least} to {most}" if least < most else str(most)
+    takes += " positional argument" + ("s" if most > 1 else "")
+
+    def default(f: dataclasses.Field[Any]) -> Any:
+        if f.default is not MISSING:
+            return f.default
+        if f.default_factory is not MISSING:
+            return f.default_factory()
+        return MISSING
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        if len(args) > len(positional):
+            raise TypeError(f"{qualname}.__init__() takes {takes} but {len(args) + 1} were given")
+        missing: list[str] = []
+        for f, value in zip(positional, args, strict=False):
+            if f.name in kwargs:
+                raise TypeError(
+                    f"{qualname}.__init__() got multiple values for argument {f.name!r}"
+                )
+            setattr_(self, f.name, value)
+        for name in kwargs:
+            if name not in by_name:
+                raise TypeError(
+                    f"{qualname}.__init__() got an unexpected keyword argument {name!r}"
+                )
+        for f in positional[len(args) :]:
+            value = kwargs[f.name] if f.name in kwargs else default(f)
+            if value is MISSING:
+                missing.append(f.name)
+            setattr_(self, f.name, value)
+        missing_kw: list[str] = []
+        for f in keyword.values():
+            value = kwargs[f.name] if f.name in kwargs else default(f)
+            if value is MISSING:
+                missing_kw.append(f.name)
+            setattr_(self, f.name, value)
+        for f in not_init:
+            value = default(f)
+            if value is not MISSING:
+                setattr_(self, f.name, value)
+        for found, kind in ((missing, "positional"), (missing_kw, "keyword-only")):
+            if found:
+                listed = ", ".join(repr(n) for n in found)
+                s = "s" if len(found) > 1 else ""
+                raise TypeError(
+                    f"{qualname}.__init__() missing {len(found)} required {kind} argument{s}: "
+                    f"{listed}"
+                )
+        if post_init:
+            self.__post_init__()
+
+    @reprlib.recursive_repr()
+    def __repr__(self: Any) -> str:  # noqa: N807
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+        return f"{self.__class__.__qualname__}({inner})"
+
+    def __eq__(self: Any, other: object) -> bool:  # noqa: N807
+        if other.__class__ is self.__class__:
+            return tuple(getattr(self, n) for n in compared) == tuple(
+                getattr(other, n) for n in compared
+            )
+        return NotImplemented
+
+    def __hash__(self: Any) -> int:  # noqa: N807
+        return hash(tuple(getattr(self, n) for n in hashed))
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:  # noqa: N807
+        if type(self) is made or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(made, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:  # noqa: N807
+        if type(self) is made or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(made, self).__delattr__(name)
+
+    methods: dict[str, Callable[..., Any]] = {
+        "__init__": __init__,
+        "__repr__": __repr__,
+        "__eq__": __eq__,
+        "__hash__": __hash__,
+        "__setattr__": __setattr__,
+        "__delattr__": __delattr__,
+    }
+    for name, method in methods.items():
+        if name in cls.__dict__:  # as dataclass, a method of the class's own is kept (repr...)
+            if name in ("__setattr__", "__delattr__"):
+                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+            continue
+        method.__qualname__ = f"{qualname}.{name}"
+        type.__setattr__(cls, name, method)
+    return cls

@@ -1,0 +1,145 @@
+"""`@frozen` (core/frozen.py) behaves as `@dataclass(frozen=True)` does: each check runs on a
+pair of classes, one made each way, in the shapes the events have (a keyword-only field of the
+base, defaults, factories, a field left out of comparison and repr)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import FrozenInstanceError, dataclass, field
+from typing import Any
+
+import pytest
+
+from mm_tui.core.events import BaseEvent, PermissionRequested, TextDelta, TurnEnded
+from mm_tui.core.frozen import frozen
+
+
+def family(decorate: Any) -> tuple[type, type, type]:
+    @decorate
+    class Base:
+        agent: str | None = field(default=None, kw_only=True)
+
+    @decorate
+    class Item(Base):
+        text: str
+        count: int = 0
+        tags: list[str] | tuple[str, ...] = field(default_factory=list)
+        hidden: object = field(default=None, compare=False, repr=False)
+
+    @decorate
+    class Empty(Base):
+        pass
+
+    return Base, Item, Empty
+
+
+REAL = family(dataclass(frozen=True))
+MINE = family(frozen)
+
+
+def outcome(make: Any) -> Any:
+    try:
+        return ("ok", make())
+    except Exception as exc:  # noqa: BLE001 - the error is what is compared
+        return (type(exc).__name__, str(exc))
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("t",), {}),
+    (("t", 2), {"agent": "a"}),
+    ((), {"text": "t", "count": 3, "tags": ["x"], "hidden": 1}),
+    (("t", 2, ["y"], 5), {}),
+    ((), {}),
+    (("t", 1, [], None, "extra"), {}),
+    (("t",), {"text": "again"}),
+    (("t",), {"nope": 1}),
+    (("t", "a"), {"agent": None}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_construction_repr_and_errors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    real = outcome(lambda: REAL[1](*args, **kwargs))
+    mine = outcome(lambda: MINE[1](*args, **kwargs))
+    if real[0] == "ok":
+        assert mine[0] == "ok"
+        assert repr(mine[1]).replace("family.<locals>.", "") == repr(real[1]).replace(
+            "family.<locals>.", ""
+        )
+        assert dataclasses.asdict(mine[1]) == dataclasses.asdict(real[1])
+    else:
+        assert mine == real
+
+
+def test_equality_hash_and_what_is_compared() -> None:
+    for _, Item, Empty in (REAL, MINE):
+        a, b = Item("t", 1, (), hidden=1), Item("t", 1, (), hidden=2)
+        assert a == b and hash(a) == hash(b)  # hidden is not compared
+        assert hash(a) == hash((None, "t", 1, ()))
+        assert a != Item("t", 2, ()) and a != Item("t", 1, (), agent="x")
+        assert (a == ("t", 1)) is False and a.__eq__(("t", 1)) is NotImplemented
+        assert Empty() == Empty() and hash(Empty()) == hash((None,))
+        assert {Empty(agent="a"), Empty(agent="a")} == {Empty(agent="a")}
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(Item("t", tags=["x"]))
+
+
+def test_it_is_frozen_as_a_dataclass_is() -> None:
+    for _, Item, _ in (REAL, MINE):
+        item = Item("t")
+        for name in ("text", "other"):
+            with pytest.raises(FrozenInstanceError, match=f"cannot assign to field '{name}'"):
+                setattr(item, name, "u")
+        with pytest.raises(FrozenInstanceError, match="cannot delete field 'text'"):
+            del item.text
+
+        class Open(Item):  # a plain subclass may hold other attributes, not change the fields
+            pass
+
+        loose = Open("t")
+        loose.note = 1  # pyright: ignore[reportAttributeAccessIssue]
+        with pytest.raises(FrozenInstanceError):
+            loose.text = "u"
+
+
+def test_the_dataclass_functions_work() -> None:
+    for _, Item, _ in (REAL, MINE):
+        item = Item("t", 1, agent="a")
+        assert [f.name for f in dataclasses.fields(item)] == [
+            "agent",
+            "text",
+            "count",
+            "tags",
+            "hidden",
+        ]
+        assert Item.__match_args__ == ("text", "count", "tags", "hidden")
+        changed = dataclasses.replace(item, count=5)
+        assert (changed.text, changed.count, changed.agent) == ("t", 5, "a")
+        assert copy.copy(item) == item and copy.deepcopy(item) == item
+        assert Item("t").tags is not Item("t").tags  # a fresh list each time
+
+
+def test_post_init_runs() -> None:
+    seen: list[Any] = []
+
+    @frozen
+    class Checked:
+        value: int
+
+        def __post_init__(self) -> None:
+            seen.append(self.value)
+
+    Checked(3)
+    assert seen == [3]
+
+
+def test_the_events_are_made_so() -> None:
+    delta = TextDelta(text="hi", agent="helper")
+    assert repr(delta) == "TextDelta(agent='helper', text='hi')"
+    assert dataclasses.replace(delta, text="ho") == TextDelta("ho", agent="helper")
+    assert isinstance(delta, BaseEvent) and dataclasses.is_dataclass(TurnEnded)
+    with pytest.raises(FrozenInstanceError):
+        delta.text = "x"  # pyright: ignore[reportAttributeAccessIssue]
+    future_field = {f.name: f for f in dataclasses.fields(PermissionRequested)}["future"]
+    assert (future_field.compare, future_field.repr) == (False, False)
