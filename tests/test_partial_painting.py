@@ -23,6 +23,7 @@ from window_helpers import make_app, settle
 from mm_tui.core.events import (
     Counters,
     TextDelta,
+    ThoughtDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
@@ -219,3 +220,46 @@ async def test_a_row_that_only_moved_is_not_painted_again(folder: Path) -> None:
             type(rows).__mro__[1].render_line = render_line  # type: ignore[method-assign]
         height = view.size.height
         assert 0 < painted <= 6, f"{painted} of {height} rows painted again"
+
+
+async def test_the_spinner_moves_in_the_frames_of_streaming_thoughts(
+    folder: Path, calls: list[tuple[str, Region]]
+) -> None:
+    """While a model's thoughts stream (the status line says Thinking, with its spinner), the
+    spinner is painted in the transcript's frames, not in screen updates of its own (each costs
+    about a millisecond, whatever it paints): over a second of streaming, hardly any update
+    paints the status line alone, and the spinner still moves."""
+    app = make_app(ScriptedModel(), folder, frozen=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        compositor = app.screen._compositor
+        updates: list[set[str]] = []
+        render_update = compositor.render_update
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.clear()
+            update = render_update(*args, **kwargs)
+            if update is not None:
+                updates.append({name for name, _crop in calls} - {"MainScreen"})
+            return update
+
+        compositor.render_update = counted  # type: ignore[method-assign]
+        status = app.screen.query_one(StatusLine)
+        app.emit(TurnStarted(turn=1, text="explain"))
+        await settle(pilot, app, idle=False)
+        updates.clear()
+        shown = set()
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 1.0
+        n = 0
+        while loop.time() < end:
+            app.emit(ThoughtDelta(text=f"word{n} "))
+            n += 1
+            shown.add(status.text)
+            await asyncio.sleep(0.02)
+        alone = [u for u in updates if u == {"StatusLine"}]
+        with_view = [u for u in updates if "TranscriptView" in u]
+        assert len(with_view) >= 5, updates
+        assert len(alone) <= 2, updates
+        assert len(shown) >= 5, "the spinner moved"
+        assert any("StatusLine" in u and "TranscriptView" in u for u in updates), updates

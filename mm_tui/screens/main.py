@@ -37,3 +37,7 @@ class MainScreen(Screen[None]):
         yield StatusLine(self.clock, id="status")
         yield Prompt(id="prompt")
         yield KeyBar(id="keys")
+
+    def on_mount(self) -> None:
+        # the status line's spinner moves in the transcript's frames while there are any
+        self.query_one(TranscriptView).after_frame = self.query_one(StatusLine).ride

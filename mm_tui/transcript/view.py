@@ -139,6 +139,9 @@ class TranscriptView(ScrollView, can_focus=True):
         # (ten wake-ups a second, forever, cost a model on the same cores its share).
         self._running_tools: set[int] = set()  # indices of the tool lines running
         self._spin: Timer | None = None
+        # called after each frame: what else on screen may move with it (the status line's
+        # spinner), painted in the same screen update
+        self.after_frame: Callable[[], None] | None = None
 
     # -- styles and renderers -------------------------------------------------------------
 
@@ -290,6 +293,8 @@ class TranscriptView(ScrollView, can_focus=True):
         finally:
             self._measured(time.thread_time() - start + self._paint_cost)
             self._paint_cost = 0.0
+        if self.after_frame is not None:
+            self.after_frame()
 
     def _flush(self) -> None:
         cache = self._cache

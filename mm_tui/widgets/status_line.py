@@ -8,22 +8,30 @@ It paints its one line itself, from segments, and keeps each line it painted (a 
 frames): the spinner redraws ten times a second for the whole of a turn, and through a Static
 (its Content, wrapping and styling) each redraw cost about 0.45 ms, 1.5-2% of a core with the
 rest of the frame, taken from a model on the same cores. A line longer than the widget is cut.
+
+While the transcript draws frames (an answer streaming), the spinner rides them: the view calls
+`ride` after each frame, and a spinner that moved is painted in that frame's screen update
+instead of one of its own (each screen update costs about a millisecond whatever it paints).
+Its own clock (an event-loop handle, not a Textual timer, so that a skipped beat costs nothing)
+only draws when no frame came for a tenth of a second.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
-from textual.timer import Timer
 from textual.widget import Widget
 
 from mm_tui.transcript.painted_rows import PaintedRows
 from mm_tui.transcript.renderers.tool_line import spinner_frame
 
 DIM = Style(dim=True)
+SPIN = 0.1  # the spinner's beat, in seconds (it has ten frames a second: tool_line.py)
+RIDE_GAP = 1.5 * SPIN  # how long after the transcript's last frame the spinner moves alone
 KEPT = 64  # lines kept (a state's spinner frames, a few hints); all forgotten when full
 
 
@@ -43,7 +51,8 @@ class StatusLine(Widget):
         self.state: str | None = None
         self.hint = ""
         self._shown: tuple[str | None, str, str] = (None, "", "")
-        self._spin: Timer | None = None
+        self._spin: asyncio.TimerHandle | None = None
+        self._rode = -1.0  # the event loop's time of the last frame the spinner rode
         self._lines: dict[tuple[object, ...], Strip] = {}
 
     def show(self, state: str | None, hint: str | None = None) -> None:
@@ -53,11 +62,36 @@ class StatusLine(Widget):
             return
         self.state = state
         if state and self._spin is None:
-            self._spin = self.set_interval(0.1, self._redraw)
+            self._beat(SPIN)
         elif not state and self._spin is not None:
-            self._spin.stop()
+            self._spin.cancel()
             self._spin = None
         self._redraw()
+
+    def _beat(self, delay: float) -> None:
+        self._spin = asyncio.get_running_loop().call_later(delay, self._on_beat)
+
+    def _on_beat(self) -> None:
+        """The spinner's own clock: draws unless a frame carried the spinner lately (frames
+        come at least ten times a second, give or take the loop's delays: a beat and a half
+        without one, and the spinner moves by itself again)."""
+        since = asyncio.get_running_loop().time() - self._rode
+        if since >= RIDE_GAP:
+            self._redraw()
+            self._beat(SPIN)
+        else:
+            self._beat(RIDE_GAP - since)
+
+    def ride(self) -> None:
+        """A frame of the transcript is being drawn: the spinner moves with it."""
+        if self._spin is not None and self.is_mounted:
+            self._rode = asyncio.get_running_loop().time()
+            self._redraw()
+
+    def on_unmount(self) -> None:
+        if self._spin is not None:
+            self._spin.cancel()
+            self._spin = None
 
     def _redraw(self) -> None:
         frame = spinner_frame(self.clock()) if self.state else ""
