@@ -175,12 +175,15 @@ def window_boot(
                 )
             except (ConfigError, StartupError) as exc:
                 raise RuntimeError(str(exc)) from None
-            # What the first request and the first tool call need but ready did not load, loaded
-            # in threads once the window is ready (this runs after it attaches the engine): the
-            # tools' argument classes (pydantic), and the HTTP client's modules (the model
-            # server was asked without them).
+            # What the first request, the first answer and the first tool call need but ready
+            # did not load, loaded in threads once the window is ready (this runs after it
+            # attaches the engine): the tools' argument classes (pydantic), Markdown's modules,
+            # and the HTTP client's modules (the model server was asked without them).
+            from mm_tui.transcript.renderers.answer import prepare as prepare_markdown
+
             loop = asyncio.get_running_loop()
             loop.call_soon(prepare_tools)
+            loop.call_soon(prepare_markdown)
             if not started.on_demo:
                 from mm_tui.engine.provider import prepare
 

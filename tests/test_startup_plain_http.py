@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,30 @@ def test_prepare_loads_what_the_first_request_needs_in_a_thread() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout) == [False, True, True]
+
+
+def test_the_window_loads_markdown_in_a_thread_once_ready(tmp_path: Path) -> None:
+    """The first answer's first frame does not wait for markdown-it and Rich's Markdown: the
+    window's boot (`mm --demo`'s, run in a fresh process that has drawn no Markdown) starts
+    loading them in a thread once it has made the engine."""
+    code = (
+        "import asyncio, json, sys, threading; from pathlib import Path; from mm_tui import cli\n"
+        "async def main():\n"
+        "    before = 'markdown_it' in sys.modules\n"
+        "    await cli.window_boot(cli.parser().parse_args(['--demo']), Path.cwd())()\n"
+        "    await asyncio.sleep(0)\n"
+        "    names = [t.name for t in threading.enumerate()]\n"
+        "    [t.join() for t in threading.enumerate() if t.name == 'mm-markdown']\n"
+        "    print(json.dumps([before, 'mm-markdown' in names, 'markdown_it' in sys.modules]))\n"
+        "asyncio.run(main())\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, True]

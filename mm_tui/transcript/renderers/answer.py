@@ -20,6 +20,7 @@ one (the view sets `code_theme` and draws the answers again when the theme chang
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -151,6 +152,23 @@ class _Kept:
     code: list[Strip] = field(default_factory=list)  # its finished pieces, drawn
     code_end: int = 0  # text covered by them
     code_pad: Strip | None = None  # the padding row under a code block
+
+
+def prepare() -> None:
+    """Load what drawing Markdown needs (markdown-it, Rich's Markdown, the parser) in a thread:
+    the window calls it once ready, so that the first answer's first frame does not wait the
+    ~40 ms of imports (measured in a process with the window's modules loaded). Not a daemon:
+    a process that ends meanwhile waits for the import rather than tear it down halfway."""
+    threading.Thread(target=_load_markdown, name="mm-markdown").start()
+
+
+def _load_markdown() -> None:
+    try:
+        from mm_tui.transcript.renderers.markdown import _parser  # pyright: ignore[reportPrivateUsage]
+
+        _parser()
+    except Exception:  # noqa: BLE001, S110 - the first answer then loads it and says what is wrong
+        pass
 
 
 class Answer:
