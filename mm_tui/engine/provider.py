@@ -45,21 +45,12 @@ __all__ = ["OpenAIProvider", "prepare"]
 
 
 def prepare() -> None:
-    """Load httpx, and what its first request loads, in a thread: window mode calls it once
-    ready, so that the first request does not wait for them while the person types it."""
-    import threading
+    """Load httpx, and what its first request loads (in that order, should one start
+    meanwhile), in a thread: window mode calls it once ready, so that the first request does
+    not wait for them while the person types it."""
+    from mm_tui.core.preload import preload
 
-    threading.Thread(target=_load_http, name="mm-http", daemon=True).start()
-
-
-def _load_http() -> None:
-    import importlib
-
-    try:  # in the order a request loads them, should one start meanwhile
-        importlib.import_module("httpx")
-        importlib.import_module("httpcore._backends.anyio")  # what the first request loads
-    except Exception:  # noqa: BLE001, S110 - the first request then says what is wrong
-        pass
+    preload("mm-http", "httpx", "httpcore._backends.anyio")
 
 
 # --------------------------------------------------------------------------- retries

@@ -20,7 +20,6 @@ one (the view sets `code_theme` and draws the answers again when the theme chang
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +28,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.preload import preload
 from mm_tui.transcript.renderers.strips import blank, strips, wrapped_lines
 from mm_tui.transcript.store import AnswerItem
 
@@ -155,20 +155,10 @@ class _Kept:
 
 
 def prepare() -> None:
-    """Load what drawing Markdown needs (markdown-it, Rich's Markdown, the parser) in a thread:
-    the window calls it once ready, so that the first answer's first frame does not wait the
-    ~40 ms of imports (measured in a process with the window's modules loaded). Not a daemon:
-    a process that ends meanwhile waits for the import rather than tear it down halfway."""
-    threading.Thread(target=_load_markdown, name="mm-markdown").start()
-
-
-def _load_markdown() -> None:
-    try:
-        from mm_tui.transcript.renderers.markdown import _parser  # pyright: ignore[reportPrivateUsage]
-
-        _parser()
-    except Exception:  # noqa: BLE001, S110 - the first answer then loads it and says what is wrong
-        pass
+    """Load what drawing Markdown needs (markdown-it, Rich's Markdown) in a thread: the window
+    calls it once ready, so that the first answer's first frame does not wait the ~40 ms of
+    imports (measured in a process with the window's modules loaded)."""
+    preload("mm-markdown", "mm_tui.transcript.renderers.markdown")
 
 
 class Answer:
