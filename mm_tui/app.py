@@ -174,9 +174,17 @@ class MMApp(App[int]):
         the session saved (`core/stop_signals.py`)."""
         from mm_tui.core.stop_signals import on_stop_signal
 
-        self._signals.enter_context(on_stop_signal(lambda signum: self.exit(128 + signum)))
+        self._signals.enter_context(on_stop_signal(self._stop_on_signal))
         self.status.show(None, "starting…")
         self._boot()
+
+    def _stop_on_signal(self, signum: int) -> None:
+        """Quit as /quit does, and end the process within STOP_GRACE seconds whatever happens
+        (a closed terminal can leave the window's shutdown waiting: `core/stop_signals.py`)."""
+        from mm_tui.core.stop_signals import STOP_GRACE, exit_by
+
+        exit_by(STOP_GRACE, 128 + signum)
+        self.exit(128 + signum)
 
     @work(exclusive=True, group="boot", exit_on_error=False)
     async def _boot(self) -> None:

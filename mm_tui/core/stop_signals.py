@@ -7,17 +7,38 @@ closed under window mode (SIGHUP). Handled here, the signal cancels the mode's m
 turn is cancelled as Esc cancels it (tools stop their process groups, the history is put in
 order and saved), the engine closes, and mm exits with 128 + the signal's number, as a shell
 reports a death by that signal.
+
+A deadline backs that up (`exit_by`): once a stop signal came, mm ends within STOP_GRACE seconds
+however its shutdown goes. A closed terminal can leave window mode's shutdown waiting for ever
+(seen under load: Textual's output thread's queue full, its `stop` blocked in `put`), and a
+process left behind holds its session folder and nobody sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOP_GRACE = 15.0  # seconds a stop signal leaves for the shutdown (saving takes milliseconds)
+
+
+def exit_by(seconds: float, code: int) -> None:
+    """End the process with `code` in `seconds` unless it has ended by then: a daemon thread,
+    which a normal exit never waits for. `os._exit`: nothing more runs, which is the point (the
+    session is saved as the turn is cancelled, long before)."""
+
+    def deadline() -> None:
+        time.sleep(seconds)
+        os._exit(code)
+
+    threading.Thread(target=deadline, name="mm-stop-deadline", daemon=True).start()
 
 
 @contextlib.contextmanager

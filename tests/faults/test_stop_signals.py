@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def running_command(cwd: Path) -> int:
 
 def assert_stopped(cwd: Path, shell: int) -> None:
     """The command is gone and writes no more."""
-    wait_until(lambda: gone(shell), 10)
+    assert wait_until(lambda: gone(shell), 10), "the command did not stop"
     size = (cwd / "ticks.txt").stat().st_size
     time.sleep(0.3)  # three ticks' time: the file would have grown
     assert (cwd / "ticks.txt").stat().st_size == size
@@ -143,7 +144,42 @@ def test_closing_the_terminal_stops_the_window_and_its_command(tmp_path: Path) -
             shell = running_command(tmp_path)
             mm_pid = int(Path(f"/proc/{shell}/stat").read_text().rsplit(")", 1)[1].split()[1])
             tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP
-            wait_until(lambda: gone(mm_pid), 30)
+            assert wait_until(lambda: gone(mm_pid), 30), "mm did not end after SIGHUP"
     assert_stopped(tmp_path, shell)
     if os.path.exists(tmp_path / ".mm" / "sessions"):
         assert saved_call(tmp_path)
+
+
+def test_a_stop_signal_ends_mm_even_when_its_shutdown_hangs() -> None:
+    """The deadline behind a stop signal (`exit_by`): a process whose shutdown waits for ever
+    (a closed terminal left Textual's output thread blocked, under load) still ends, with
+    128 + the signal's number, once STOP_GRACE has passed (here shortened)."""
+    code = (
+        "import threading\n"
+        "from mm_tui.core import stop_signals\n"
+        "stop_signals.exit_by(0.3, 129)\n"
+        "threading.Event().wait()  # a shutdown that never ends\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], timeout=20, check=False)
+    assert done.returncode == 129
+    assert time.monotonic() - started < 10
+
+
+async def test_the_window_sets_the_deadline_when_a_stop_signal_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window quits on SIGHUP as /quit does, and sets the deadline for the process."""
+    from scripted_model import ScriptedModel
+    from window_helpers import make_app, settle
+
+    from mm_tui.core import stop_signals
+
+    deadlines: list[tuple[float, int]] = []
+    monkeypatch.setattr(stop_signals, "exit_by", lambda s, c: deadlines.append((s, c)))
+    app = make_app(ScriptedModel(), tmp_path)
+    async with app.run_test() as pilot:
+        await settle(pilot, app)
+        os.kill(os.getpid(), signal.SIGHUP)
+        await pilot.pause(0.2)
+    assert deadlines == [(stop_signals.STOP_GRACE, 128 + signal.SIGHUP)]
