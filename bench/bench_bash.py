@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mm_tui.config import Settings  # noqa: E402
 from mm_tui.core import sandbox  # noqa: E402
+from mm_tui.tools.args import BashArgs
 from mm_tui.tools.base import ToolContext  # noqa: E402
-from mm_tui.tools.bash import BashArgs, BashTool  # noqa: E402
+from mm_tui.tools.bash import BashTool  # noqa: E402
 
 GOAL = 1.3
 SANDBOX_GOAL = (1.3, 0.002)  # confined <= 1.3 x unconfined + 2 ms

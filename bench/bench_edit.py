@@ -26,8 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mm_tui.config import Settings  # noqa: E402
+from mm_tui.tools.args import Edit, EditFileArgs  # noqa: E402
 from mm_tui.tools.base import ToolContext  # noqa: E402
-from mm_tui.tools.edit_file import Edit, EditFileArgs, EditFileTool  # noqa: E402
+from mm_tui.tools.edit_file import EditFileTool  # noqa: E402
 
 LINES = 100_000
 EDITS = 50

@@ -13,8 +13,9 @@ from support.program import mm
 
 from mm_tui.config import LspServer, Settings, load_settings
 from mm_tui.core.command_env import command_env, excluded
+from mm_tui.tools.args import BashArgs
 from mm_tui.tools.base import ToolContext
-from mm_tui.tools.bash import BashArgs, BashTool
+from mm_tui.tools.bash import BashTool
 from mm_tui.tools.lsp import LspArgs, LspTool
 
 KEYS = {

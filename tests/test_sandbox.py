@@ -25,8 +25,9 @@ from support.folders import snapshot
 
 from mm_tui.config import LspServer, Settings
 from mm_tui.core import sandbox
+from mm_tui.tools.args import BashArgs
 from mm_tui.tools.base import ToolContext, ToolResult
-from mm_tui.tools.bash import BashArgs, BashTool
+from mm_tui.tools.bash import BashTool
 from mm_tui.tools.lsp import LspArgs, LspTool
 from mm_tui.tools.lsp.client import LspClient
 from mm_tui.tools.registry import ToolRegistry

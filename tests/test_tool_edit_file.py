@@ -17,8 +17,9 @@ from mm_tui.config import Settings
 from mm_tui.core.events import Decision, PermissionRequested, ToolCallFinished
 from mm_tui.engine.demo import DemoModel
 from mm_tui.playground import make_playground
+from mm_tui.tools.args import EditFileArgs
 from mm_tui.tools.base import NothingToAsk, ToolContext, ToolResult
-from mm_tui.tools.edit_file import EditFileArgs, EditFileTool
+from mm_tui.tools.edit_file import EditFileTool
 from mm_tui.tools.registry import ToolRegistry
 
 AMBIGUITY_ADVICE = (

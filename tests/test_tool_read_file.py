@@ -13,8 +13,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from mm_tui.config import Settings
+from mm_tui.tools.args import ReadFileArgs
 from mm_tui.tools.base import ToolContext
-from mm_tui.tools.read_file import ReadFileArgs, ReadFileTool
+from mm_tui.tools.read_file import ReadFileTool
 
 TEXT = "one\ntwo\nthree\nfour\nfive\n"
 
@@ -154,7 +155,7 @@ def read_as_nobody(folder: Path, path: str) -> str:
     script = (
         "import asyncio, sys; from pathlib import Path; from mm_tui.config import Settings; "
         "from mm_tui.tools.base import ToolContext; "
-        "from mm_tui.tools.read_file import ReadFileArgs, ReadFileTool; "
+        "from mm_tui.tools.args import ReadFileArgs; from mm_tui.tools.read_file import ReadFileTool; "
         "ctx = ToolContext(cwd=Path(sys.argv[1]), settings=Settings()); "
         "r = asyncio.run(ReadFileTool().run(ReadFileArgs(path=sys.argv[2]), ctx)); "
         "print(r.status + ':' + r.output, end='')"

@@ -17,9 +17,10 @@ from support.env import clean_env
 from support.waiting import wait_until
 
 from mm_tui.config import Settings
+from mm_tui.tools.args import WriteFileArgs
 from mm_tui.tools.base import NothingToAsk, ToolContext
 from mm_tui.tools.diff import compute_diff, count_lines, split_lines
-from mm_tui.tools.write_file import WriteFileArgs, WriteFileTool
+from mm_tui.tools.write_file import WriteFileTool
 
 
 @pytest.fixture
@@ -209,7 +210,7 @@ WRITERS = {
     "write_file": (
         "import asyncio, sys; from pathlib import Path; from mm_tui.config import Settings; "
         "from mm_tui.tools.base import ToolContext; "
-        "from mm_tui.tools.write_file import WriteFileArgs, WriteFileTool; "
+        "from mm_tui.tools.args import WriteFileArgs; from mm_tui.tools.write_file import WriteFileTool; "
         "ctx = ToolContext(cwd=Path(sys.argv[1]), settings=Settings()); "
         f"content = {LINE!r} * 1000; "
         "asyncio.run(WriteFileTool().run(WriteFileArgs(path='f.txt', content=content), ctx))"

@@ -37,14 +37,12 @@ from mm_tui.tools.base import (
     ToolContext,
     ToolResult,
     lazy_args,
-    reexport,
     truncate,
 )
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import AskAgentArgs
 
-__getattr__ = reexport(__name__, "AskAgentArgs")
 
 DESCRIPTION = (
     "Hand a task to another agent and get its answer back as this tool's result. Each agent "

@@ -41,22 +41,6 @@ def lazy_args(name: str) -> type[ToolArgs]:
     return cast(Any, _LazyArgs(name))
 
 
-def reexport(module: str, *names: str) -> Callable[[str], Any]:
-    """A tool module's `__getattr__`: the argument classes it used to define, from args.py."""
-
-    def __getattr__(name: str) -> Any:
-        if name in names:
-            from mm_tui.tools import args
-
-            return getattr(args, name)
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-
-    return __getattr__
-
-
-__getattr__ = reexport(__name__, "ToolArgs")
-
-
 @dataclass
 class ToolContext:
     cwd: Path

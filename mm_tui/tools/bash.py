@@ -53,7 +53,6 @@ from mm_tui.tools.base import (
     ToolContext,
     ToolResult,
     lazy_args,
-    reexport,
     truncate,
 )
 
@@ -61,7 +60,6 @@ if TYPE_CHECKING:
     from mm_tui.core.sandbox import LaunchedProcess
     from mm_tui.tools.args import BashArgs
 
-__getattr__ = reexport(__name__, "BashArgs")
 
 TIMEOUT = 30.0
 KILL_GRACE = 0.1  # seconds between SIGTERM and SIGKILL: enough to flush, too short to notice

@@ -51,18 +51,15 @@ from mm_tui.tools.base import (
     ToolContext,
     ToolResult,
     lazy_args,
-    reexport,
     truncate,
 )
 from mm_tui.tools.write_file import Refused, read_regular, write_text
 
 if TYPE_CHECKING:
-    from mm_tui.tools.args import Edit as Edit  # re-exported, as __getattr__ does
     from mm_tui.tools.args import EditFileArgs
     from mm_tui.tools.diff import Diff
     from mm_tui.tools.edit_match import Ambiguous, Document, Match, NotFound
 
-__getattr__ = reexport(__name__, "Edit", "EditFileArgs")
 
 BOM = "\ufeff"
 GUTTER = "  │ "

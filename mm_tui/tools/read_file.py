@@ -28,12 +28,10 @@ from typing import TYPE_CHECKING
 
 from mm_tui.core import files
 from mm_tui.tools import schemas
-from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, reexport, truncate
+from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, truncate
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import ReadFileArgs
-
-__getattr__ = reexport(__name__, "ReadFileArgs")
 
 
 def number_lines(lines: list[str], first: int) -> list[str]:

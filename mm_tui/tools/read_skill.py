@@ -22,12 +22,11 @@ from mm_tui.core.files import read_text, resolve_path
 from mm_tui.core.flat_yaml import read_flat_yaml
 from mm_tui.core.text import ellipsize
 from mm_tui.tools import schemas
-from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, reexport, truncate
+from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, truncate
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import ReadSkillArgs
 
-__getattr__ = reexport(__name__, "ReadSkillArgs")
 
 DESCRIPTION_LIMIT = 200  # characters of a skill's description in the catalogue
 NO_DESCRIPTION = "(no description)"

@@ -29,15 +29,12 @@ from mm_tui.tools.base import (
     ToolContext,
     ToolResult,
     lazy_args,
-    reexport,
     truncate,
 )
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import WriteFileArgs
     from mm_tui.tools.diff import Diff
-
-__getattr__ = reexport(__name__, "WriteFileArgs")
 
 
 def encode(content: str) -> bytes:

@@ -31,7 +31,8 @@ from pathlib import Path
 from pydantic import ConfigDict, Field
 
 from mm_tui.core.files import write_target
-from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools.args import ToolArgs
+from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
 from mm_tui.tools.fetch.encoding import decode
 from mm_tui.tools.fetch.errors import CONVERSION, USAGE, FetchError
 from mm_tui.tools.fetch.markdown import html_to_markdown

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from mm_tui.tools.base import ToolArgs, ToolContext
+from mm_tui.tools.args import ToolArgs
+from mm_tui.tools.base import ToolContext
 from mm_tui.tools.lsp.symbols import clean_symbol, split_rename, symbol_from_words
 
 ACTIONS = ("definition", "references", "hover", "symbols", "diagnostics", "rename")

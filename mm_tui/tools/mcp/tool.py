@@ -14,7 +14,8 @@ from typing import Any, Protocol
 from pydantic import ConfigDict
 
 from mm_tui.core.text import one_line
-from mm_tui.tools.base import Tool, ToolArgs, ToolContext, ToolResult, truncate
+from mm_tui.tools.args import ToolArgs
+from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
 
 NAME_LIMIT = 64  # what OpenAI's API takes for a function's name (`^[a-zA-Z0-9_-]{1,64}$`)
 SHORT_ARGS = 80  # characters of the arguments on the call's line
