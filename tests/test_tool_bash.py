@@ -15,11 +15,11 @@ from support.processes import group_members, running
 from support.waiting import await_until
 
 from mm_tui.config import Settings
+from mm_tui.tools.args import BashArgs
 from mm_tui.tools.base import CANCELLED, ToolCancelled, ToolContext
 from mm_tui.tools.bash import (
     SPILL_LIMIT,
     TOO_LARGE,
-    BashArgs,
     BashTool,
     _utf8_head_end,
     _utf8_tail_start,

@@ -8,10 +8,10 @@ import pytest
 
 from mm_tui.config import Settings
 from mm_tui.core.flat_yaml import read_flat_yaml
+from mm_tui.tools.args import ReadSkillArgs
 from mm_tui.tools.base import ToolContext
 from mm_tui.tools.read_skill import (
     INTRO,
-    ReadSkillArgs,
     ReadSkillTool,
     Skill,
     describe,
