@@ -27,11 +27,13 @@ replayed byte for byte by the bare client. At temperature 0 the server generates
    `_render_item` of the answer records how many characters it drew; a token is on screen once that
    many characters reach past it). Floor: the bare client's own latency, from
    the relay's read to the client's parse of the same event: what any client pays for transport
-   and parsing. The view draws at a frame rate that adapts to what a frame costs (between 10 and
-   60 frames a second, `transcript/view.py`), and the engine's deltas cross to the window once a
-   frame: a token waits for its frame.
+   and parsing. mm's engine reads a server that trickles at most ten times a second (100 ms
+   apart, `engine/paced_reads.py`), and the window draws what a read brought in the same wake-up
+   of its event loop (`transcript/view.py`, FRAME_SLACK): a token waits for the next read.
 3. CPU, of one core, while the answer streams (from the first token to the last): mm's process
    (the engine, its HTTP client and the window) and the bare client's, and the same per token.
+   Also the wake-ups of each one's event loop a second: on a virtual machine each costs a few
+   hundred microseconds, which is most of what a trickled answer costs.
 
 Every round's figures are printed: on a shared two-core machine the server's own rate varies
 from round to round, and what mm's process uses the server cannot (its two threads take both
@@ -39,9 +41,8 @@ cores).
 
 Goals (issue 19): mm at most 5% of a core while the answer streams; the tokens per second on
 screen at least 0.95x the bare client's. Token to screen (an earlier goal): median at most 50 ms
-and 95th percentile at most 100 ms; the adaptive frame rate trades some of it for CPU (a frame
-may cost a 45th of the time between frames, so at 2-3 ms a frame the view draws 10 times a
-second and a token waits up to 100 ms for its frame). The answer is long: SmolLM2 at
+and 95th percentile at most 100 ms; the paced reads trade some of it for CPU (a token waits up
+to 100 ms for its read, about 50 ms on average). The answer is long: SmolLM2 at
 temperature 0 writes a numbered list of about 500 tokens for PROMPT.
 
 Set MM_BENCH_CODE to a folder holding another copy of the mm_tui package to measure that copy
@@ -203,13 +204,15 @@ def tokens_of(down: bytes) -> list[tuple[float, str]]:
 # --------------------------------------------------------------------------- the bare client
 
 
-async def bare_round(base_url: str, body: bytes) -> tuple[list[float], float]:
-    """Send `body` as it is; return the time each content event was parsed, and the share of a
-    core this process used from the first to the last of them."""
+async def bare_round(base_url: str, body: bytes) -> tuple[list[float], float, float]:
+    """Send `body` as it is; return the time each content event was parsed, the share of a
+    core this process used from the first to the last of them, and its wake-ups a second."""
     import httpx
 
     parsed: list[float] = []
     cpu: list[tuple[float, float]] = []
+    sleeps = Sleeps()
+    counts: list[int] = []
     async with httpx.AsyncClient(timeout=None, trust_env=False) as client:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         async with client.stream(
@@ -223,7 +226,38 @@ async def bare_round(base_url: str, body: bytes) -> tuple[list[float], float]:
                         now = time.perf_counter()
                         parsed.append(now)
                         cpu.append((now, time.process_time()))
-    return parsed, stream_share(cpu)
+                        counts.append(sleeps.count)
+    sleeps.close()
+    return parsed, stream_share(cpu), wakeups(parsed, counts)
+
+
+def wakeups(times: list[float], counts: list[int]) -> float:
+    """Wake-ups a second between the first and the last of `times` (`counts` taken then)."""
+    return (counts[-1] - counts[0]) / (times[-1] - times[0]) if len(times) > 1 else float("nan")
+
+
+class Sleeps:
+    """How often this process's event loop went to sleep in the poller and woke up again
+    (polls with a timeout other than 0): on a virtual machine each costs a few hundred
+    microseconds of kernel and loop time, which is most of what a trickled answer costs
+    (engine/paced_reads.py). Counts through the loop's selector, a private part of asyncio,
+    wrapped for the length of a round."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._loop = asyncio.get_running_loop()
+        self._selector: Any = self._loop._selector  # type: ignore[attr-defined]
+        select = self._selector.select
+
+        def counted(timeout: float | None = None) -> Any:
+            if timeout != 0:
+                self.count += 1
+            return select(timeout)
+
+        self._selector.select = counted
+
+    def close(self) -> None:
+        del self._selector.select  # the instance attribute: the class's method again
 
 
 def stream_share(stamps: list[tuple[float, float]]) -> float:
@@ -237,11 +271,13 @@ def stream_share(stamps: list[tuple[float, float]]) -> float:
 # --------------------------------------------------------------------------- mm's window
 
 
-async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float], list[Any], float]:
-    """One turn of the real app on the real server. Returns the time the app applied each
-    TextDelta to its transcript, (time, characters of the answer on screen) after each
-    compositor refresh that painted the answer's end, and the share of a core this process
-    used during the turn."""
+async def mm_round(
+    base_url: str, model: str, folder: Path
+) -> tuple[list[float], list[Any], float, float, str]:
+    """One turn of the real app on the real server. Returns the time the engine emitted each
+    TextDelta (one may hold several tokens: those of one read), (time, characters of the answer
+    on screen) after each compositor refresh that painted the answer's end, the share of a core
+    this process used and its wake-ups a second (first delta to last), and the answer."""
     from mm_tui.app import MMApp
     from mm_tui.config import Settings
     from mm_tui.core.events import TextDelta, TurnEnded
@@ -263,6 +299,8 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
     app = MMApp(boot)
     cpu: list[tuple[float, float]] = []  # (wall time, process time) at each TextDelta applied
     received: list[float] = []
+    counts: list[int] = []
+    answer: list[str] = []
     paints: list[tuple[float, int]] = []
     drawn = 0  # characters of the answer in the view's last rendering
     painted = 0  # calls of the view's render_line
@@ -275,11 +313,15 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
         render, render_line = view._render_item, view.render_line
         refresh = screen._compositor_refresh
 
+        sleeps = Sleeps()
+
         def emitted(event: Any) -> None:
             if isinstance(event, TextDelta) and event.text:
                 now = time.perf_counter()
                 received.append(now)
+                answer.append(event.text)
                 cpu.append((now, time.process_time()))
+                counts.append(sleeps.count)
             emit(event)
 
         def rendered(index: int) -> Any:
@@ -328,7 +370,8 @@ async def mm_round(base_url: str, model: str, folder: Path) -> tuple[list[float]
         # would paint frames the app would not paint by itself (and cost CPU).
         await ended.wait()
         await asyncio.sleep(0.3)  # the last frames
-    return received, paints, stream_share(cpu)
+        sleeps.close()
+    return received, paints, stream_share(cpu), wakeups(received, counts), "".join(answer)
 
 
 def on_screen(tokens: list[tuple[float, str]], paints: list[tuple[float, int]]) -> list[float]:
@@ -392,6 +435,7 @@ async def run(rounds: int) -> int:
             "latency": [],
             "tokens": [],
             "cpu": [],
+            "wakeups": [],
         }
         mm: dict[str, list[Any]] = {
             "server": [],
@@ -400,9 +444,10 @@ async def run(rounds: int) -> int:
             "latency": [],
             "cpu": [],
             "tokens": [],
+            "wakeups": [],
         }
         for _ in range(rounds):
-            parsed, share = await bare_round(relay.base_url, body)
+            parsed, share, woke = await bare_round(relay.base_url, body)
             ((_, sent),) = relay.completions()
             assert len(parsed) == len(sent), (len(parsed), len(sent))
             bare["server"].append(rate([t for t, _ in sent]))
@@ -410,16 +455,21 @@ async def run(rounds: int) -> int:
             bare["latency"] += [p - t for p, (t, _) in zip(parsed, sent, strict=True)]
             bare["tokens"].append(len(sent))
             bare["cpu"].append(share)
+            bare["wakeups"].append(woke)
 
-            received, paints, share = await mm_round(relay.base_url, server.model_id, folder)
+            received, paints, share, woke, text = await mm_round(
+                relay.base_url, server.model_id, folder
+            )
             ((_, sent),) = relay.completions()
-            assert len(received) == len(sent), (len(received), len(sent))
+            assert text == "".join(token for _, token in sent), "mm lost or changed tokens"
             times = [t for t, _ in sent]
             shown = on_screen(sent, paints)
             mm["cpu"].append(share)
+            mm["wakeups"].append(woke)
             mm["tokens"].append(len(sent))
             mm["server"].append(rate(times))
-            mm["received"].append(rate(received))
+            # a delta may hold a read's tokens: the tokens over the time from the first to the last
+            mm["received"].append((len(sent) - 1) / (received[-1] - received[0]))
             mm["shown"].append(rate(shown))
             mm["latency"] += [s - t for s, t in zip(shown, times, strict=True)]
     finally:
@@ -451,6 +501,10 @@ def report(rounds: int, bare: dict[str, list[Any]], mm: dict[str, list[Any]]) ->
     print(
         f"   CPU per token (steadier than the share on a shared machine, where the server's rate "
         f"varies): mm {per_token:.2f} ms, the bare client {bare_per_token:.2f} ms"
+    )
+    print(
+        f"   event-loop wake-ups a second while it streams: mm {median(mm['wakeups']):.1f}, "
+        f"the bare client {median(bare['wakeups']):.1f}"
     )
     print(
         f"   tokens per second: bare client {client:.1f}, mm on screen {shown:.1f}: "

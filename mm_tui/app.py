@@ -287,8 +287,10 @@ class MMApp(App[int]):
         (or thought) deltas of one agent that arrive within a frame crosses as one message, its
         texts joined: a fast server sends hundreds a second, and each message costs the window
         about what a small render does (issue 19). Any other event posts the run first, so the
-        order is kept and nothing is lost. A run waits at most the view's frame interval (which
-        adapts to what a frame costs): more often would only wake the window for nothing."""
+        order is kept and nothing is lost. A run waits until the view may draw again (its frame
+        interval adapts to what a frame costs): at once when a frame is due, as it is when the
+        engine's paced reads (`paced_reads.py`) come no oftener than frames, so the run is
+        drawn in the same wake-up of the event loop that read it."""
         if isinstance(event, TextDelta | ThoughtDelta):
             run = self._deltas
             if run and (type(run[0]) is not type(event) or run[0].agent != event.agent):
@@ -296,7 +298,7 @@ class MMApp(App[int]):
             self._deltas.append(event)
             if self._deltas_timer is None:  # an event loop handle: a Textual timer is a task
                 view = self._widgets.get(TranscriptView)
-                delay = DELTA_FRAME if view is None else max(DELTA_FRAME, view.frame_interval)
+                delay = DELTA_FRAME if view is None else view.next_frame_in()
                 loop = asyncio.get_running_loop()
                 self._deltas_timer = loop.call_later(delay, self._post_deltas)
             return

@@ -55,9 +55,32 @@ def pieces(*tool_calls: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_text_deltas_are_text_chunks():
+    answer = ChunkAssembler()
+    chunks = [answer.add([obj]) for obj in (role_chunk(), *text_chunks("Hello world", split=5))]
+    assert chunks == [[], [TextChunk("Hello")], [TextChunk(" worl")], [TextChunk("d")]]
+    assert answer.add([finish_chunk()]) == []
+    assert answer.end(ids()) == StreamEnd("stop", (), Usage())
+
+
+def test_a_run_of_text_in_one_read_is_one_chunk():
+    """The engine reads a trickling server in batches (paced_reads.py): a read's run of text
+    deltas, or of thought deltas, crosses as one chunk, and what comes between them keeps its
+    place."""
     chunks, end = assemble(role_chunk(), *text_chunks("Hello world", split=5), finish_chunk())
-    assert chunks == [TextChunk("Hello"), TextChunk(" worl"), TextChunk("d")]
+    assert chunks == [TextChunk("Hello world")]
     assert end == StreamEnd("stop", (), Usage())
+    chunks, _ = assemble(
+        *reasoning_chunks("hmm, yes", split=3),
+        *text_chunks("One ", split=2),
+        pieces({"index": 0, "id": "a", "function": {"name": "bash", "arguments": "{}"}}),
+        *text_chunks("two", split=1),
+    )
+    assert chunks == [
+        ReasoningChunk("hmm, yes"),
+        TextChunk("One "),
+        ToolCallChunk(0, "bash", "{}"),
+        TextChunk("two"),
+    ]
 
 
 def test_reasoning_under_either_name():
@@ -201,7 +224,7 @@ def test_chunks_of_an_unexpected_shape_are_skipped():
         *text_chunks("b"),
         {"nothing": "here"},
     )
-    assert chunks == [TextChunk("a"), TextChunk("b")]
+    assert chunks == [TextChunk("ab")]  # one read: one chunk
     assert end == StreamEnd(None, (), Usage())
 
 
@@ -255,11 +278,8 @@ def test_a_retried_answer_does_not_show_again_what_was_shown():
             *tool_call_chunks("b", "bash", '{"c": 1}'),
         ]
     )
-    # "Hell", "o th", "ere": what was shown is dropped, the rest goes on
-    assert [c for c in again if not isinstance(c, ToolCallChunk)] == [
-        TextChunk(" th"),
-        TextChunk("ere"),
-    ]
+    # "Hell", "o th", "ere": what was shown is dropped, the rest goes on, as one chunk
+    assert [c for c in again if not isinstance(c, ToolCallChunk)] == [TextChunk(" there")]
     assert answer.end(ids()).tool_calls == (ToolCall("b", "bash", '{"c": 1}'),)
     assert "".join(answer.shown) == "Hello there"
 

@@ -183,7 +183,10 @@ class ChunkAssembler:
         return bool(self.shown or self.thought)
 
     def add(self, objs: Iterable[dict[str, Any]]) -> list[ModelChunk]:
-        """The chunks to show for these objects, in order; an error event stops them."""
+        """The chunks to show for these objects, in order; an error event stops them. Text
+        that follows text (or thought that follows thought) in the same read is one chunk: the
+        engine reads a streaming server in batches (`paced_reads.py`), and every chunk costs an
+        event on its way to the screen."""
         out: list[ModelChunk] = []
         append = out.append
         show = self.shown.append
@@ -201,12 +204,15 @@ class ChunkAssembler:
                             # not `continue`: the chunk's finish_reason and usage still count
                             text = replay.unseen(TextChunk, text)
                         if text:
-                            item = _new(TextChunk)
-                            _set(item, "text", text)
                             show(text)
-                            append(item)
+                            if out and out[-1].__class__ is TextChunk:
+                                _set(out[-1], "text", out[-1].text + text)  # type: ignore[union-attr]
+                            else:
+                                item = _new(TextChunk)
+                                _set(item, "text", text)
+                                append(item)
                     elif delta:
-                        self._delta(delta, append)
+                        self._delta(delta, out)
                     reason = choice.get("finish_reason")
                     if reason:
                         self.finish = reason
@@ -223,7 +229,7 @@ class ChunkAssembler:
             self.yielded = True
         return out
 
-    def _delta(self, delta: dict[str, Any], append: Callable[[ModelChunk], None]) -> None:
+    def _delta(self, delta: dict[str, Any], out: list[ModelChunk]) -> None:
         """A delta that is more than text: reasoning, text beside it, tool-call pieces."""
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         for kind, text, sink in (
@@ -236,16 +242,19 @@ class ChunkAssembler:
             if self._replay is not None:
                 text = self._replay.unseen(kind, text)
             if text:
-                item = _new(kind)
-                _set(item, "text", text)
                 sink.append(text)
-                append(item)
+                if out and out[-1].__class__ is kind:
+                    _set(out[-1], "text", out[-1].text + text)  # type: ignore[union-attr]
+                else:
+                    item = _new(kind)
+                    _set(item, "text", text)
+                    out.append(item)
         pieces = delta.get("tool_calls")
         if pieces:
             for piece in pieces:
                 update = merge_tool_piece(self.calls, piece)
                 if update is not None:
-                    append(update)
+                    out.append(update)
 
     def end(self, next_call_id: Callable[[], str]) -> StreamEnd:
         """The `StreamEnd` of this try."""

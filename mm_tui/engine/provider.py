@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     # httpcore and anyio (40 to 60 ms), which `prepare` loads after ready (issue 19).
     import httpx
 
+    from mm_tui.engine.paced_reads import PacedBackend
+
 __all__ = ["OpenAIProvider", "prepare"]
 
 
@@ -163,6 +165,7 @@ class OpenAIProvider:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._owns_client = client is None
         self._http = client  # made at the first request (`_client`) unless given
+        self.paced: PacedBackend | None = None  # its paced connections, once made
         self._timeouts = (connect_timeout, read_timeout)
         # The kinds of request (`_kind`) that this server answers with an empty 200 when they
         # stream: once seen, such requests go non-streamed (see "llama-cpp-python" below).
@@ -194,11 +197,16 @@ class OpenAIProvider:
             # The read timeout is off by default: a local model may think for minutes before
             # its first token, and the turn loop's watchdog is the one that decides when silence
             # is too long (it cancels us, which this client never blocks).
+            from mm_tui.engine.paced_reads import pace
+
+            trust_env = not is_loopback(self.base_url)
+            transport = httpx.AsyncHTTPTransport(verify=tls_context(), trust_env=trust_env)
+            self.paced = pace(transport)  # a streamed answer read in batches (paced_reads.py)
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=connect, read=read, write=60.0, pool=60.0),
-                trust_env=not is_loopback(self.base_url),
+                trust_env=trust_env,
                 follow_redirects=True,
-                verify=tls_context(),
+                transport=transport,
             )
         return self._http
 

@@ -57,6 +57,11 @@ MIN_FRAME = 1 / 60
 MAX_FRAME = 1 / 10
 FRAME_COST_FACTOR = 45
 COST_FALL = 0.25
+# A frame due within this share of the frame interval is drawn now: waking the event loop
+# again costs more than a frame drawn a little early. It also puts the frames in step with the
+# engine's paced reads (engine/paced_reads.py), which come about a frame apart: a read's text is
+# drawn in the wake-up that read it, not in a wake-up of the frame's own a few ms later.
+FRAME_SLACK = 0.25
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
 
 
@@ -233,12 +238,17 @@ class TranscriptView(ScrollView, can_focus=True):
         """The least time between two frames, from what frames cost (see FRAME_COST_FACTOR)."""
         return min(MAX_FRAME, max(MIN_FRAME, FRAME_COST_FACTOR * self._frame_cost))
 
+    def next_frame_in(self) -> float:
+        """How long until the view may draw again: 0 when that is within FRAME_SLACK of the
+        frame interval."""
+        interval = self.frame_interval
+        wait = self._last_frame + interval - asyncio.get_running_loop().time()
+        return wait if wait > interval * FRAME_SLACK else 0.0
+
     def _schedule(self) -> None:
         if self._frame is not None:
             return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, self._last_frame + self.frame_interval - loop.time())
-        self._frame = loop.call_later(delay, self._run_frame)
+        self._frame = asyncio.get_running_loop().call_later(self.next_frame_in(), self._run_frame)
 
     def _run_frame(self) -> None:
         self._frame = None
@@ -698,5 +708,12 @@ class TranscriptView(ScrollView, can_focus=True):
             self._follow = False
         elif new_value >= self.max_scroll_y - 1:
             self._follow = True
-        if round(old_value) != round(new_value):
-            self._schedule()  # items coming into view may need rendering
+        if round(old_value) != round(new_value) and self._unrendered_in_view():
+            self._schedule()  # items coming into view need rendering
+
+    def _unrendered_in_view(self) -> bool:
+        """Whether an item in or near the view has no lines yet (only an estimate). Following
+        a streaming answer scrolls the view at every frame, onto lines already drawn: a frame
+        for that would only wake the event loop (issue 19)."""
+        lines = self._cache.lines
+        return any(lines[index] is None for index in self._visible_range(margin=2))

@@ -1,0 +1,137 @@
+"""Reads of a streamed answer, at most one per READ_GAP: what a token costs mm (issue 19).
+
+A local server sends every token as an SSE event of its own, in one or two TCP segments, as
+soon as it is made. Read as it comes, each token costs a wake-up of the event loop, a socket
+read, two changes of the poller (anyio pauses reading between reads), and a pass through h11,
+httpcore and httpx.
+
+So a read that comes soon after a small one (the server trickling, as it does while it streams)
+first waits until READ_GAP has passed since that one. Meanwhile the kernel keeps what arrives,
+and the read after the wait takes all of it at once; h11 then hands the events over from its
+buffer. Nothing is lost or reordered: TCP holds the bytes, and the waits only batch them.
+
+Why 100 ms: on this project's two-core virtual machine each wake-up of the event loop costs
+about 0.3 ms of kernel and loop time (a bare asyncio loop that sleeps 70 times a second takes 2%
+of a core), so what a streamed answer costs is mostly how often mm wakes. The window draws at
+least ten frames a second (`transcript/view.py`), and its frames fall in step with the reads
+(FRAME_SLACK there): a read's text is drawn in the same wake-up that read it, so at about 70
+tokens a second mm wakes about 12 times a second in all, against about 150 unpaced (measured with
+bench/bench_e2e.py's server; issue 19). The price: a token reaches the screen up to 100 ms after
+the server sent it, about 50 ms on average, which is less than it waited for its frame before,
+and the text moves ten times a second even when frames would be cheap enough for more. Line mode,
+`mm -p` and ACP print in batches of at most 100 ms.
+
+What is not paced: the first read after a request is written (the answer's status and headers
+come at once), and a read after a big one (a bulk body, such as a long model list, is read as
+fast as the network gives it).
+
+It wraps httpcore's network backend, a public interface of httpcore. httpx does not let its
+transport be given one, so `pace` puts it into the transport's pool, a private attribute of
+both; when a version of them moves it, the reads are simply not paced (a test notices)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+
+__all__ = ["BULK", "READ_GAP", "PacedBackend", "PacedStream", "pace"]
+
+READ_GAP = 0.1  # seconds: the least time between two reads while a server trickles
+BULK = 16384  # bytes: a read this big is a bulk transfer, not a trickle, and is not paced
+
+
+class PacedStream(httpcore.AsyncNetworkStream):
+    """A connection whose reads, while the server trickles, come at most once per `gap`."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream, gap: float) -> None:
+        self._stream = stream
+        self._gap = gap
+        self._trickled: float | None = None  # when the last read returned a small piece
+        self.reads = 0  # reads made, and how many of them waited (what the tests count)
+        self.waits = 0
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._trickled is not None:
+            wait = self._trickled + self._gap - time.monotonic()
+            if wait > 0:
+                self.waits += 1
+                await asyncio.sleep(wait)
+        data = await self._stream.read(max_bytes, timeout)
+        self.reads += 1
+        self._trickled = time.monotonic() if 0 < len(data) < BULK else None
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._trickled = None  # a new request: its answer's first read waits for nothing
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        inner = await self._stream.start_tls(ssl_context, server_hostname, timeout)
+        return PacedStream(inner, self._gap)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class PacedBackend(httpcore.AsyncNetworkBackend):
+    """Opens connections as `backend` does, each a `PacedStream`."""
+
+    def __init__(self, backend: httpcore.AsyncNetworkBackend, gap: float) -> None:
+        self._backend = backend
+        self._gap = gap
+        self.streams: list[PacedStream] = []  # the last few opened (what the tests look at)
+
+    def _paced(self, stream: httpcore.AsyncNetworkStream) -> PacedStream:
+        paced = PacedStream(stream, self._gap)
+        self.streams = [*self.streams[-7:], paced]
+        return paced
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return self._paced(stream)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self._backend.connect_unix_socket(path, timeout, socket_options)
+        return self._paced(stream)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+def pace(transport: Any, gap: float | None = None) -> PacedBackend | None:
+    """Pace the reads of the connections `transport` (an `httpx.AsyncHTTPTransport`) opens
+    from now on, `gap` (READ_GAP by default) apart. Returns the backend, or None when this httpx
+    or httpcore keeps its pool or backend elsewhere (the reads then go unpaced, which costs only
+    CPU)."""
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if not isinstance(backend, httpcore.AsyncNetworkBackend):
+        return None
+    paced = PacedBackend(backend, READ_GAP if gap is None else gap)
+    pool._network_backend = paced  # type: ignore[union-attr]
+    return paced
