@@ -297,7 +297,10 @@ class TranscriptView(ScrollView, can_focus=True):
         if not self.is_mounted or self._renderers is None:
             return
         start = time.thread_time()
-        self._last_frame = asyncio.get_running_loop().time()
+        now, due = asyncio.get_running_loop().time(), self._last_frame + self.frame_interval
+        # a frame drawn early (within FRAME_SLACK) counts from when it was due, so the frames
+        # keep their rate even when something asks for one all the time
+        self._last_frame = due if now < due <= now + self.frame_interval * FRAME_SLACK else now
         try:
             self._flush()
         finally:
