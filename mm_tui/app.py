@@ -172,9 +172,10 @@ class MMApp(App[int]):
         """After the first frame: only now load what start-up needs. From now on SIGTERM and
         SIGHUP (a closed terminal) quit as /quit does: the turn cancelled, its commands stopped,
         the session saved (`core/stop_signals.py`)."""
-        from mm_tui.core.stop_signals import on_stop_signal
+        from mm_tui.core.stop_signals import on_stop_signal, resume_only_after_suspend
 
         self._signals.enter_context(on_stop_signal(self._stop_on_signal))
+        resume_only_after_suspend()  # a closing terminal's SIGCONT must not restart the driver
         self.status.show(None, "starting…")
         self._boot()
 

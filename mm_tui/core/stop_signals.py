@@ -12,6 +12,17 @@ A deadline backs that up (`exit_by`): once a stop signal came, mm ends within ST
 however its shutdown goes. A closed terminal can leave window mode's shutdown waiting for ever
 (seen under load: Textual's output thread's queue full, its `stop` blocked in `put`), and a
 process left behind holds its session folder and nobody sees it.
+
+What most likely left it waiting (`resume_only_after_suspend`): a terminal that closes sends
+its session leader SIGCONT with SIGHUP (Linux's tty hangup does; checked: a process exec'd in a
+tmux pane gets SIGHUP, then SIGCONT, when the pane is killed), and mm in a tmux pane or an ssh
+session is that leader. Textual's driver takes any SIGCONT as a return from Ctrl+Z, suspended or
+not: it starts application mode again, with a second output thread and a second input thread
+(a test counts them). The new output thread dies at its first write to the closed terminal, the
+writes after it fill its queue, and the shutdown's `put` waits for ever; the old output thread,
+idle in `get`, is the one gdb showed. A SIGCONT that follows no suspension now reaches nothing.
+(The hang itself was never reproduced on demand: the queue holds 30 writes, and the shutdown
+writes fewer unless the machine is loaded.)
 """
 
 from __future__ import annotations
@@ -39,6 +50,35 @@ def exit_by(seconds: float, code: int) -> None:
         os._exit(code)
 
     threading.Thread(target=deadline, name="mm-stop-deadline", daemon=True).start()
+
+
+def resume_only_after_suspend() -> None:
+    """Pass SIGCONT on to the handler installed for it (Textual's driver, which starts
+    application mode again) only after a SIGTSTP went through the handler installed for that:
+    a SIGCONT that follows no suspension (a closing terminal sends one, as does `kill -CONT`)
+    is ignored. Call it from the main thread once the driver has installed its handlers;
+    where either is not a Python function (no terminal), nothing changes."""
+    on_stop, on_continue = signal.getsignal(signal.SIGTSTP), signal.getsignal(signal.SIGCONT)
+    if not callable(on_stop) or not callable(on_continue):
+        return
+    suspended = False
+
+    def stopping(signum: int, frame: Any) -> None:
+        nonlocal suspended
+        suspended = True
+        on_stop(signum, frame)  # Textual's: leaves application mode, then SIGSTOP
+
+    def continuing(signum: int, frame: Any) -> None:
+        nonlocal suspended
+        if suspended:
+            suspended = False
+            on_continue(signum, frame)
+
+    try:
+        signal.signal(signal.SIGTSTP, stopping)
+        signal.signal(signal.SIGCONT, continuing)
+    except ValueError:  # not the main thread: no signal handlers here
+        return
 
 
 @contextlib.contextmanager

@@ -12,14 +12,14 @@ buffer. Nothing is lost or reordered: TCP holds the bytes, and the waits only ba
 
 Why 100 ms: on this project's two-core virtual machine each wake-up of the event loop costs
 about 0.3 ms of kernel and loop time (a bare asyncio loop that sleeps 70 times a second takes 2%
-of a core), so what a streamed answer costs is mostly how often mm wakes. The window draws at
-least ten frames a second (`transcript/view.py`), and its frames fall in step with the reads
-(FRAME_SLACK there): a read's text is drawn in the same wake-up that read it, so at about 70
-tokens a second mm wakes about 12 times a second in all, against about 150 unpaced (measured with
-bench/bench_e2e.py's server; issue 19). The price: a token reaches the screen up to 100 ms after
-the server sent it, about 50 ms on average, which is less than it waited for its frame before,
-and the text moves ten times a second even when frames would be cheap enough for more. Line mode,
-`mm -p` and ACP print in batches of at most 100 ms.
+of a core), so what a streamed answer costs is mostly how often mm wakes. The window's frames
+come at most every 100 ms to 17 ms, as their cost allows (`transcript/view.py`), and they fall in
+step with the reads (FRAME_SLACK there): a read's text is drawn in the same wake-up that read
+it. The price: a token waits in the kernel up to 100 ms for its read (measured with
+bench/bench_e2e.py, from the server to the screen: median 56 ms, 95th percentile 101 ms, about
+what it waited for its frame before), and the text moves ten times a second even when frames
+would be cheap enough for more. Line mode, `mm -p` and ACP print in batches of at most 100 ms.
+A server reached through a proxy (httpx's proxy transports) is read unpaced.
 
 What is not paced: the first read after a request is written (the answer's status and headers
 come at once), and a read after a big one (a bulk body, such as a long model list, is read as

@@ -21,7 +21,7 @@ import pytest
 from scripted_server import Reply, ScriptedServer, call
 from support.env import clean_env
 from support.program import MM
-from support.terminal import mm_in_tmux, tmux
+from support.terminal import mm_in_tmux, tmux, until_screen
 from support.waiting import wait_until
 
 FOREVER = "echo $$ > shell.pid; while :; do echo tick >> ticks.txt; sleep 0.1; done"
@@ -183,3 +183,50 @@ async def test_the_window_sets_the_deadline_when_a_stop_signal_comes(
         os.kill(os.getpid(), signal.SIGHUP)
         await pilot.pause(0.2)
     assert deadlines == [(stop_signals.STOP_GRACE, 128 + signal.SIGHUP)]
+
+
+def test_a_sigcont_that_follows_no_suspension_reaches_nothing() -> None:
+    """A closing terminal sends SIGCONT with SIGHUP, and Textual's driver took any SIGCONT as a
+    return from Ctrl+Z: it started application mode again, whose second output thread died on
+    the closed terminal and left the shutdown waiting for ever. Real signals, to this process."""
+    from mm_tui.core.stop_signals import resume_only_after_suspend
+
+    seen: list[str] = []
+    before = signal.getsignal(signal.SIGTSTP), signal.getsignal(signal.SIGCONT)
+    signal.signal(signal.SIGTSTP, lambda _s, _f: seen.append("suspend"))
+    signal.signal(signal.SIGCONT, lambda _s, _f: seen.append("resume"))
+    try:
+        resume_only_after_suspend()
+        os.kill(os.getpid(), signal.SIGCONT)
+        assert seen == []
+        os.kill(os.getpid(), signal.SIGTSTP)
+        os.kill(os.getpid(), signal.SIGCONT)
+        assert seen == ["suspend", "resume"]
+        os.kill(os.getpid(), signal.SIGCONT)
+        assert seen == ["suspend", "resume"]
+    finally:
+        signal.signal(signal.SIGTSTP, before[0])
+        signal.signal(signal.SIGCONT, before[1])
+
+
+def threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+@pytest.mark.slow  # the real window in tmux: a few seconds
+def test_a_stray_sigcont_leaves_the_window_as_it_was(tmp_path: Path) -> None:
+    """`kill -CONT` on a window that was never suspended: before, Textual started application
+    mode again, with a second output thread and a second input thread reading the terminal."""
+    with ScriptedServer(Reply(text="all is well")) as server:
+        with mm_in_tmux(tmp_path, "cont", *on(server)) as session:
+            pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").stdout)  # mm: exec'd
+            assert "bin/mm" in Path(f"/proc/{pid}/cmdline").read_text()
+            time.sleep(1.0)  # the threads of start-up (loading modules) are done
+            count = threads(pid)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.5)
+            assert threads(pid) == count
+            tmux("send-keys", "-t", session, "hello", "Enter")
+            until_screen(session, "all is well")
+            tmux("kill-session", "-t", session)
+            assert wait_until(lambda: gone(pid), 30), "mm did not end after SIGHUP"
