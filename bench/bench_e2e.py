@@ -70,9 +70,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "e2e"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 if os.environ.get("MM_BENCH_CODE"):  # a folder holding another copy of mm_tui, to compare
     sys.path.insert(0, os.environ["MM_BENCH_CODE"])
 
+from support.loop_sleeps import Sleeps  # noqa: E402
 from window_common import SIZE, machine, median, verdict  # noqa: E402
 
 PROMPT = "Explain in detail how a web browser loads a page, step by step, in about 600 words."
@@ -234,30 +236,6 @@ async def bare_round(base_url: str, body: bytes) -> tuple[list[float], float, fl
 def wakeups(times: list[float], counts: list[int]) -> float:
     """Wake-ups a second between the first and the last of `times` (`counts` taken then)."""
     return (counts[-1] - counts[0]) / (times[-1] - times[0]) if len(times) > 1 else float("nan")
-
-
-class Sleeps:
-    """How often this process's event loop went to sleep in the poller and woke up again
-    (polls with a timeout other than 0): on a virtual machine each costs a few hundred
-    microseconds of kernel and loop time, which is most of what a trickled answer costs
-    (engine/paced_reads.py). Counts through the loop's selector, a private part of asyncio,
-    wrapped for the length of a round."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._loop = asyncio.get_running_loop()
-        self._selector: Any = self._loop._selector  # type: ignore[attr-defined]
-        select = self._selector.select
-
-        def counted(timeout: float | None = None) -> Any:
-            if timeout != 0:
-                self.count += 1
-            return select(timeout)
-
-        self._selector.select = counted
-
-    def close(self) -> None:
-        del self._selector.select  # the instance attribute: the class's method again
 
 
 def stream_share(stamps: list[tuple[float, float]]) -> float:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from scripted_model import ScriptedModel
+from support.loop_sleeps import Sleeps
 from window_helpers import make_app, settle
 
 from mm_tui.core.events import TextDelta, TurnStarted
@@ -20,26 +20,6 @@ from mm_tui.core.events import TextDelta, TurnStarted
 SIZE = (100, 30)
 DELTAS = 12
 APART = 0.15  # more than the longest frame interval: each delta is a frame of its own
-
-
-class Sleeps:
-    """Polls of the event loop that may sleep (a timeout other than 0), through its selector (a
-    private part of asyncio, wrapped for the length of a test)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._selector: Any = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
-        select = self._selector.select
-
-        def counted(timeout: float | None = None) -> Any:
-            if timeout != 0:
-                self.count += 1
-            return select(timeout)
-
-        self._selector.select = counted
-
-    def close(self) -> None:
-        del self._selector.select
 
 
 async def stream(folder: Path) -> tuple[int, int]:
