@@ -350,6 +350,26 @@ def test_a_temp_file_of_a_live_process_is_left_alone(tmp_path: Path) -> None:
     assert not theirs.exists()
 
 
+def test_resuming_removes_the_temporary_file_a_killed_run_left(tmp_path: Path) -> None:
+    """A run killed while it replaced the session's .meta.json left its temporary file (named by
+    its pid); the run that resumes the session removes it, as a new session's run does. The
+    fault test that kills mm at random moments found it left behind."""
+    session = new(tmp_path)
+    session.add_message({"role": "user", "content": "hi"})
+    session.save()
+    flush_all()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = tmp_path / f".{session.id}.meta.json.{dead.pid}.tmp"
+    left.write_text("{", encoding="utf-8")
+    resumed = reload(session)
+    resumed.add_message({"role": "user", "content": "again"})
+    resumed.save()
+    flush_all()
+    assert not left.exists()
+    assert reload(resumed).messages[-1]["content"] == "again"
+
+
 # --- compaction and shortening -------------------------------------------------------------------
 
 

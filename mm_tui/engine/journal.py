@@ -92,7 +92,10 @@ class Journal:
 
     @classmethod
     def reopen(cls, path: Path, meta_path: Path, whole: int) -> Journal:
-        """Append to `path`, whose first `whole` bytes are whole lines (a torn tail is cut)."""
+        """Append to `path`, whose first `whole` bytes are whole lines (a torn tail is cut).
+        A resumed session's folder is swept as a new one's is: a run killed while it replaced
+        the session's `.meta.json` left its temporary file there."""
+        remove_stale_temps(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
         try:
             if os.fstat(fd).st_size != whole:
