@@ -184,11 +184,8 @@ class ChunkAssembler:
 
     def add(self, objs: Iterable[dict[str, Any]]) -> list[ModelChunk]:
         """The chunks to show for these objects, in order; an error event stops them. Text
-        that follows text (or thought that follows thought) in the same read is one chunk: the
-        engine reads a streaming server in batches (`paced_reads.py`), and every chunk costs an
-        event on its way to the screen."""
+        that follows text (or thought that follows thought) among them is one chunk (`_put`)."""
         out: list[ModelChunk] = []
-        append = out.append
         show = self.shown.append
         replay = self._replay
         for obj in objs:
@@ -205,12 +202,7 @@ class ChunkAssembler:
                             text = replay.unseen(TextChunk, text)
                         if text:
                             show(text)
-                            if out and out[-1].__class__ is TextChunk:
-                                _set(out[-1], "text", out[-1].text + text)  # type: ignore[union-attr]
-                            else:
-                                item = _new(TextChunk)
-                                _set(item, "text", text)
-                                append(item)
+                            _put(out, TextChunk, text)
                     elif delta:
                         self._delta(delta, out)
                     reason = choice.get("finish_reason")
@@ -243,12 +235,7 @@ class ChunkAssembler:
                 text = self._replay.unseen(kind, text)
             if text:
                 sink.append(text)
-                if out and out[-1].__class__ is kind:
-                    _set(out[-1], "text", out[-1].text + text)  # type: ignore[union-attr]
-                else:
-                    item = _new(kind)
-                    _set(item, "text", text)
-                    out.append(item)
+                _put(out, kind, text)
         pieces = delta.get("tool_calls")
         if pieces:
             for piece in pieces:
@@ -259,6 +246,19 @@ class ChunkAssembler:
     def end(self, next_call_id: Callable[[], str]) -> StreamEnd:
         """The `StreamEnd` of this try."""
         return stream_end(self.finish, self.calls, self.usage, next_call_id)
+
+
+def _put(out: list[ModelChunk], kind: type[TextChunk | ReasoningChunk], text: str) -> None:
+    """`text` as a chunk of `kind` at the end of `out`, joined to the last one when that is of
+    the same kind: the events of one `add` (one network read's, or one HTTP chunk's) cross as
+    few chunks as they can, because each costs an event on its way to the screen, and the
+    engine reads a trickling server in batches (`paced_reads.py`)."""
+    if out and out[-1].__class__ is kind:
+        _set(out[-1], "text", out[-1].text + text)  # type: ignore[union-attr]
+    else:
+        item = _new(kind)
+        _set(item, "text", text)
+        out.append(item)
 
 
 def completion_chunks(data: dict[str, Any], next_call_id: Callable[[], str]) -> list[ModelChunk]:
