@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from e2e_helpers import assert_well_formed, write_config
 from session_helpers import journal_files
 from support.program import mm
@@ -32,27 +33,38 @@ GUARDS = (
 )
 
 
+ATTEMPTS = 2  # see below: a run that loops before the tenth call proves nothing either way
+
+
+@pytest.mark.timeout(600)  # two runs of the real model at most
 def test_many_tool_calls_in_a_2048_token_context_end_cleanly(server, project: Path):
     assert server.n_ctx == 2048
     write_config(project, temperature=0, maxTurns=30)
-    result = mm(
-        "--base-url", server.base_url, "--model", server.model_id, "-p", REQUEST,
-        cwd=project, timeout=280,
-    )  # fmt: skip
-    out = result.stdout + result.stderr
-    assert "no longer fits the model's context" not in out, out
-    assert "maximum context length" not in out, out
-    (journal,) = journal_files(project / ".mm" / "sessions")
-    session = Session.load(journal.parent, journal.name.removesuffix(".jsonl"))
-    assert_well_formed(session.messages)
-    (turn,) = session.turns
-    if result.returncode != 0:
-        assert turn["stop_reason"] in ("max_turns", "loop_detected"), out
-        assert any(guard in out for guard in GUARDS), out
-    else:
-        assert turn["stop_reason"] == "end_turn", out
+    for attempt in range(ATTEMPTS):
+        result = mm(
+            "--base-url", server.base_url, "--model", server.model_id, "-p", REQUEST,
+            cwd=project, timeout=280,
+        )  # fmt: skip
+        out = result.stdout + result.stderr
+        assert "no longer fits the model's context" not in out, out
+        assert "maximum context length" not in out, out
+        journal = journal_files(project / ".mm" / "sessions")[-1]  # this run's (ids sort by time)
+        session = Session.load(journal.parent, journal.name.removesuffix(".jsonl"))
+        assert_well_formed(session.messages)
+        (turn,) = session.turns
+        if result.returncode != 0:
+            assert turn["stop_reason"] in ("max_turns", "loop_detected"), out
+            assert any(guard in out for guard in GUARDS), out
+        else:
+            assert turn["stop_reason"] == "end_turn", out
+        results = [r for r in session.records if r["type"] == "message" and r.get("tool")]
+        # The model's path depends on what `ls -la` shows of the project (times to the minute),
+        # so now and then it repeats a failing call until the loop detector stops it before the
+        # tenth call: the window was never reached, and the run is made again.
+        if len(results) >= 10 or turn["stop_reason"] != "loop_detected":
+            break
+        print(f"attempt {attempt + 1}: the loop detector stopped the model after {len(results)}")
     # Past the ninth call, where the context used to overflow.
-    results = [r for r in session.records if r["type"] == "message" and r.get("tool")]
     assert len(results) >= 10, f"only {len(results)} calls: {out}"
     # The recap says how full the context is, against the window the server's refusal taught.
     recap = result.stdout.rstrip("\n").splitlines()[-1]
