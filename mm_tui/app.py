@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
 
-DELTA_FRAME = 1 / 60  # deltas arriving within this cross to the window as one message
+DELTA_FRAME = 1 / 60  # how long a run of deltas waits before the view is mounted (then: its frames)
 WELCOME = "Type a request and press Enter. /help lists the keys and commands."
 DEMO_HINT = "Try: list the files · read the README · fix the typo in greet.py · run the tests"
 

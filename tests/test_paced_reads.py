@@ -24,20 +24,17 @@ def server():
 
 
 def answer(server: ScriptedServer, response: object) -> tuple[list, OpenAIProvider]:
-    """The chunks of one streamed answer, and the provider that read it."""
+    """The chunks of one streamed answer, and the provider that read it (closed)."""
+    provider = OpenAIProvider(server.base_url, "m", retries=0)  # its client is made at the request
 
     async def go() -> list:
-        provider = OpenAIProvider(server.base_url, "m", retries=0)
         try:
             server.script(response)
             return [c async for c in provider.stream([{"role": "user", "content": "hi"}], [])]
         finally:
             await provider.aclose()
-            chunks.append(provider)
 
-    chunks: list = []
-    got = asyncio.run(go())
-    return got, chunks[0]
+    return asyncio.run(go()), provider
 
 
 def trickle() -> Raw:
@@ -77,7 +74,9 @@ def test_a_bulk_body_is_not_paced(server):
     assert provider.paced is not None
     (stream,) = provider.paced.streams
     assert stream.reads >= 6  # 400 KB in reads of at most 64 KiB
-    assert stream.waits <= 2, (stream.reads, stream.waits)
+    # measured: 7 to 9 reads, 0 to 2 waits (a read that finds less than BULK waits once, and the
+    # next takes all that came meanwhile); every read would wait if bulk reads were paced
+    assert stream.waits * 2 < stream.reads, (stream.reads, stream.waits)
 
 
 def test_an_httpx_without_the_pool_goes_unpaced():
