@@ -1,0 +1,118 @@
+"""Keys stay out of what mm keeps at rest and prints: a session's metadata file (its title, its
+base URL), the errors a server answers with that echo the key (line mode, `mm -p`, the window,
+the journal), and the errors of start-up, before any engine exists. Each test is the attack: a
+key pasted into a prompt, a key in the base URL, a server that repeats the Authorization header
+it was sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scripted_server import Reply, ScriptedServer
+from session_helpers import journal_files
+from support.program import mm
+
+from mm_tui.config import Settings
+from mm_tui.core.redact import MARK, Redactor, clean_url, url_secrets
+from mm_tui.engine.journal import flush_all
+from mm_tui.engine.session import Session, list_sessions
+
+KEY = "sk-test-0123456789abcdef"
+URL_PASSWORD = "pw-in-the-url-0123456789"
+
+
+def forms(secret: str) -> list[bytes]:
+    """The ways a secret can sit in a file: as it is, and as JSON escapes it."""
+    return [
+        secret.encode(),
+        json.dumps(secret)[1:-1].encode(),
+        json.dumps(secret, ensure_ascii=False)[1:-1].encode(),
+    ]
+
+
+def assert_nowhere(files: list[Path], *secrets: str) -> None:
+    assert files, "no file to look at"
+    for path in files:
+        data = path.read_bytes()
+        for secret in secrets:
+            for form in forms(secret):
+                assert form not in data, f"{path.name} holds {form!r}"
+            assert secret[:10].encode() not in data, f"{path.name} holds the start of a key"
+
+
+def session_files(folder: Path) -> list[Path]:
+    flush_all()
+    return sorted(p for p in folder.iterdir() if p.is_file())
+
+
+# --- the URL ------------------------------------------------------------------------------------
+
+
+def test_a_url_s_credentials_are_found_and_removed() -> None:
+    assert clean_url(f"https://me:{URL_PASSWORD}@host.example:8443/v1") == (
+        "https://host.example:8443/v1"
+    )
+    assert url_secrets(f"https://me:{URL_PASSWORD}@host.example/v1") == (URL_PASSWORD,)
+    # a user name alone is how some servers take a token
+    assert url_secrets(f"https://{KEY}@host/v1") == (KEY,)
+    assert clean_url(f"https://{KEY}@host/v1") == "https://host/v1"
+    url = f"http://127.0.0.1:8000/v1?api_key={KEY}&model=x&Access-Token=abc%2Bdef#part"
+    assert clean_url(url) == (
+        f"http://127.0.0.1:8000/v1?api_key={MARK}&model=x&Access-Token={MARK}#part"
+    )
+    assert set(url_secrets(url)) == {KEY, "abc%2Bdef", "abc+def"}
+    # what carries nothing comes back as it was
+    for plain in ("http://localhost:11434/v1", "localhost:11434/v1", "http://h/v1?model=x", None):
+        assert clean_url(plain) == plain and url_secrets(plain) == ()
+    # without a scheme (refused as a base URL, in words that quote it)
+    assert clean_url(f"me:{URL_PASSWORD}@localhost:8000/v1") == "localhost:8000/v1"
+
+
+def test_the_settings_count_the_url_s_credentials_as_secrets() -> None:
+    settings = Settings(baseUrl=f"https://me:{URL_PASSWORD}@host/v1?token={KEY}")
+    redactor = Redactor(settings.secret_values(), environ={})
+    assert redactor.text(f"{URL_PASSWORD} {KEY}") == f"{MARK} {MARK}"
+
+
+# --- the metadata file --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        f"http://me:{URL_PASSWORD}@127.0.0.1:9/v1",
+        f"http://127.0.0.1:9/v1?api_key={URL_PASSWORD}",
+    ],
+)
+def test_a_session_s_files_hold_no_credential_of_its_base_url(
+    tmp_path: Path, base_url: str
+) -> None:
+    session = Session.new(tmp_path, cwd=str(tmp_path), model="m", provider="p", base_url=base_url)
+    session.redactor = Redactor(Settings(baseUrl=base_url).secret_values(), environ={})
+    session.set_messages([{"role": "user", "content": "hello"}])
+    assert_nowhere(session_files(tmp_path), URL_PASSWORD)
+    meta = json.loads(session.meta_path.read_text())
+    assert meta["base_url"].startswith("http://127.0.0.1:9/v1")
+    assert Session.load(tmp_path, session.id).base_url == meta["base_url"]
+
+
+def test_mm_p_with_a_key_in_the_prompt_and_the_url_leaves_none_at_rest(tmp_path: Path) -> None:
+    """The real mm: the first prompt holds the key across the title's 80th character (a title
+    shortened before it is redacted keeps the start of the key), the base URL a password."""
+    prompt = "x" * 60 + f" key {KEY}, and the server's password {URL_PASSWORD}"
+    with ScriptedServer(Reply("done")) as server:
+        plain = server.base_url
+        base_url = plain.replace("http://", f"http://me:{URL_PASSWORD}@")
+        env = {"MM_API_KEY": KEY, "MM_BASE_URL": base_url, "MM_MODEL": "m"}
+        result = mm("-p", prompt, cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        assert server.requests[0].messages[-1]["content"] == prompt  # the model got it
+    folder = tmp_path / ".mm" / "sessions"
+    assert_nowhere(session_files(folder), KEY, URL_PASSWORD)
+    assert len(journal_files(folder)) == 1
+    (info,) = list_sessions(folder)
+    assert info.title.startswith("x" * 60 + f" key {MARK}")
+    meta = json.loads(next(folder.glob("*.meta.json")).read_text())
+    assert meta["base_url"] == plain
