@@ -370,7 +370,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
 
     history = None
     if editor is not None:
-        history = LineHistory(editor, history_path(), warn=warn)
+        history = LineHistory(editor, history_path(), warn=warn, redact=engine.redactor.text)
     recall = " Up/Down recall earlier requests." if editor is not None else ""
     console.print(
         Text(
