@@ -6,13 +6,17 @@ it was sent."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import pytest
-from scripted_server import Reply, ScriptedServer
+from scripted_server import Error, Received, Reply, ScriptedServer
 from session_helpers import journal_files
 from support.program import mm
+from support.terminal import mm_in_tmux, tmux, until_screen
+from support.waiting import until
+from window_helpers import all_text, started_app
 
 from mm_tui.config import Settings
 from mm_tui.core.redact import MARK, Redactor, clean_url, url_secrets
@@ -54,9 +58,10 @@ def test_a_url_s_credentials_are_found_and_removed() -> None:
     assert clean_url(f"https://me:{URL_PASSWORD}@host.example:8443/v1") == (
         "https://host.example:8443/v1"
     )
-    assert url_secrets(f"https://me:{URL_PASSWORD}@host.example/v1") == (URL_PASSWORD,)
+    basic = base64.b64encode(f"me:{URL_PASSWORD}".encode()).decode()  # sent as Basic auth
+    assert url_secrets(f"https://me:{URL_PASSWORD}@host.example/v1") == (URL_PASSWORD, basic)
     # a user name alone is how some servers take a token
-    assert url_secrets(f"https://{KEY}@host/v1") == (KEY,)
+    assert url_secrets(f"https://{KEY}@host/v1")[0] == KEY
     assert clean_url(f"https://{KEY}@host/v1") == "https://host/v1"
     url = f"http://127.0.0.1:8000/v1?api_key={KEY}&model=x&Access-Token=abc%2Bdef#part"
     assert clean_url(url) == (
@@ -116,3 +121,93 @@ def test_mm_p_with_a_key_in_the_prompt_and_the_url_leaves_none_at_rest(tmp_path:
     assert info.title.startswith("x" * 60 + f" key {MARK}")
     meta = json.loads(next(folder.glob("*.meta.json")).read_text())
     assert meta["base_url"] == plain
+
+
+# --- errors that echo the key -------------------------------------------------------------------
+
+
+def echo_authorization(request: Received) -> Error:
+    """A server that repeats the header it was sent, as some proxies and gateways do."""
+    said = request.headers.get("authorization", "")
+    return Error(401, f"Incorrect API key provided: {said}")
+
+
+def test_mm_p_prints_a_401_that_echoes_the_key_redacted(tmp_path: Path) -> None:
+    with ScriptedServer(on_empty=echo_authorization) as server:
+        env = {"MM_API_KEY": KEY, "MM_BASE_URL": server.base_url, "MM_MODEL": "m"}
+        result = mm("-p", "hello", cwd=tmp_path, env=env, text=False)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert b"answered 401" in out and MARK.encode() in out, out
+    for form in forms(KEY):
+        assert form not in out
+    assert_nowhere(session_files(tmp_path / ".mm" / "sessions"), KEY)
+
+
+def test_a_start_up_error_that_echoes_the_key_is_redacted(tmp_path: Path) -> None:
+    """No model configured: mm lists the server's models before any engine exists, and the
+    server's refusal quotes the key."""
+    answer = Error(401, f"Incorrect API key provided: Bearer {KEY}")
+    with ScriptedServer(routes={("GET", "/v1/models"): answer}) as server:
+        base_url = server.base_url.replace("http://", f"http://me:{URL_PASSWORD}@")
+        env = {"MM_API_KEY": KEY, "MM_BASE_URL": base_url}
+        result = mm("-p", "hello", cwd=tmp_path, env=env, text=False)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert b"answered 401" in out and MARK.encode() in out, out
+    for secret in (KEY, URL_PASSWORD):
+        assert secret.encode() not in out
+
+
+async def test_the_window_shows_a_401_that_echoes_the_key_redacted(tmp_path: Path) -> None:
+    def notices() -> str:
+        return "\n".join(i.text for i in app.transcript.items if hasattr(i, "text"))
+
+    with ScriptedServer(on_empty=echo_authorization) as server:
+        app = started_app(server.base_url, tmp_path, apiKey=KEY)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(lambda: app.engine is not None, "the start-up", 30, pilot=pilot)
+            app.submit("hello")
+            await until(lambda: "answered 401" in notices(), "the error notice", 30, pilot=pilot)
+            engine = app.engine
+            assert engine is not None
+            await until(lambda: not engine.busy, "the turn's end", 30, pilot=pilot)
+            await pilot.pause()
+            assert MARK in notices() and KEY not in notices(), notices()
+            assert KEY not in all_text(app) and KEY not in str(app.status.text)
+    assert_nowhere(session_files(tmp_path / ".mm" / "sessions"), KEY)
+
+
+def test_line_mode_prints_a_401_that_echoes_the_key_redacted(tmp_path: Path) -> None:
+    with ScriptedServer(on_empty=echo_authorization) as server:
+        env = {"MM_API_KEY": KEY, "MM_BASE_URL": server.base_url, "MM_MODEL": "m"}
+        with mm_in_tmux(tmp_path, "secrets-401", "--line", env=env) as session:
+            tmux("send-keys", "-t", session, "hello", "Enter")
+            screen = until_screen(
+                session,
+                lambda s: "answered 401" in s and s.rstrip().endswith("›"),
+                "the error and the next prompt",
+                scrollback=True,
+            )
+    joined = "".join(screen.splitlines())  # a long line wraps at the 100th column
+    assert MARK in joined and KEY not in joined and KEY[:10] not in joined, screen
+
+
+async def test_mm_acp_answers_and_logs_a_401_that_echoes_the_key_redacted(tmp_path: Path) -> None:
+    """The editor's text and the agent's log (what an asking mm keeps of an asked agent), the
+    base URL carrying a password (the log names the model's server)."""
+    from test_acp_agent import Recorder, ask, mm_acp, start
+
+    (tmp_path / "key.yaml").write_text(f"apiKey: {KEY}\n")
+    client = Recorder()
+    with ScriptedServer(on_empty=echo_authorization) as server:
+        url = server.base_url.replace("http://", f"http://me:{URL_PASSWORD}@")
+        args = ("--config", "key.yaml", "--base-url", url)
+        async with mm_acp(tmp_path, server, client, *args) as (conn, log):
+            session_id = await start(conn, tmp_path)
+            await ask(conn, session_id, "hello")
+    said = client.text()
+    assert "answered 401" in said and MARK in said and KEY not in said, said
+    logged = log.read_text()
+    assert "answered 401" in logged and "127.0.0.1" in logged, logged
+    assert KEY not in logged and URL_PASSWORD not in logged, logged

@@ -23,6 +23,7 @@ them, what a session file keeps and a person is shown.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -126,8 +127,9 @@ def _query_items(tail: str) -> tuple[str, list[str], str]:
 
 def url_secrets(url: str | None) -> tuple[str, ...]:
     """The secrets `url` carries: the password of its userinfo (the user name when it comes
-    alone: `https://KEY@host` is how some servers take a token), and the value of each query
-    parameter whose name says credential, as written and percent-decoded."""
+    alone: `https://KEY@host` is how some servers take a token) and the Basic authorization
+    made of it, and the value of each query parameter whose name says credential, as written
+    and percent-decoded."""
     if not url:
         return ()
     found: list[str] = []
@@ -135,6 +137,10 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     if userinfo:
         user, colon, password = userinfo.partition(":")
         found.extend((password, unquote(password)) if colon else (user, unquote(user)))
+        # what goes on the wire: the HTTP client sends the userinfo as Basic authorization,
+        # and a server that echoes the header echoes this
+        basic = f"{unquote(user)}:{unquote(password)}".encode()
+        found.append(base64.b64encode(basic).decode("ascii"))
     _, items, _ = _query_items(tail)
     for item in items:
         name, eq, value = item.partition("=")
