@@ -107,18 +107,24 @@ def test_mm_p_with_a_key_in_the_prompt_and_the_url_leaves_none_at_rest(tmp_path:
     """The real mm: the first prompt holds the key across the title's 80th character (a title
     shortened before it is redacted keeps the start of the key), the base URL a password."""
     prompt = "x" * 60 + f" key {KEY}, and the server's password {URL_PASSWORD}"
-    with ScriptedServer(Reply("done")) as server:
+    folder = tmp_path / ".mm" / "sessions"
+    with ScriptedServer(Reply("done"), Reply("again")) as server:
         plain = server.base_url
         base_url = plain.replace("http://", f"http://me:{URL_PASSWORD}@")
         env = {"MM_API_KEY": KEY, "MM_BASE_URL": base_url, "MM_MODEL": "m"}
         result = mm("-p", prompt, cwd=tmp_path, env=env)
         assert result.returncode == 0, result.stderr
         assert server.requests[0].messages[-1]["content"] == prompt  # the model got it
-    folder = tmp_path / ".mm" / "sessions"
+        assert_nowhere(session_files(folder), KEY, URL_PASSWORD)
+        # --resume still finds the session, and goes on with it
+        result = mm("-p", "go on", "--resume", cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        assert "again" in result.stdout
     assert_nowhere(session_files(folder), KEY, URL_PASSWORD)
     assert len(journal_files(folder)) == 1
     (info,) = list_sessions(folder)
     assert info.title.startswith("x" * 60 + f" key {MARK}")
+    assert info.message_count >= 4
     meta = json.loads(next(folder.glob("*.meta.json")).read_text())
     assert meta["base_url"] == plain
 
@@ -176,6 +182,26 @@ async def test_the_window_shows_a_401_that_echoes_the_key_redacted(tmp_path: Pat
             assert MARK in notices() and KEY not in notices(), notices()
             assert KEY not in all_text(app) and KEY not in str(app.status.text)
     assert_nowhere(session_files(tmp_path / ".mm" / "sessions"), KEY)
+
+
+async def test_the_window_closes_on_a_start_up_error_with_the_key_redacted(tmp_path: Path) -> None:
+    """No model configured: the window's boot lists the models, and the refusal quotes the
+    key; the line the window closes with is redacted."""
+    from mm_tui.app import MMApp
+    from mm_tui.startup import start
+
+    answer = Error(401, f"Incorrect API key provided: Bearer {KEY}")
+    with ScriptedServer(routes={("GET", "/v1/models"): answer}) as server:
+
+        async def boot():  # noqa: ANN202 - as cli.window_boot's
+            settings = Settings(baseUrl=server.base_url, apiKey=KEY, sessionsDir=str(tmp_path))
+            return await start(settings, tmp_path)
+
+        app = MMApp(boot, clock=lambda: 100.0)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(lambda: bool(app.exit_message), "the start-up error", 30, pilot=pilot)
+    said = str(app.exit_message)
+    assert "answered 401" in said and MARK in said and KEY not in said, said
 
 
 def test_line_mode_prints_a_401_that_echoes_the_key_redacted(tmp_path: Path) -> None:
