@@ -232,7 +232,8 @@ class MMApp(App[int]):
             if warning not in notes:
                 self._notice(warning, "warning")
         self._notice(WELCOME, "info")
-        engine.registry.listen(self.emit)  # an MCP server that fails says so when it does
+        # an MCP server that fails says so when it does
+        engine.registry.listen(engine.redacting(self.emit))
         self.status.show(None, "")
         self.ready_at = time.perf_counter()
         self.engine_ready.set()

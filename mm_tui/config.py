@@ -362,10 +362,14 @@ class Settings(_Config):
     _read_keys: ClassVar[tuple[str, ...]] = ()
 
     def secret_values(self) -> tuple[str, ...]:
-        """The api keys these settings know, for a `Redactor`: the one in force and every one
-        the configuration read."""
+        """The api keys these settings know, for a `Redactor`: the one in force, every one the
+        configuration read, and what the base URL carries (`https://user:KEY@host`,
+        `?api_key=KEY`: core/redact.py's `url_secrets`)."""
+        from mm_tui.core.redact import url_secrets
+
         key = self.api_key.get_secret_value() if self.api_key is not None else None
-        return (*self._read_keys, key) if key else self._read_keys
+        keys = (*self._read_keys, key) if key else self._read_keys
+        return (*keys, *url_secrets(self.base_url)) if self.base_url else keys
 
     def sandbox_config(self) -> SandboxConfig:
         """What core/sandbox.py needs of these settings."""

@@ -260,7 +260,7 @@ async def run_print(engine: Engine, prompt: str, console: Console) -> int:
         # One request, and nobody to see tools arrive later: the MCP servers are waited for
         # (each at most its startupTimeout), and what they say goes to stderr with the notes.
         await engine.registry.ready()
-        engine.registry.listen(_to_stderr)
+        engine.registry.listen(engine.redacting(_to_stderr))
         ended = await engine.run_turn(prompt, printer)
     finally:
         await engine.aclose()
@@ -370,7 +370,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
 
     history = None
     if editor is not None:
-        history = LineHistory(editor, history_path(), warn=warn)
+        history = LineHistory(editor, history_path(), warn=warn, redact=engine.redactor.text)
     recall = " Up/Down recall earlier requests." if editor is not None else ""
     console.print(
         Text(
@@ -422,7 +422,8 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
         return None
 
     printer = LinePrinter(console, engine.settings.preview_lines, ask)
-    engine.registry.listen(printer)  # an MCP server that fails says so when it does
+    # an MCP server that fails says so when it does
+    engine.registry.listen(engine.redacting(printer))
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):  # not the main thread: Ctrl-C stays default

@@ -4,19 +4,33 @@ are a terminal. prompt_toolkit would be a second keyboard stack beside Textual's
 line; readline gives Up/Down, Ctrl-R and the person's ~/.inputrc for nothing. Without it (a Python
 built without readline, Windows, piped input) `input()` reads plain lines as it always did.
 Requests typed at the `›` prompt are kept in `$XDG_STATE_HOME/mm/line_history`
-(`~/.local/state/mm/line_history`), the last 1000."""
+(`~/.local/state/mm/line_history`), the last 1000, each through the session's redactor first
+(a key pasted into a request is kept as `[redacted]`).
+
+The file sits in mm's state folder, where the commands the model runs may write (the sandbox
+lets them): a command could put a symbolic link there, to `~/.bashrc` say, and the next request
+would have been appended to it. So the file is opened with O_NOFOLLOW, never through a link, and
+used only when what was opened is a regular file of the person's own with no other name (a hard
+link to a file elsewhere is refused too); anything else (a link, a folder, a FIFO, a device, a
+file of another user) turns the history off for the run with one warning, and is never read,
+written or followed. Cutting the file back to its last entries writes a new file and renames it
+over the old name: a rename replaces a link planted meanwhile, never what it points to. Not
+covered: the folder `mm` itself being a link (the sandbox does not let commands write in
+`~/.local/state`, where it lives)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from mm_tui.core.files import NotRegularFile, open_regular, write_atomically
+from mm_tui.core.files import NotRegularFile, write_atomically
 
 HISTORY_LIMIT = 1000
 # Commands that leave mm are not worth recalling: Up at the next start would offer to quit.
@@ -69,16 +83,50 @@ def _unescape(line: str) -> str:
     return re.sub(r"\\([\\n])", lambda m: "\n" if m[1] == "n" else "\\", line)
 
 
+# O_NOFOLLOW: a link planted at the path is refused (ELOOP), never followed. O_NONBLOCK: a FIFO
+# opens at once instead of waiting for its other end. O_NOCTTY: a terminal does not become
+# mm's. O_CLOEXEC: no command mm starts inherits the descriptor.
+_SAFE_FLAGS = (
+    os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def open_history(path: Path, flags: int) -> int:
+    """A descriptor of the history file opened with `flags` (O_CREAT makes it 0600), when it is
+    a regular file of this user's with no other name; OSError otherwise, worded for the
+    warning: a symbolic link, a folder, a FIFO or a device, a file of another user, a file with
+    other names (hard links). What is opened is looked at through the descriptor (fstat), so a
+    file swapped between a look and the open cannot pass."""
+    try:
+        fd = os.open(path, flags | _SAFE_FLAGS, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and os.path.islink(path)):
+            raise OSError(errno.ELOOP, "a symbolic link, not followed", str(path)) from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO with no reader, a folder
+            raise NotRegularFile(path) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(path)
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and info.st_uid != getuid():
+            raise OSError(errno.EPERM, "not a file of yours", str(path))
+        if info.st_nlink > 1:
+            raise OSError(errno.EPERM, "a file with other names (hard links)", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_history(path: Path, limit: int = HISTORY_LIMIT) -> tuple[list[str], int]:
     """The last `limit` entries of a history file and how many lines it holds. One entry a
     line, a newline inside one (a multi-line paste) written `\\n` and a backslash `\\\\`. A
     line that is not UTF-8 or holds a NUL byte is skipped: a damaged file loses those lines, not
     the others. Raises OSError when the file cannot be read (FileNotFoundError at the first
-    run)."""
-    try:
-        f = open_regular(path)  # a FIFO would block, /dev/zero never end
-    except IsADirectoryError:  # a folder in the way is said as any other file that is none
-        raise NotRegularFile(path) from None
+    run) or is not one to trust (`open_history`)."""
+    f = os.fdopen(open_history(path, os.O_RDONLY), "rb")
     with f:
         size = f.seek(0, os.SEEK_END)
         start = max(0, size - HISTORY_READ_LIMIT)
@@ -120,11 +168,15 @@ class LineHistory:
         path: Path | None,
         limit: int = HISTORY_LIMIT,
         warn: Callable[[str], None] | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.readline = readline
         self.path = path
         self.limit = limit
         self.warn = warn or (lambda message: None)
+        # what the file gets of an entry: the session's redactor (the list of this run keeps
+        # what was typed, for Up)
+        self.redact = redact or (lambda text: text)
         readline.set_auto_history(False)
         clear = getattr(readline, "clear_history", None)  # missing from some libedit builds
         if clear is not None:
@@ -148,7 +200,8 @@ class LineHistory:
 
     def _rewrite(self, entries: list[str]) -> None:
         """The file cut back to `entries`, through a new file renamed over it: a crash leaves the
-        old one or the new one."""
+        old one or the new one, and a link planted at the path since it was read is replaced
+        by the new file, not written through (a rename does not follow a link)."""
         assert self.path is not None
         data = "".join(_escape(e) + "\n" for e in entries).encode("utf-8", "replace")
         with contextlib.suppress(OSError):
@@ -180,9 +233,9 @@ class LineHistory:
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             # 0600: a request can hold what its writer would not show everyone on the machine
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
+            fd = open_history(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             with os.fdopen(fd, "ab") as f:
-                f.write((_escape(line) + "\n").encode("utf-8", "replace"))
+                f.write((_escape(self.redact(line)) + "\n").encode("utf-8", "replace"))
         except OSError as exc:
             self._stop(exc)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from mm_tui.config import McpServer, Settings, resolve_dir
 from mm_tui.core.asking import AgentEntry, AgentRunner
+from mm_tui.core.redact import Redactor
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.instructions import Instructions, load_instructions
 from mm_tui.engine.model_stream import ModelClient
@@ -58,7 +59,24 @@ class Picked:
 async def pick_model(
     settings: Settings, *, demo: bool = False, presets: Sequence[Preset] | None = None
 ) -> Picked:
-    """The configured server, else the first local server that answers, else the demo model."""
+    """The configured server, else the first local server that answers, else the demo model.
+
+    Its notes and its `StartupError` are redacted with the settings' secrets: they quote the
+    base URL (which may carry a password) and what the server answered (a server that echoes
+    the Authorization header quotes the key), and no engine, whose events are redacted, exists
+    yet. Every front end starts through here: line mode, `-p`, the window, `mm -acp`."""
+    redact = Redactor(settings.secret_values()).text
+    try:
+        picked = await _pick_model(settings, demo=demo, presets=presets)
+    except StartupError as exc:
+        raise StartupError(redact(str(exc))) from None
+    picked.notes[:] = [redact(note) for note in picked.notes]
+    return picked
+
+
+async def _pick_model(
+    settings: Settings, *, demo: bool, presets: Sequence[Preset] | None
+) -> Picked:
     notes: list[str] = []
     if demo:
         return Picked(
@@ -192,6 +210,9 @@ async def start(
     warnings.extend(instructions.warnings)
     # commands run unconfined (auto mode without Landlock): shown as the warning it is
     warnings.extend(w for w in engine.registry.warnings if w.startswith("[warning: sandbox:"))
+    redact = engine.redactor.text  # a note can quote a server's answer or a base URL
+    notes = [redact(note) for note in notes]
+    warnings = [redact(warning) for warning in warnings]
     return Started(engine=engine, notes=notes, warnings=warnings)
 
 

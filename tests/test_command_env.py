@@ -12,7 +12,7 @@ from scripted_server import Reply, ScriptedServer, call
 from support.program import mm
 
 from mm_tui.config import LspServer, Settings, load_settings
-from mm_tui.core.command_env import command_env, excluded
+from mm_tui.core.command_env import DEFAULT_EXCLUDE, command_env, excluded
 from mm_tui.tools.args import BashArgs
 from mm_tui.tools.base import ToolContext
 from mm_tui.tools.bash import BashTool
@@ -72,18 +72,65 @@ async def test_the_exclude_list_is_the_person_s(tmp_path: Path) -> None:
 async def test_a_variable_holding_mm_s_key_is_left_out_whatever_its_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GROQ_KEY", "gsk-the-configured-key")
-    monkeypatch.setenv("OLLAMA_KEY", "ollama")  # a placeholder key is no secret
+    # names no pattern matches: only the value tells
+    monkeypatch.setenv("GROQ", "gsk-the-configured-key")
+    monkeypatch.setenv("OLLAMA", "ollama")
     shown = await bash_env(tmp_path, Settings(apiKey="gsk-the-configured-key"))
-    assert "GROQ_KEY" not in shown
-    assert "OLLAMA_KEY" in shown
+    assert "GROQ" not in shown
+    assert "OLLAMA" in shown
+    # a placeholder key is no secret: the variable holding it stays
+    shown = await bash_env(tmp_path, Settings(apiKey="ollama"))
+    assert "OLLAMA" in shown
+
+
+# Secrets under other names than *_API_KEY, *_TOKEN, *_SECRET: each one a real program reads.
+OTHER_SECRETS = {
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-0123456789",
+    "SECRET_KEY": "django-0123456789",
+    "STRIPE_SECRET_KEY": "sk_live_0123456789",
+    "DB_PASSWORD": "hunter2-0123456789",
+    "PGPASSWORD": "pg-0123456789",
+    "MYSQL_PWD": "my-0123456789",
+    "GITHUB_PAT": "github_pat_0123456789",
+    "MY_PASS": "pass-0123456789",
+    "SOME_CREDENTIALS": "cred-0123456789",
+    "HF_TOKEN_PATH": "/somewhere/token",
+    "API_KEYS": "a-0123456789,b-0123456789",
+}
+# What no command should lose: the shell's own, the locale, the terminal, the agent sockets.
+KEPT = {
+    "PATH",
+    "HOME",
+    "LANG",
+    "TERM",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "TOKENIZERS_PARALLELISM",
+    "KEYBOARD_LAYOUT",
+    "AWS_ACCESS_KEY_ID",
+    "MM_BASE_URL",
+}
+
+
+async def test_secrets_under_other_names_stay_out_of_a_bash_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in OTHER_SECRETS.items():
+        monkeypatch.setenv(name, value)
+    for name in KEPT - {"PATH", "HOME"}:
+        monkeypatch.setenv(name, {"LANG": "C.UTF-8", "TERM": "xterm"}.get(name, "kept-value"))
+    shown = await bash_env(tmp_path, Settings())
+    assert not shown & set(OTHER_SECRETS), shown & set(OTHER_SECRETS)
+    assert KEPT <= shown, KEPT - shown
 
 
 def test_patterns_are_globs_without_case() -> None:
     assert excluded("MM_API_KEY", []) and excluded("openai_api_key", [])
     assert excluded("GITLAB_TOKEN") and excluded("aws_secret") and excluded("X_API_KEY")
-    assert not excluded("TOKENIZERS_PARALLELISM") and not excluded("SECRETS_DIR")
-    assert not excluded("HOME") and not excluded("MM_BASE_URL")
+    assert excluded("db_password") and excluded("Github_Pat") and excluded("token_file")
+    assert not excluded("TOKENIZERS_PARALLELISM") and not excluded("KEYBOARD")
+    assert not excluded("PATH") and not excluded("PWD") and not excluded("OLDPWD")
+    assert not excluded("HOME") and not excluded("MM_BASE_URL") and not excluded("PASSAGE")
     env = command_env(["A*"], environ={"ABC": "1", "BCD": "2", "MM_API_KEY": "k"})
     assert env == {"BCD": "2"}
 
@@ -95,7 +142,7 @@ def test_the_setting_from_files_and_the_environment(tmp_path: Path) -> None:
     def load(**kw):  # noqa: ANN003, ANN202
         return load_settings(cwd=tmp_path, home=tmp_path / "home", **kw)
 
-    assert load(environ={}).command_env_exclude == ["*_API_KEY", "*_TOKEN", "*_SECRET"]
+    assert load(environ={}).command_env_exclude == list(DEFAULT_EXCLUDE)
     (tmp_path / ".mm").mkdir()
     (tmp_path / ".mm" / "config.yaml").write_text("commandEnvExclude: []\n")
     assert load(environ={}).command_env_exclude == []

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mm_tui.config import ENV_NAMES, ConfigError, Settings, load_settings, resolve_dir
+from mm_tui.core.command_env import DEFAULT_EXCLUDE
 
 SECRET = "sk-test-0123456789-very-secret"
 
@@ -79,7 +80,7 @@ DEFAULTS: dict[str, Any] = {
     "temperature": None,
     "yolo": True,
     "bash_tool": True,
-    "command_env_exclude": ["*_API_KEY", "*_TOKEN", "*_SECRET"],
+    "command_env_exclude": list(DEFAULT_EXCLUDE),
     "sandbox": "auto",
     "sandbox_network": True,
     "sandbox_deny": [],

@@ -8,14 +8,16 @@ import asyncio
 import contextlib
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from support.terminal import mm_in_tmux, screen_of, session_exists, tmux, until_screen
-from support.waiting import await_until
+from support.waiting import await_until, wait_until
 
+from mm_tui.core.redact import MARK, Redactor
 from mm_tui.line import KeyboardReader
 from mm_tui.line_history import LineHistory, history_path, read_history, readline_prompt
 
@@ -113,6 +115,89 @@ def test_a_history_path_that_is_no_regular_file_is_not_read(tmp_path: Path) -> N
     assert h.entries() == [] and len(warnings) == 1
 
 
+# --------------------------------------------------------------------------- the file as a target
+
+KEY = "sk-pasted-0123456789abcdef"
+BASHRC = b"# the person's own shell start-up\nalias ll='ls -l'\n"
+
+
+def test_a_pasted_key_is_kept_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "line_history"
+    warnings: list[str] = []
+    redact = Redactor([KEY], environ={}).text
+    h = LineHistory(readline, path, warn=warnings.append, redact=redact)
+    h.add(f"use the key {KEY} to call the API")
+    assert path.read_bytes() == f"use the key {MARK} to call the API\n".encode()
+    assert KEY.encode() not in path.read_bytes() and warnings == []
+
+
+def planted_link(tmp_path: Path) -> tuple[Path, Path]:
+    """The history's path made a link to a file of the person's (`bashrc` in the test's home),
+    as a command the model ran could make it."""
+    bashrc = tmp_path / "home" / ".bashrc"
+    bashrc.parent.mkdir()
+    bashrc.write_bytes(BASHRC)
+    path = tmp_path / "state" / "mm" / "line_history"
+    path.parent.mkdir(parents=True)
+    path.symlink_to(bashrc)
+    return path, bashrc
+
+
+def test_a_link_planted_at_the_history_is_never_followed(tmp_path: Path) -> None:
+    path, bashrc = planted_link(tmp_path)
+    h, warnings = history(path)
+    assert h.entries() == []  # the target is not read either
+    h.add("echo pwned")
+    h.add("and again")
+    assert bashrc.read_bytes() == BASHRC
+    assert path.is_symlink()
+    assert len(warnings) == 1 and "symbolic link" in warnings[0], warnings
+
+
+def test_a_link_planted_during_the_run_is_never_followed(tmp_path: Path) -> None:
+    path = tmp_path / "line_history"
+    h, warnings = history(path)
+    h.add("list the files")
+    bashrc = tmp_path / ".bashrc"
+    bashrc.write_bytes(BASHRC)
+    path.unlink()
+    path.symlink_to(bashrc)  # between two requests
+    h.add("echo pwned")
+    h.add("and again")
+    assert bashrc.read_bytes() == BASHRC
+    assert len(warnings) == 1 and "symbolic link" in warnings[0], warnings
+    assert h.entries() == ["list the files", "echo pwned", "and again"]  # the run still recalls
+
+
+def test_a_hard_link_to_another_file_is_refused(tmp_path: Path) -> None:
+    bashrc = tmp_path / ".bashrc"
+    bashrc.write_bytes(BASHRC)
+    path = tmp_path / "line_history"
+    os.link(bashrc, path)
+    h, warnings = history(path)
+    h.add("echo pwned")
+    assert bashrc.read_bytes() == BASHRC and h.entries() == ["echo pwned"]
+    assert len(warnings) == 1 and "other names" in warnings[0], warnings
+
+
+def test_a_fifo_put_in_place_during_the_run_neither_blocks_nor_is_written(tmp_path: Path) -> None:
+    """A FIFO with a reader at its other end opens for writing: only a look at what was opened
+    refuses it."""
+    path = tmp_path / "line_history"
+    h, warnings = history(path)
+    os.mkfifo(path)
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        h.add("echo pwned")
+        with contextlib.suppress(BlockingIOError):
+            assert os.read(reader, 100) == b""
+    finally:
+        os.close(reader)
+    assert len(warnings) == 1 and "not a regular file" in warnings[0], warnings
+    h.add("nothing more")  # the history is off: nothing is opened again
+    assert len(warnings) == 1
+
+
 def test_the_history_lives_in_the_xdg_state_folder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", "/somewhere/state")
     assert history_path() == Path("/somewhere/state/mm/line_history")
@@ -181,6 +266,41 @@ def test_a_broken_history_file_does_not_stop_line_mode(tmp_path: Path) -> None:
         until(session, lambda s: "command(s)" in s, "the turn")
         tmux("send-keys", "-t", session, "Up")
         until(session, lambda s: prompt_line(s) == "› list the files", "Up recalling it")
+
+
+@needs_tmux
+def test_line_mode_keeps_a_pasted_key_out_of_its_history(tmp_path: Path) -> None:
+    history_file = tmp_path / "state" / "mm" / "line_history"
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color", "MM_API_KEY": KEY}
+    with mm_in_tmux(tmp_path, "line-key", "--demo", "--line", env=env) as session:
+        tmux("send-keys", "-t", session, "-l", f"my key is {KEY}")
+        tmux("send-keys", "-t", session, "Enter")
+        assert wait_until(history_file.exists, 30), screen_of(session)
+        until(session, lambda s: prompt_line(s) == "›", "the turn's end")
+    assert history_file.read_bytes() == f"my key is {MARK}\n".encode()
+
+
+@needs_tmux
+@pytest.mark.parametrize("planted", ["link", "fifo"])
+def test_line_mode_never_follows_what_is_planted_at_its_history(
+    tmp_path: Path, planted: str
+) -> None:
+    """A link to a file of the person's (`bashrc` in the test's home) or a FIFO at the history's
+    path: line mode starts, says the history is off, runs requests, and the target's bytes are
+    what they were."""
+    path, bashrc = planted_link(tmp_path)
+    if planted == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    with line_mode(tmp_path, f"planted-{planted}") as session:
+        screen = until_screen(session, "history not kept")
+        assert "Traceback" not in screen
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        until(session, lambda s: "command(s)" in s and prompt_line(s) == "›", "the turn")
+        tmux("send-keys", "-t", session, "Up")
+        until(session, lambda s: prompt_line(s) == "› list the files", "Up recalling it")
+    assert bashrc.read_bytes() == BASHRC
+    assert path.is_symlink() if planted == "link" else stat.S_ISFIFO(path.lstat().st_mode)
 
 
 @needs_tmux

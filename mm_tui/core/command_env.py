@@ -8,8 +8,10 @@ instead, which leaves out:
 - mm's own key variables, `MM_API_KEY` and `OPENAI_API_KEY` (`redact.ENV_VARIABLES`), always,
   whatever the exclude list says: nothing the model runs needs mm's key;
 - every variable whose name matches a pattern of the `commandEnvExclude` setting (shell globs,
-  `*` `?` `[…]`, matched without regard to case), by default `*_API_KEY`, `*_TOKEN`, `*_SECRET`,
-  as Codex does; an empty list keeps those;
+  `*` `?` `[…]`, matched without regard to case; an empty list keeps those), by default
+  `DEFAULT_EXCLUDE`: a name that holds `SECRET`, `PASSWORD`, `PASSWD` or `CREDENTIAL`, ends in
+  `KEY`, `_KEYS`, `_PAT`, `_PASS` or `_PWD`, or has `TOKEN` as a word (`GITHUB_TOKEN`,
+  `TOKEN_FILE`, `GH_TOKENS`);
 - any variable whose value is one of the keys mm holds (`secrets`: the configured key, which a
   person may keep in a variable of their own name, `GROQ_KEY` say), when it is long enough to
   be a key (`redact.MIN_LENGTH`: placeholder keys such as `ollama` are no secret).
@@ -26,8 +28,32 @@ from collections.abc import Iterable, Mapping
 
 from mm_tui.core.redact import ENV_VARIABLES, MIN_LENGTH
 
-DEFAULT_EXCLUDE: tuple[str, ...] = ("*_API_KEY", "*_TOKEN", "*_SECRET")
-"""The `commandEnvExclude` setting's default."""
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*TOKEN",
+    "*TOKEN_*",
+    "*TOKENS",
+    "*KEY",
+    "*_KEYS",
+    "*_PAT",
+    "*_PASS",
+    "*_PWD",
+)
+"""The `commandEnvExclude` setting's default. Left out, for instance: `AWS_SECRET_ACCESS_KEY`,
+`SECRET_KEY`, `STRIPE_SECRET_KEY`, `DB_PASSWORD`, `MYSQL_PWD`, `GITHUB_PAT`, `MY_PASS`,
+`GOOGLE_APPLICATION_CREDENTIALS` (a path to a key file), `HF_TOKEN`, every `*_API_KEY`; and, as
+the price of a simple rule, `SECRETS_DIR` or `PASSWORD_STORE_DIR`, which only name folders.
+
+Kept on purpose: `PATH`, `PWD` and `OLDPWD` (no `_` before them), `TOKENIZERS_PARALLELISM`
+(`TOKEN` is not a word there), `KEYBOARD…`-like names (`KEY` only at the end), `AWS_ACCESS_KEY_ID`
+(an identifier, useless without its secret), and the agent sockets `SSH_AUTH_SOCK` and
+`GPG_AGENT_INFO`: they hold no secret but the way to a process that signs with one, and leaving
+them out would not keep a command from that process (the socket's path is found by listing
+`/tmp` or `$XDG_RUNTIME_DIR`, and the sandbox does not cover Unix sockets), only break `git push`
+over SSH and signed commits. A person who wants them out adds them to the list."""
 
 ALWAYS_EXCLUDED: tuple[str, ...] = ENV_VARIABLES
 """mm's own key variables, left out whatever the exclude list says."""

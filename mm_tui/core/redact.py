@@ -15,14 +15,21 @@ settings builds the redactor (the engine, for itself and its session).
 A value shorter than MIN_LENGTH characters is left alone: local servers take placeholder keys
 such as `ollama`, `EMPTY` or `none`, which are no secret, and replacing every `ollama` in a
 conversation about Ollama would garble it; a real key is far longer.
+
+A base URL can carry a key too (`https://user:KEY@host/v1`, `…/v1?api_key=KEY`): `url_secrets`
+names those parts, which the settings add to their secrets, and `clean_url` is the URL without
+them, what a session file keeps and a person is shown.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 MARK = "[redacted]"
 MIN_LENGTH = 8
@@ -87,3 +94,75 @@ def _walk(data: Any, known: tuple[str, ...]) -> Any:
         items = [_walk(value, known) for value in data]
         return data if all(a is b for a, b in zip(items, data, strict=True)) else items
     return data
+
+
+# A query parameter whose name says it is a credential: `api_key`, `key`, `token`,
+# `access_token`, `secret`, `password`, `pwd`, `auth`, `sig` (a signed URL's).
+CREDENTIAL_PARAMETER = re.compile(r"key|token|secret|pass|pwd|credential|auth|sig", re.IGNORECASE)
+
+
+def _split_authority(url: str) -> tuple[str, str, str, str]:
+    """(scheme and `://`, userinfo, host and port, the rest: path, query, fragment). A URL
+    without a scheme (`user:KEY@host/v1`, refused as a base URL, in words that quote it) is
+    read as starting with its authority."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    end = len(rest)
+    for mark in "/?#":
+        found = rest.find(mark)
+        if found != -1:
+            end = min(end, found)
+    authority, tail = rest[:end], rest[end:]
+    userinfo, at, host = authority.rpartition("@")
+    return scheme + sep, userinfo if at else "", host if at else authority, tail
+
+
+def _query_items(tail: str) -> tuple[str, list[str], str]:
+    """(path, the query's `name=value` items, `#fragment` or "") of a URL's tail."""
+    tail, hash_, fragment = tail.partition("#")
+    path, _, query = tail.partition("?")
+    return path, query.split("&") if query else [], hash_ + fragment
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The secrets `url` carries: the password of its userinfo (the user name when it comes
+    alone: `https://KEY@host` is how some servers take a token) and the Basic authorization
+    made of it, and the value of each query parameter whose name says credential, as written
+    and percent-decoded."""
+    if not url:
+        return ()
+    found: list[str] = []
+    _, userinfo, _, tail = _split_authority(url)
+    if userinfo:
+        user, colon, password = userinfo.partition(":")
+        found.extend((password, unquote(password)) if colon else (user, unquote(user)))
+        # what goes on the wire: the HTTP client sends the userinfo as Basic authorization,
+        # and a server that echoes the header echoes this
+        basic = f"{unquote(user)}:{unquote(password)}".encode()
+        found.append(base64.b64encode(basic).decode("ascii"))
+    _, items, _ = _query_items(tail)
+    for item in items:
+        name, eq, value = item.partition("=")
+        if eq and value and CREDENTIAL_PARAMETER.search(unquote(name)):
+            found.extend((value, unquote(value)))
+    return tuple(dict.fromkeys(s for s in found if s))
+
+
+def clean_url(url: str | None) -> str | None:
+    """`url` fit to be stored and shown: without its userinfo (`user:password@`), and with the
+    value of each query parameter whose name says credential replaced by MARK; anything else
+    as written (None and a URL without either come back unchanged)."""
+    if not url:
+        return url
+    scheme, _, host, tail = _split_authority(url)
+    head = scheme + host
+    path, items, fragment = _query_items(tail)
+    kept = []
+    for item in items:
+        name, eq, value = item.partition("=")
+        if eq and value and CREDENTIAL_PARAMETER.search(unquote(name)):
+            item = f"{name}={MARK}"
+        kept.append(item)
+    query = "?" + "&".join(kept) if kept else ("?" if "?" in tail.partition("#")[0] else "")
+    return head + path + query + fragment

@@ -143,6 +143,8 @@ class Journal:
                 self._temp = None
                 fsync_folder(self.path.parent)
             if meta is not None:
+                # every field through the redactor: a title or a path can hold a key too
+                meta = redactor.data(meta)
                 replace_file(self.meta_path, _dumps(meta, indent=1) + b"\n", sync=False)
         except OSError as exc:
             self._fail(exc)

@@ -34,13 +34,13 @@ import errno
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from mm_tui.core.redact import Redactor
+from mm_tui.core.redact import Redactor, clean_url
 from mm_tui.core.text import one_line
 from mm_tui.engine.journal import (
     Journal,
@@ -149,7 +149,7 @@ class Session:
             "cwd": self.cwd,
             "model": self.model,
             "provider": self.provider,
-            "base_url": self.base_url,
+            "base_url": clean_url(self.base_url),
         }
 
     @property
@@ -324,7 +324,10 @@ class Session:
         }
 
     def meta(self) -> dict[str, Any]:
-        title = _title(self.records)
+        """The metadata file's content. Its title is redacted before it is shortened (a key cut
+        in two at the 80th character would no longer be found whole), and the journal writes
+        the whole of it through the redactor."""
+        title = _title(self.records, self.redactor.text)
         return {
             "id": self.id,
             "version": SESSION_VERSION,
@@ -333,7 +336,7 @@ class Session:
             "cwd": self.cwd,
             "model": self.model,
             "provider": self.provider,
-            "base_url": self.base_url,
+            "base_url": clean_url(self.base_url),
             "title": title,
             "message_count": sum(
                 len(_messages_of(r)) for r in self.records if r["type"] != "compaction"
@@ -590,14 +593,14 @@ def _messages_of(record: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def _title(records: list[dict[str, Any]]) -> str:
+def _title(records: list[dict[str, Any]], redact: Callable[[str], str] = str) -> str:
     for message in (m for r in records for m in _messages_of(r)):
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, list):  # content parts
             content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-        return one_line(str(content or ""), 80)
+        return one_line(redact(str(content or "")), 80)
     return ""
 
 

@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -166,10 +166,34 @@ class Engine:
             return True
         return False
 
+    def redacting(self, emit: Emit) -> Emit:
+        """`emit` behind this engine's redactor: the words of an error, a retry, a dead server
+        or a turn's end can quote what a server answered, and a server that echoes the
+        Authorization header it was sent (a proxy, a gateway) quotes the key. The one choke
+        point every front end's events pass through (turns, /ask, /compact); a front end that
+        listens to the registry outside a turn wraps its listener here too."""
+        redact = self.redactor.text
+
+        def send(event: Event) -> None:
+            match event:
+                case EngineError():
+                    event = replace(event, message=redact(event.message))
+                case ModelRetrying():
+                    event = replace(event, reason=redact(event.reason))
+                case ServerState() if event.message:
+                    event = replace(event, message=redact(event.message))
+                case TurnEnded() if event.error:
+                    event = replace(event, error=redact(event.error))
+                case _:
+                    pass
+            emit(event)
+
+        return send
+
     async def run_turn(self, text: str, emit: Emit) -> TurnEnded:
         """Run one turn to its end. Cancelling the caller cancels the turn too, after the turn
         has put its history in order."""
-        return await self._run(self._turn(text, emit))
+        return await self._run(self._turn(text, self.redacting(emit)))
 
     async def run_ask(self, agent: str, prompt: str, emit: Emit) -> TurnEnded:
         """`/ask AGENT …` (window and line mode) and `mm --ask AGENT "…"`: the request goes to
@@ -182,7 +206,7 @@ class Engine:
         The assistant message is the agent's answer truncated to maxOutput, followed on a line
         of its own by the `[ask_agent: …]` error when the call failed or stopped (the error
         alone when nothing was answered) — the text ask_agent returns as a tool result."""
-        return await self._run(self._ask_turn(agent, prompt, emit))
+        return await self._run(self._ask_turn(agent, prompt, self.redacting(emit)))
 
     async def _run(self, turn: Coroutine[Any, Any, TurnEnded]) -> TurnEnded:
         self._task = asyncio.create_task(turn)
@@ -246,7 +270,19 @@ class Engine:
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """`/compact`: the model summarises the conversation, and the summary replaces the
         history (the loop detector is kept). Emits `HistoryCompacted` (and `ContextUsage`)
-        through `emit`. Returns the summary."""
+        through `emit`. Returns the summary; a failure raises with its words redacted."""
+        try:
+            return await self._compact(emit and self.redacting(emit), auto=auto)
+        except ModelError as exc:
+            if exc.message == (said := self.redactor.text(exc.message)):
+                raise
+            raise ModelError(said, status=exc.status) from None
+        except Exception as exc:
+            if str(exc) == (said := self.redactor.text(str(exc))):
+                raise
+            raise ModelError(said) from None
+
+    async def _compact(self, emit: Emit | None, *, auto: bool) -> str:
         ask = {
             "role": "user",
             "content": "Summarise this conversation so far for your own later use: the task, what "
@@ -381,6 +417,8 @@ class Engine:
         """Record the turn in the session file, wait until the journal is on disk (in its
         writer thread: the loop goes on), and tell the front end: the last event."""
         context = self.context_usage()
+        if error:  # the words a front end reads back from the returned event, too
+            error = self.redactor.text(error)
         ended = TurnEnded(
             turn=turn,
             counters=counters,

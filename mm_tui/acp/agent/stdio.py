@@ -19,6 +19,7 @@ import acp
 from mm_tui import __version__
 from mm_tui.acp.agent.mm_agent import MMAgent
 from mm_tui.config import Settings
+from mm_tui.core.redact import Redactor
 from mm_tui.core.stop_signals import run_stoppable
 
 log = logging.getLogger("mm.acp")
@@ -78,10 +79,28 @@ async def protocol_streams() -> tuple[asyncio.StreamWriter, asyncio.StreamReader
     return writer, reader
 
 
-def configure_logging() -> None:
-    """The log goes to stderr: an editor keeps an agent's stderr in its log view."""
+class RedactingFormatter(logging.Formatter):
+    """Each line of the log through the settings' redactor, traceback included: the log
+    quotes base URLs (which may carry a password) and what servers answered (which may echo
+    the key), and it ends up in an editor's log view or, for an asked agent, in a file
+    (`$XDG_STATE_HOME/mm/ask/<agent>.log`) whose last line the asking mm shows."""
+
+    def __init__(self, fmt: str, redactor: Redactor) -> None:
+        super().__init__(fmt)
+        self.redactor = redactor
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.redactor.text(super().format(record))
+
+
+def configure_logging(settings: Settings | None = None) -> None:
+    """The log goes to stderr: an editor keeps an agent's stderr in its log view. Redacted
+    with `settings`' secrets (the key variables' alone without them)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("mm -acp: %(levelname)s %(message)s"))
+    secrets = settings.secret_values() if settings is not None else ()
+    handler.setFormatter(
+        RedactingFormatter("mm -acp: %(levelname)s %(message)s", Redactor(secrets))
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
@@ -107,7 +126,7 @@ async def serve(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
 
 def run(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
     """`mm -acp`. SIGTERM and SIGHUP end it as closing stdin does (`core/stop_signals.py`)."""
-    configure_logging()
+    configure_logging(settings)
     try:
         return asyncio.run(run_stoppable(serve(settings, cwd, demo=demo)))
     except KeyboardInterrupt:
