@@ -9,7 +9,7 @@ red, hunk headers cyan, file headers bold; the text stays the same.
 
 Every text that comes from a model, a tool, a server, a page or a file goes through
 `safe_display` before it is printed (commands, paths and the permission question through its
-`exact` form): an escape sequence shows as `\x1b[…`, it never reaches the terminal.
+`exact` form): an escape sequence shows as `\\x1b[…`, it never reaches the terminal.
 
 Line editing and the history of requests: `line_history.py`."""
 
