@@ -5,10 +5,14 @@ Textual's own escape sequences in it, is searched for each payload next to its e
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
 from scripted_server import Reply, ScriptedServer, call
+from support.terminal import mm_script, screen_of, tmux, tmux_session, until_screen
 from support.waiting import until
+from textual import events
 from window_helpers import settle, started_app
 
 from mm_tui.app import MMApp
@@ -127,3 +131,62 @@ async def test_a_spoofed_command_shows_whole_in_the_permission_box(folder: Path)
             await pilot.press("r")
             await settle(pilot, app)
     assert (folder / "important.txt").read_text() == "keep me\n"
+
+
+async def test_a_paste_goes_into_the_prompt_visible(folder: Path) -> None:
+    """A paste from a page or a terminal holding escapes: the prompt shows and sends them in
+    their visible form, and draws none raw."""
+    with ScriptedServer() as server:
+        app = started_app(server.base_url, folder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, app)
+            app.post_message(events.Paste(f"look {OSC52.format('UEFTVEU=')} x\x9b2J"))
+            await until(lambda: "look" in app.prompt.text, "the paste", pilot=pilot)
+            await settle(pilot, app)
+            assert app.prompt.text == "look \\x1b]52;c;UEFTVEU=\\x07 x\\x9b2J"
+            assert "\\x1b]52;c;UEFTVEU=" in assert_nothing_raw(app)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_window_in_a_real_terminal_keeps_its_title_and_shows_the_spoof(
+    tmp_path: Path,
+) -> None:
+    """The real `mm` in tmux: a command's output that sets the window's title (OSC 0) leaves
+    tmux's pane title alone once the output is opened, and the spoofed command shows whole in
+    the permission box; `r` keeps the file. (Before, Rich dropped the BEL that ends the OSC and
+    tmux took the rest of the frame, `MARK-2` included, for the title.)"""
+    (tmp_path / "important.txt").write_text("keep me\n")
+    retitle = (
+        "printf '\\033]0;OWNED-BY-OUTPUT\\007\\033]2;OWNED-BY-OUTPUT\\007'; echo MARK-$((1+1))"
+    )
+    with ScriptedServer() as server:
+        server.script(
+            Reply(tool_calls=[call("bash", {"command": retitle})]),
+            Reply("first done"),
+        )
+        env = {"MM_BASE_URL": server.base_url, "MM_MODEL": "m", "TERM": "xterm-256color"}
+        script = mm_script(tmp_path, "--yolo", env=env)
+        with tmux_session("escapes-window", script) as session:
+            until_screen(session, "Enter to send", "the window")
+            tmux("send-keys", "-t", session, "-l", "set the title")
+            tmux("send-keys", "-t", session, "Enter")
+            until_screen(session, "command(s)", "the first turn's recap")
+            tmux("send-keys", "-t", session, "C-o")  # every output open
+            until_screen(session, "MARK-2", "the output, open")
+            title = tmux("display-message", "-p", "-t", session, "#{pane_title}").stdout
+            assert "OWNED" not in title
+            assert "\\x1b]0;OWNED-BY-OUTPUT\\x07" in screen_of(session)
+    # a second run asks (--no-yolo): the question shows what runs
+    with ScriptedServer() as server:
+        server.script(Reply(tool_calls=[call("bash", {"command": SPOOF})]), Reply("ok"))
+        env = {"MM_BASE_URL": server.base_url, "MM_MODEL": "m", "TERM": "xterm-256color"}
+        script = mm_script(tmp_path, "--no-yolo", env=env)
+        with tmux_session("escapes-box", script) as session:
+            until_screen(session, "Enter to send", "the window")
+            tmux("send-keys", "-t", session, "-l", "tidy up")
+            tmux("send-keys", "-t", session, "Enter")
+            screen = until_screen(session, "r reject", "the permission box")
+            assert "rm -f important.txt; echo gone #\\x1b[2K" in screen
+            tmux("send-keys", "-t", session, "r")
+            until_screen(session, "command(s)", "the recap")
+    assert (tmp_path / "important.txt").read_text() == "keep me\n"
