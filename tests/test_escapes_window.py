@@ -190,3 +190,59 @@ def test_the_window_in_a_real_terminal_keeps_its_title_and_shows_the_spoof(
             tmux("send-keys", "-t", session, "r")
             until_screen(session, "command(s)", "the recap")
     assert (tmp_path / "important.txt").read_text() == "keep me\n"
+
+
+async def test_notices_headers_the_status_line_and_compactions_are_drawn_escaped(
+    folder: Path,
+) -> None:
+    """A server's error, an asked agent's header (its model and provider are a server's
+    words), a retry's reason in the status line, a compaction's summary (the model's) opened,
+    a shortening notice, and the person's own request: all drawn with their escapes visible."""
+    from mm_tui.core.events import (
+        AgentStarted,
+        EngineError,
+        HistoryCompacted,
+        HistoryShortened,
+        ModelRetrying,
+        TurnStarted,
+    )
+    from mm_tui.transcript.store import CompactionItem
+
+    with ScriptedServer() as server:
+        app = started_app(server.base_url, folder)
+        async with app.run_test(size=(200, 60)) as pilot:
+            await settle(pilot, app)
+            for event in (
+                TurnStarted(turn=1, text=f"my {TITLE.format('UkVRVUVTVA==')}"),
+                EngineError(where="model", message=f"bad {OSC52.format('RVJST1I=')}"),
+                AgentStarted(
+                    agent="helper",
+                    name="helper",
+                    title="helper",
+                    model=f"x{TITLE.format('Q0hJTEQ=')}",
+                    provider="p\x9b2J",
+                    asked_by="mm",
+                ),
+                HistoryShortened(outputs=1, chars_cut=9, message="cut \x9d0;SHORT\x9c"),
+                HistoryCompacted(
+                    summary=f"sum {OSC52.format('U1VNTUFSWQ==')}", replaced=2, auto=True
+                ),
+                ModelRetrying(attempt=1, attempts=5, delay=9, reason="busy \x1b]0;RETRY\x07"),
+            ):
+                app.emit(event)
+            await until(lambda: "RETRY" in app.status.text, "the retry", pilot=pilot)
+            (compaction,) = [i for i in app.transcript.items if isinstance(i, CompactionItem)]
+            app.transcript.toggle(compaction)
+            app.view.update_items([compaction])
+            await settle(pilot, app, idle=False)
+            texts = assert_nothing_raw(app)
+    for shown in (
+        visible(TITLE.format("UkVRVUVTVA==")),
+        visible(OSC52.format("RVJST1I=")),
+        visible(TITLE.format("Q0hJTEQ=")),
+        "p\\x9b2J",
+        "cut \\x9d0;SHORT\\x9c",
+        visible(OSC52.format("U1VNTUFSWQ==")),
+        "\\x1b]0;RETRY\\x07",
+    ):
+        assert shown in texts, shown
