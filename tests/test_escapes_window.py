@@ -185,8 +185,9 @@ def test_the_window_in_a_real_terminal_keeps_its_title_and_shows_the_spoof(
             until_screen(session, "Enter to send", "the window")
             tmux("send-keys", "-t", session, "-l", "tidy up")
             tmux("send-keys", "-t", session, "Enter")
-            screen = until_screen(session, "r reject", "the permission box")
-            assert "rm -f important.txt; echo gone #\\x1b[2K" in screen
+            until_screen(session, "allow bash for the session", "the permission box")
+            shown = "rm -f important.txt; echo gone #\\x1b[2K\\x1b[1G\\x1b[1A\\x1b[2Kls -la"
+            until_screen(session, shown, "the whole command in the box")
             tmux("send-keys", "-t", session, "r")
             until_screen(session, "command(s)", "the recap")
     assert (tmp_path / "important.txt").read_text() == "keep me\n"
