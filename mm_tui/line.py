@@ -142,10 +142,22 @@ class LinePrinter:
         # ("text" or "thought", the agent writing it) while one streams: an asked agent's
         # answer and this agent's own never share a line
         self._mode: tuple[str, str | None] | None = None
+        self._held_cr = False  # the stream's last delta ended on a CR (`_streamed`)
         self.last_end: TurnEnded | None = None
+
+    def _streamed(self, text: str) -> str:
+        """A delta of the stream, safe to print. A CR that ends a delta waits for the next:
+        followed by a newline it is a line end, not a lone CR shown as `\\r`."""
+        if self._held_cr:
+            text = "\r" + text
+        self._held_cr = text.endswith("\r")
+        return safe_display(text[:-1] if self._held_cr else text)
 
     def _close_stream(self) -> None:
         if self._mode is not None:
+            if self._held_cr:  # the stream ended on a lone CR
+                self._held_cr = False
+                self.console.file.write(safe_display("\r"))
             self.console.file.write("\n")
             self.console.file.flush()
             self._mode = None
@@ -156,7 +168,7 @@ class LinePrinter:
             if self._mode != ("text", event.agent):
                 self._close_stream()
                 self._mode = ("text", event.agent)
-            text = safe_display(event.text)
+            text = self._streamed(event.text)
             c.print(text, end="", markup=False, highlight=False, soft_wrap=True)
             return
         if isinstance(event, ThoughtDelta):
@@ -164,7 +176,7 @@ class LinePrinter:
                 self._close_stream()
                 self._mode = ("thought", event.agent)
             c.print(
-                safe_display(event.text),
+                self._streamed(event.text),
                 end="",
                 style="dim italic",
                 markup=False,

@@ -15,7 +15,14 @@ from support.program import mm
 from support.terminal import mm_in_tmux, screen_of, tmux, until_screen
 from support.waiting import wait_until
 
-from mm_tui.core.events import PermissionRequested
+from mm_tui.core.events import (
+    Counters,
+    PermissionRequested,
+    TextDelta,
+    ThoughtDelta,
+    TurnEnded,
+    Usage,
+)
 from mm_tui.line import LinePrinter
 
 # Each source has its own payload, so that what reaches the output says where it came from.
@@ -114,3 +121,19 @@ def test_a_spoofed_command_shows_what_it_runs_at_the_line_prompt(tmp_path: Path)
             assert "[command rejected by the user]" in str(server.requests[1].messages[-1])
             assert "gone" not in screen_of(session).splitlines()  # echo never ran
     assert (tmp_path / "important.txt").read_text() == "keep me\n"
+
+
+def test_a_crlf_cut_between_two_deltas_is_a_line_end() -> None:
+    """A server may cut `\\r\\n` between two chunks: it is still a line end; a CR that is not
+    followed by a newline (in the next delta, or at the end of the stream) shows as `\\r`."""
+    out = io.StringIO()
+    printer = LinePrinter(Console(file=out, width=100), 5, lambda request: None)
+    for piece in ("one\r", "\ntwo\r", "three\r", "\x1b", "[2K"):
+        printer(TextDelta(text=piece))
+    printer(ThoughtDelta(text="x\r"))
+    printer(
+        TurnEnded(
+            turn=1, counters=Counters(), elapsed=0.0, usage=Usage(0, 0), stop_reason="end_turn"
+        )
+    )
+    assert out.getvalue().splitlines()[:3] == ["one", "two\\rthree\\r\\x1b[2K", "x\\r"]
