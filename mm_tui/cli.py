@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui import __version__
+from mm_tui.core.terminal_text import safe_display
 
 if TYPE_CHECKING:
     from mm_tui.startup import Started
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(config_file=args.config, overrides=_overrides(args), cwd=cwd)
     except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
+        print(safe_display(str(exc)), file=sys.stderr)
         return 2
     if args.acp:
         from mm_tui.acp.agent import run as run_acp
@@ -148,7 +149,7 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     finally:
         gc.enable()  # in case the boot never ran
     if app.exit_message:
-        print(app.exit_message, file=sys.stderr)
+        print(safe_display(app.exit_message), file=sys.stderr)
     return code if isinstance(code, int) else 0
 
 
@@ -217,7 +218,7 @@ async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: A
             settings, cwd, demo=args.demo, resume=args.resume, playground=interactive
         )
     except StartupError as exc:
-        print(str(exc), file=sys.stderr)
+        print(safe_display(str(exc)), file=sys.stderr)
         return 2
     console = stdout_console()
     if args.ask:
@@ -226,7 +227,7 @@ async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: A
         return await run_ask_print(started.engine, agent, prompt, console)
     if args.prompt is not None:
         for note in started.notes:
-            print(f"mm: {note}", file=sys.stderr)
+            print(f"mm: {safe_display(note)}", file=sys.stderr)
         return await run_print(started.engine, args.prompt, console)
     return await run_line(started.engine, console, started.notes)
 

@@ -7,6 +7,10 @@ A diff (the permission prompt's of edit_file and write_file, and the numbered di
 preview of their result) is coloured when the terminal has colours: added lines green, removed
 red, hunk headers cyan, file headers bold; the text stays the same.
 
+Every text that comes from a model, a tool, a server, a page or a file goes through
+`safe_display` before it is printed (commands, paths and the permission question through its
+`exact` form): an escape sequence shows as `\\x1b[…`, it never reaches the terminal.
+
 Line editing and the history of requests: `line_history.py`."""
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from mm_tui.core.events import (
     TurnEnded,
     TurnStarted,
 )
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.core.text import agent_header, agent_title
 from mm_tui.engine.turn import Engine
 from mm_tui.line_history import (
@@ -63,9 +68,15 @@ ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: r
 SILENT_TOOLS = {"read_skill"}
 
 
+DETAILS_LINES = 40  # lines of a permission request's details printed above the question
+
+
 def preview(output: str, lines: int) -> list[str]:
-    """Up to `lines` lines of a tool's output, or `(no output)`."""
-    shown = output.rstrip("\n").splitlines()
+    """Up to `lines` lines of a tool's output, or `(no output)`, safe to print. Split at
+    newlines only (`splitlines` would also split at, and so hide, a lone CR, a form feed and
+    the other breaks `safe_display` shows)."""
+    output = safe_display(output).rstrip("\n")
+    shown = output.split("\n") if output else []
     if not shown:
         return ["(no output)"]
     if len(shown) > lines:
@@ -131,10 +142,22 @@ class LinePrinter:
         # ("text" or "thought", the agent writing it) while one streams: an asked agent's
         # answer and this agent's own never share a line
         self._mode: tuple[str, str | None] | None = None
+        self._held_cr = False  # the stream's last delta ended on a CR (`_streamed`)
         self.last_end: TurnEnded | None = None
+
+    def _streamed(self, text: str) -> str:
+        """A delta of the stream, safe to print. A CR that ends a delta waits for the next:
+        followed by a newline it is a line end, not a lone CR shown as `\\r`."""
+        if self._held_cr:
+            text = "\r" + text
+        self._held_cr = text.endswith("\r")
+        return safe_display(text[:-1] if self._held_cr else text)
 
     def _close_stream(self) -> None:
         if self._mode is not None:
+            if self._held_cr:  # the stream ended on a lone CR
+                self._held_cr = False
+                self.console.file.write(safe_display("\r"))
             self.console.file.write("\n")
             self.console.file.flush()
             self._mode = None
@@ -145,14 +168,15 @@ class LinePrinter:
             if self._mode != ("text", event.agent):
                 self._close_stream()
                 self._mode = ("text", event.agent)
-            c.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
+            text = self._streamed(event.text)
+            c.print(text, end="", markup=False, highlight=False, soft_wrap=True)
             return
         if isinstance(event, ThoughtDelta):
             if self._mode != ("thought", event.agent):
                 self._close_stream()
                 self._mode = ("thought", event.agent)
             c.print(
-                event.text,
+                self._streamed(event.text),
                 end="",
                 style="dim italic",
                 markup=False,
@@ -161,20 +185,25 @@ class LinePrinter:
             )
             return
         self._close_stream()
-        prefix = f"[{event.agent}] " if event.agent else ""
+        prefix = f"[{safe_display(event.agent)}] " if event.agent else ""
         match event:
             case ToolCallStarted():
                 if event.display:  # ask_agent has none: its line comes with AgentStarted
-                    c.print(Text(prefix + event.display))
+                    c.print(Text(prefix + safe_display(event.display, exact=True)))
             case PermissionRequested():
                 if event.details and event.details not in event.title:
-                    lines = event.details.rstrip("\n").splitlines()[:40]
+                    lines = safe_display(event.details, exact=True).rstrip("\n").split("\n")
+                    cut = len(lines) - DETAILS_LINES
+                    lines = lines[:DETAILS_LINES]
                     if has_colour(c) and is_unified_diff(event.details):
                         styles = unified_diff_styles(lines, "dim")
                     else:
                         styles = ["dim"] * len(lines)
                     for line, style in zip(lines, styles, strict=True):
                         c.print(Text("    " + line, style=style))
+                    if cut > 0:  # never cut silently: what is below may be what matters
+                        more = f"… {cut} more line{'s' if cut != 1 else ''} not shown"
+                        c.print(Text(f"    {more}", style="yellow"))
                 self.ask(event)
             case ToolCallFinished():
                 if event.tool in SILENT_TOOLS and event.status == "ok":
@@ -185,23 +214,23 @@ class LinePrinter:
                     line_style = numbered_diff_style(line, style) if diff else style
                     c.print(Text("    " + line, style=line_style))
             case EngineError():
-                c.print(Text(prefix + event.message, style="bold red"))
+                c.print(Text(prefix + safe_display(event.message), style="bold red"))
             case AgentStarted():
                 if event.asked_by is None:
                     name, rest = agent_header(event.title, event.model, event.provider)
-                    c.print(Text.assemble((name, "bold"), rest))
+                    c.print(Text.assemble((safe_display(name), "bold"), safe_display(rest)))
                 else:
-                    c.print(Text(asked_line(event), style="bold"))
+                    c.print(Text(safe_display(asked_line(event)), style="bold"))
             case HistoryShortened():
-                c.print(Text(prefix + event.message, style="dim"))
+                c.print(Text(prefix + safe_display(event.message), style="dim"))
             case HistoryCompacted():
-                c.print(Text(prefix + event.title, style="dim"))
+                c.print(Text(prefix + safe_display(event.title), style="dim"))
             case ModelRetrying():
-                c.print(Text(prefix + event.text, style="yellow"))
+                c.print(Text(prefix + safe_display(event.text), style="yellow"))
             case TurnEnded():
                 if event.agent is None:
                     self.last_end = event
-                    c.print(Text(event.recap(token_detail=True), style="cyan"))
+                    c.print(Text(safe_display(event.recap(token_detail=True)), style="cyan"))
             case ServerState():
                 pass  # a dead server is said by the retries and the error; no header here
             case AgentFinished():
@@ -225,20 +254,22 @@ def asked_line(event: AgentStarted) -> str:
 
 
 def permission_title(request: PermissionRequested) -> str:
-    """The call a permission request is about; an asked agent's calls name the agent."""
-    return agent_title(request.agent, request.title)
+    """The call a permission request is about, safe to print with every control character
+    visible (`exact`: the question must show what will run); an asked agent's calls name the
+    agent."""
+    return safe_display(agent_title(request.agent, request.title), exact=True)
 
 
 def banner(console: Console, engine: Engine, notes: list[str]) -> None:
     client = engine.client
     name, rest = agent_header(engine.settings.acp.title, client.model, client.provider)
-    header = Text.assemble((name, "bold"), rest)
+    header = Text.assemble((safe_display(name), "bold"), safe_display(rest))
     if engine.permissions.yolo:
         header.append(" · ").append(" yolo ", style="reverse")
     console.print(header)
-    console.print(Text(str(engine.cwd), style="dim"))
+    console.print(Text(safe_display(str(engine.cwd), exact=True), style="dim"))
     for note in notes:
-        console.print(Text(note, style="yellow"))
+        console.print(Text(safe_display(note), style="yellow"))
 
 
 def exit_status(ended: TurnEnded | None) -> int:
@@ -282,7 +313,7 @@ async def run_ask_print(engine: Engine, agent: str, prompt: str, console: Consol
 def _to_stderr(event: Event) -> None:
     """What happens outside the turn's own lines in `mm -p` (an MCP server's warning)."""
     if isinstance(event, EngineError):
-        print(f"mm: {event.message}", file=sys.stderr, flush=True)
+        print(f"mm: {safe_display(event.message)}", file=sys.stderr, flush=True)
 
 
 def _rejecter(console: Console, program: str) -> Callable[[PermissionRequested], None]:
@@ -456,7 +487,8 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
 
                 asked = split_ask(text[len("/ask") :])
                 if asked is None:
-                    console.print(Text(ask_usage(engine.registry.get("ask_agent")), style="yellow"))
+                    usage = safe_display(ask_usage(engine.registry.get("ask_agent")))
+                    console.print(Text(usage, style="yellow"))
                     continue
                 await engine.run_ask(*asked, printer)
             else:

@@ -176,6 +176,22 @@ def test_permission_box_for_bash(snap_compare, fixed_folder: Path) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_permission_box_for_a_spoofed_command(snap_compare, fixed_folder: Path) -> None:
+    """A command that erases its own line and writes `ls -la` over it shows whole, every escape
+    as `\\x1b`, in the box and in the tool line above it."""
+    command = "rm -f important.txt; echo gone #\x1b[2K\x1b[1G\x1b[1A\x1b[2Kls -la"
+    app = make_app(ScriptedModel(call("bash", {"command": command})), fixed_folder, yolo=False)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await pilot.press(*"tidy up")
+        await pilot.press("enter")
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await settle(pilot, app, idle=False)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_permission_box_for_edit_file(snap_compare, fixed_folder: Path) -> None:
     app = make_app(ScriptedModel(), fixed_folder, yolo=False)
 

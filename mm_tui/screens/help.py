@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mm_tui.core.events import Decision
+from mm_tui.core.terminal_text import safe_display
 
 KEYS = (
     ("Enter", "send the request (while a turn runs, it waits for the turn's end)"),
@@ -87,13 +89,18 @@ class HelpScreen(ModalScreen[None]):
         if not self.instructions:
             table.add_row("(no file)", NO_INSTRUCTIONS)
         for path, what in self.instructions:
-            table.add_row(path, Text(what, style="yellow") if not path else what)
+            shown = escape(safe_display(path, exact=True))  # a cell's str is markup
+            what = safe_display(what)
+            table.add_row(shown, Text(what, style="yellow") if not path else escape(what))
         table.add_row("", "")
         table.add_row(Text("Decisions this session", style="bold underline"), "")
         if not self.standing:
             table.add_row("(none)", "")
         for tool, decision in sorted(self.standing.items()):
-            table.add_row(tool, "allowed for the session" if decision.allows else "never")
+            table.add_row(
+                escape(safe_display(tool)),
+                "allowed for the session" if decision.allows else "never",
+            )
         return table
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]

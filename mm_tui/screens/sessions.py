@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.engine.session import list_sessions
 
 
@@ -33,13 +34,14 @@ class SessionsScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         sessions = list_sessions(self.folder)
         with Vertical():
-            yield Static(Text(f"Sessions in {self.folder}", style="bold"))
+            folder = safe_display(str(self.folder), exact=True)
+            yield Static(Text(f"Sessions in {folder}", style="bold"))
             options = [
                 Option(
                     Text.assemble(
                         (info.updated[:16].replace("T", " "), "dim"),
                         "  ",
-                        (info.title or "(empty)", "bold"),
+                        (safe_display(info.title) or "(empty)", "bold"),
                         (f"  {info.message_count} messages", "dim"),
                     ),
                     id=info.id,

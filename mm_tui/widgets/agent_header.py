@@ -2,7 +2,8 @@
 folder, how full the model's context is (`ctx 1,234 / 4,096 (30%)`, once the window is known),
 a `no answer` badge while the model server does not answer, and a `yolo` badge. (The same line,
 `· asked by <parent>`, heads an asked agent's part of the transcript:
-`transcript/renderers/child_header.py`.)"""
+`transcript/renderers/child_header.py`.) The model and the provider come from a server: they
+are drawn through `safe_display`, as the folder is."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.core.text import agent_header
 from mm_tui.widgets.theme_style import theme_style
 
@@ -56,7 +58,7 @@ class AgentHeader(Widget):
     def render(self) -> Text:
         width = self.content_size.width
         name, rest = agent_header(self.title_text, self.model, self.provider)
-        agent = Text.assemble(" ", (name, "bold"), rest)
+        agent = Text.assemble(" ", (safe_display(name), "bold"), safe_display(rest))
         right = self._right(width, agent.cell_len, self.context)
         if self.context and agent.cell_len + right.cell_len >= width:  # the agent comes first
             right = self._right(width, agent.cell_len, "")
@@ -76,7 +78,8 @@ class AgentHeader(Widget):
             wanted = width - badge - ctx.cell_len - agent - 1
             room = max(min(wanted, width // 2), width // 4) - 2
             if room > 0:
-                right.append(f" {cut_start(self.cwd, room)} ", muted)
+                cwd = safe_display(self.cwd, exact=True)
+                right.append(f" {cut_start(cwd, room)} ", muted)
         right.append_text(ctx)
         if not self.answering:
             right.append(NO_ANSWER, theme_style(self, "background", background="error"))

@@ -4,7 +4,13 @@ It shows the tool, its title and what the call will do (the command; the diff fo
 and edit_file; the URL and the file for fetch_content) and waits for a (allow once), s (allow
 this tool for the session), r (reject this call) or n (never this tool this session). The title
 and the a/s/r/n line are docked: in a small terminal the details scroll between them, and the
-choices are always on screen."""
+choices are always on screen.
+
+What it shows is exactly what will run: the title and the details go through `safe_display`'s
+`exact` form, so an escape sequence, a carriage return, a bidirectional override or an
+invisible character in a command or a path shows as `\\x1b`, `\\r`, `\\u202e`, and cannot erase
+or reorder what the question says. The details are never cut: a long command or diff scrolls
+in the box, with its scrollbar."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.core.text import agent_title
 
 if TYPE_CHECKING:  # the engine's events load after the first frame
@@ -27,9 +34,9 @@ DIFF_TOOLS = {"write_file", "edit_file", "lsp"}
 
 
 def details_text(tool: str, details: str) -> Text:
-    """The call's details; a diff coloured line by line."""
+    """The call's details, every control character visible; a diff coloured line by line."""
     text = Text()
-    lines = details.rstrip("\n").split("\n")
+    lines = safe_display(details, exact=True).rstrip("\n").split("\n")
     diff = tool in DIFF_TOOLS and any(line.startswith(("@@", "+++", "---")) for line in lines)
     for line in lines:
         style = ""
@@ -101,13 +108,19 @@ class PermissionBox(Widget, can_focus=True):
             title = request.tool  # bash: the command is in the details, shown once, whole
         title = agent_title(request.agent, title)
         title_part, details_part, keys_part = self._parts()
-        title_part.update(Text(f"🔐 {title}"))
+        title_part.update(Text(f"🔐 {safe_display(title, exact=True)}"))
         details_part.update(details_text(request.tool, request.details))
-        tool = request.tool
+        tool = safe_display(request.tool, exact=True)  # an MCP server names its tools
         keys_part.update(
-            Text.from_markup(
-                f"[b]a[/b] allow once   [b]s[/b] allow {tool} for the session   "
-                f"[b]r[/b] reject   [b]n[/b] never {tool}"
+            Text.assemble(
+                ("a", "bold"),
+                " allow once   ",
+                ("s", "bold"),
+                f" allow {tool} for the session   ",
+                ("r", "bold"),
+                " reject   ",
+                ("n", "bold"),
+                f" never {tool}",
             )
         )
         self.add_class("-open")

@@ -1,6 +1,10 @@
 """Prompt: where the person types. Multi-line; Enter sends, Shift+Enter or Ctrl+J adds a line;
 Up and Down walk the history from the first and last lines; a slash command completes as it is
-typed (the rest shows dimmed; Tab or Right takes it)."""
+typed (the rest shows dimmed; Tab or Right takes it).
+
+A paste is text from anywhere (a web page, a terminal's scrollback): its control characters go
+in in their visible form (`safe_display`: ESC as `\\x1b`), so that the prompt never sends them
+to the terminal, and shows what the request will say."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from textual import events
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
+
+from mm_tui.core.terminal_text import safe_display
 
 COMMANDS = ("/new", "/compact", "/abort", "/ask", "/sessions", "/theme", "/help", "/quit")
 
@@ -83,6 +89,14 @@ class Prompt(TextArea):
 
     def action_newline(self) -> None:
         self.insert("\n")
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        event.prevent_default()  # TextArea's own handler would insert the raw text
+        if self.read_only:
+            return
+        result = self.replace(safe_display(event.text), *self.selection)
+        self.move_cursor(result.end_location)
+        self.focus()
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":

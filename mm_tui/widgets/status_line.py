@@ -8,6 +8,7 @@ It paints its one line itself, from segments, and keeps each line it painted (a 
 frames): the spinner redraws ten times a second for the whole of a turn, and through a Static
 (its Content, wrapping and styling) each redraw cost about 0.45 ms, 1.5-2% of a core with the
 rest of the frame, taken from a model on the same cores. A line longer than the widget is cut.
+Its text goes through `safe_display` (a retry's reason is a server's words).
 
 While the transcript draws frames (an answer streaming), the spinner rides them: the view calls
 `ride` after each frame, and a spinner that moved is painted in that frame's screen update
@@ -26,6 +27,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.transcript.painted_rows import PaintedRows
 from mm_tui.transcript.renderers.tool_line import spinner_frame
 
@@ -56,8 +58,10 @@ class StatusLine(Widget):
         self._lines: dict[tuple[object, ...], Strip] = {}
 
     def show(self, state: str | None, hint: str | None = None) -> None:
+        if state:
+            state = safe_display(state)
         if hint is not None:
-            self.hint = hint
+            self.hint = safe_display(hint)
         if state == self.state and hint is None:
             return
         self.state = state

@@ -14,6 +14,9 @@ own marker (a list written `1.` `1.` `1.` would show 1 1 1) and the column would
 one item needs, not the list (from the ninth item on, the earlier ones sat a column to the
 left). When the list's length changes that width, its finished items are drawn again, once.
 
+Each block goes through `safe_display` before Markdown reads it: an escape sequence in the
+answer shows as `\\x1b[…` (Markdown leaves `\\x` as it is), it never reaches the terminal.
+
 Code blocks follow the theme: Monokai's dark panel on a dark theme, a light style on a light
 one (the view sets `code_theme` and draws the answers again when the theme changes)."""
 
@@ -29,6 +32,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from mm_tui.core.preload import preload
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.transcript.renderers.strips import blank, strips, wrapped_lines
 from mm_tui.transcript.store import AnswerItem
 
@@ -195,7 +199,7 @@ class Answer:
         # markdown-it and pygments: not on the first frame
         from mm_tui.transcript.renderers.markdown import BlockMarkdown
 
-        markdown = BlockMarkdown(source, code_theme=self.code_theme, numbers=numbers)
+        markdown = BlockMarkdown(safe_display(source), code_theme=self.code_theme, numbers=numbers)
         style = self.style("answer--text")
         return strips(self.console, markdown, width, style, self.style("base"))
 
@@ -219,7 +223,7 @@ class Answer:
         out: list[Strip] = []
         base = self.style("base")
         if item.label:
-            label = Text(item.label, style=self.style("answer--label"))
+            label = Text(safe_display(item.label), style=self.style("answer--label"))
             out.extend(strips(self.console, label, width, base=base))
         between = blank(width, base)
         for index, lines in enumerate([*kept.blocks, *growing]):

@@ -10,6 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.core.text import agent_header
 from mm_tui.transcript.renderers.strips import strips
 from mm_tui.transcript.store import AgentHeaderItem
@@ -25,7 +26,7 @@ class ChildHeader:
 
     def render(self, item: AgentHeaderItem, width: int) -> list[Strip]:
         name, rest = agent_header(item.title, item.model, item.provider, item.asked_by)
-        text = Text.assemble((name, "bold"), rest)
+        text = Text.assemble((safe_display(name), "bold"), safe_display(rest))
         text.stylize(self.style("child--header"))
         return strips(self.console, text, width)
 

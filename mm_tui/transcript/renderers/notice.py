@@ -9,6 +9,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.transcript.renderers.strips import strips, wrapped_lines
 from mm_tui.transcript.store import NoticeItem
 
@@ -22,7 +23,7 @@ class NoticeLine:
         self.style = style
 
     def render(self, item: NoticeItem, width: int) -> list[Strip]:
-        text = Text(item.text, style=self.style(f"notice--{item.level}"))
+        text = Text(safe_display(item.text), style=self.style(f"notice--{item.level}"))
         return strips(self.console, text, width)
 
     def estimate(self, item: NoticeItem, width: int) -> int:

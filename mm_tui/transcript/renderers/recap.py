@@ -9,6 +9,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.transcript.renderers.strips import text_strip
 from mm_tui.transcript.store import RecapItem
 
@@ -23,7 +24,9 @@ class Recap:
 
     def render(self, item: RecapItem, width: int) -> list[Strip]:
         text = Text.assemble(
-            ("── ", self.style("recap--rule")), (item.text, self.style("recap--text")), " "
+            ("── ", self.style("recap--rule")),
+            (safe_display(item.text), self.style("recap--text")),
+            " ",
         )
         rule = max(0, width - text.cell_len)
         text.append("─" * rule, style=self.style("recap--rule"))

@@ -10,6 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.transcript.renderers.strips import strips, text_strip, wrapped_lines
 from mm_tui.transcript.store import ThoughtItem
 
@@ -24,7 +25,7 @@ class Thought:
 
     def render(self, item: ThoughtItem, width: int, selected: bool = False) -> list[Strip]:
         style = self.style("thought--text")
-        text = item.text.strip()
+        text = safe_display(item.text).strip()
         if item.folded:
             lines = text.count("\n") + 1 if text else 0
             summary = Text(f"▸ Thought ({lines} line{'s' if lines != 1 else ''})", style=style)

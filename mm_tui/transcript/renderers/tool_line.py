@@ -1,5 +1,7 @@
 """ToolLine: one tool call as one line, `‣ bash  <command>`, its status mark and elapsed time at
-the right, and its output (a coloured diff for the tools that change files) folded beneath."""
+the right, and its output (a coloured diff for the tools that change files) folded beneath.
+The title (a command, a path) and the output are drawn through `safe_display`: an escape
+sequence from the model or the command shows as `\\x1b[…`."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.transcript.renderers.strips import format_elapsed, right_aligned, strips, wrapped_lines
 from mm_tui.transcript.store import ToolItem
 
@@ -37,7 +40,8 @@ class ToolLine:
 
     def header(self, item: ToolItem, width: int, now: float, selected: bool = False) -> Strip:
         title_style = self.style("tool--title")
-        left = Text.assemble(("‣ ", self.style("tool--bullet")), (item.title, title_style))
+        title = safe_display(item.title, exact=True)
+        left = Text.assemble(("‣ ", self.style("tool--bullet")), (title, title_style))
         if item.running:
             elapsed = now - item.started
             if item.waiting:
@@ -78,17 +82,17 @@ class ToolLine:
         inner = max(1, width - len(OUTPUT_INDENT))
         text = Text(no_wrap=False, end="")
         if item.diff and item.status == "ok":
-            headline = item.output.split("\n", 1)[0]
+            headline = safe_display(item.output.split("\n", 1)[0])
             text.append(headline + "\n", style=self.style("tool--output"))
             # here, not at the top: the tools' modules are not loaded before the first frame
             from mm_tui.tools.diff import unified_line_kinds
 
-            lines = item.diff.rstrip("\n").split("\n")
+            lines = safe_display(item.diff).rstrip("\n").split("\n")
             for line, kind in zip(lines, unified_line_kinds(lines), strict=True):
                 style = self.style("tool--output" if kind == "other" else f"diff--{kind}")
                 text.append(line + "\n", style=style)
         else:
-            output = item.output.rstrip("\n") or "(no output)"
+            output = safe_display(item.output).rstrip("\n") or "(no output)"
             style = self.style("tool--output" if item.status == "ok" else "tool--output-error")
             text.append(output, style=style)
         text.rstrip()

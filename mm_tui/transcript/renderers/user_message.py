@@ -1,4 +1,5 @@
-"""UserMessage: what the person typed, as it opens a turn."""
+"""UserMessage: what the person typed, as it opens a turn. Through `safe_display` too: a paste
+can hold escape sequences."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.terminal_text import safe_display
 from mm_tui.transcript.renderers.strips import strips, wrapped_lines
 from mm_tui.transcript.store import UserItem
 
@@ -23,7 +25,8 @@ class UserMessage:
 
     def render(self, item: UserItem, width: int) -> list[Strip]:
         text = Text.assemble(
-            ("› ", self.style("user--prompt")), (item.text, self.style("user--text"))
+            ("› ", self.style("user--prompt")),
+            (safe_display(item.text), self.style("user--text")),
         )
         return strips(self.console, text, width)
 
