@@ -40,11 +40,12 @@ needs_scope = pytest.mark.skipif(ABI < 6, reason="Landlock below ABI 6 does not 
 CONFIG = "~/.config/mm/config.yaml"
 LINE = (
     "[sandbox: refused by mm's sandbox — commands write only in the project, the temp folder, "
-    "~/.cache and mm's state, cannot read ~/.ssh, mm's configuration or other secrets and cannot "
-    "signal processes they did not start. To allow it, the person can run the command "
-    f"themselves, add the folder to sandboxWrite, or set sandbox: off in {CONFIG}]"
+    "~/.cache and sandboxWrite, cannot read ~/.ssh, mm's configuration or other secrets, cannot "
+    "open the terminal and cannot signal processes they did not start. To allow it, the person "
+    "can run the command themselves, add the folder to sandboxWrite, or set sandbox: off in "
+    f"{CONFIG}]"
 )
-LINE_NO_NETWORK = LINE.replace("other secrets and", "other secrets, have no network and")
+LINE_NO_NETWORK = LINE.replace("other secrets,", "other secrets, have no network,")
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- the-key"
 
 
@@ -199,13 +200,20 @@ async def test_sandbox_deny_adds_paths(place: Place) -> None:
 
 @needs_landlock
 async def test_mm_run_in_the_home_folder_still_keeps_the_secrets(place: Place) -> None:
-    """The project is the home folder: everything in it is writable but the denied items."""
-    (place.home / "work").symlink_to(place.outside)  # a folder of the project, elsewhere
+    """The project is the home folder: everything in it is writable but the denied items; a
+    link in it leads where the policy says of its target (the temp folder: writable; a folder
+    outside every write folder: not, though the link is in the project)."""
+    (place.tmp / "work").mkdir()
+    (place.home / "work").symlink_to(place.tmp / "work")
+    (place.home / "elsewhere").symlink_to(place.outside)
     result = await bash(
         "echo new > docs/new.txt && echo w > work/w.txt && cat docs/new.txt", place.home
     )
     assert result.output == "new\n"
-    assert (place.outside / "w.txt").read_text() == "w\n"
+    assert (place.tmp / "work" / "w.txt").read_text() == "w\n"
+    result = await bash("echo w > elsewhere/w.txt", place.home)
+    assert "Permission denied" in result.output and result.output.endswith(LINE)
+    assert not (place.outside / "w.txt").exists()
     for command in (
         "cat .ssh/id_rsa",
         "echo k >> .ssh/authorized_keys",

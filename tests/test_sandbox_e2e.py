@@ -24,9 +24,9 @@ needs_landlock = pytest.mark.skipif(ABI < 1, reason=f"no Landlock here: {WHY}")
 
 LINE = (
     "[sandbox: refused by mm's sandbox — commands write only in the project, the temp folder, "
-    "~/.cache and mm's state, cannot read ~/.ssh, mm's configuration or other secrets and cannot "
-    "signal processes they did not start. To allow it, the person can run the command "
-    "themselves, add the folder to sandboxWrite, or set sandbox: off in "
+    "~/.cache and sandboxWrite, cannot read ~/.ssh, mm's configuration or other secrets, cannot "
+    "open the terminal and cannot signal processes they did not start. To allow it, the person "
+    "can run the command themselves, add the folder to sandboxWrite, or set sandbox: off in "
     "~/.config/mm/config.yaml]"
 )
 

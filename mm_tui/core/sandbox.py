@@ -169,7 +169,13 @@ DENIED_IN_HOME = (
 """The deny list, under the home folder; mm's configuration folder is added (it may be moved by
 XDG_CONFIG_HOME)."""
 
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom", "/dev/random")
+"""The devices commands may open for writing, and the only ones they may send ioctls to."""
+TERMINALS = ("/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/console")
+"""Denied like secrets (no read, no write): through a terminal a command could type into mm's
+own (TIOCSTI, as root) or read what the person types. The virtual consoles (`/dev/tty1`, ...)
+are added as found."""
+_CONSOLE = re.compile(r"tty[0-9]+")
 SHARED_MEMORY = "/dev/shm"
 
 
@@ -187,10 +193,13 @@ class SandboxConfig:
 class Policy:
     """What one confined command may do, in absolute paths."""
 
-    write: tuple[str, ...]  # folders (and files) where everything but device nodes is allowed
-    deny: tuple[str, ...]  # existing paths nobody may read: as given and real
+    write: tuple[
+        str, ...
+    ]  # existing folders where all but device nodes is allowed, as given and real
+    deny: tuple[str, ...]  # paths nobody may read or write, as given and (existing ones) real
     network: bool
     home: str
+    readonly: tuple[str, ...] = ()  # paths that may be read, never written (mm's state)
 
 
 def _expand(path: str, home: str, base: Path) -> str:
@@ -217,14 +226,47 @@ def project_folders(cwd: Path, home: str) -> list[str]:
     return found
 
 
-def make_policy(
-    config: SandboxConfig,
-    project: Path,
-    env: Mapping[str, str],
-    state: Iterable[Path | str] = (),
-) -> Policy:
+def state_folder(env: Mapping[str, str], home: str) -> str:
+    """mm's state folder (`$XDG_STATE_HOME/mm`, else `~/.local/state/mm`): line history,
+    sessions, the record of trusted project configs. What a command wrote there mm would trust
+    later, so neither commands nor the file tools may write in it."""
+    state_home = env.get("XDG_STATE_HOME", "")
+    state_home = state_home if os.path.isabs(state_home) else os.path.join(home, ".local/state")
+    return os.path.join(state_home, "mm")
+
+
+def terminals() -> list[str]:
+    """The terminal devices present: `TERMINALS` and the virtual consoles of /dev."""
+    found = [t for t in TERMINALS if os.path.lexists(t)]
+    with contextlib.suppress(OSError):
+        found += sorted(
+            e.path for e in os.scandir("/dev") if _CONSOLE.fullmatch(e.name) and e.path not in found
+        )
+    return found
+
+
+def _with_real(paths: Iterable[str]) -> list[str]:
+    """Each path normalized, followed by its real path when that differs (an existing one
+    reached through a link)."""
+    found: list[str] = []
+    for path in paths:
+        path = os.path.normpath(path)
+        found.append(path)
+        if os.path.lexists(path):
+            real = os.path.realpath(path)
+            if real != path:
+                found.append(real)
+    return found
+
+
+def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) -> Policy:
     """The policy of a command started in `project` with the environment `env` (its HOME,
-    TMPDIR and XDG folders are the command's); `state`: mm's folders of the project (sessions)."""
+    TMPDIR and XDG folders are the command's), and of the file tools working there.
+
+    mm's state folder and the sessions folder are not in it: mm writes its own files itself,
+    unconfined, and a command has no business there (a session it could write would be
+    replayed to the model as what happened). A `sessionsDir` the person chose inside the project
+    is writable as the rest of the project is."""
     home = env.get("HOME") or os.path.expanduser("~")
     home = os.path.abspath(home)
     homepath = Path(home)
@@ -234,83 +276,91 @@ def make_policy(
     write.append(SHARED_MEMORY)
     cache = env.get("XDG_CACHE_HOME", "")
     write.append(cache if os.path.isabs(cache) else os.path.join(home, ".cache"))
-    state_home = env.get("XDG_STATE_HOME", "")
-    state_home = state_home if os.path.isabs(state_home) else os.path.join(home, ".local/state")
-    write.append(os.path.join(state_home, "mm"))
-    write += [os.path.abspath(p) for p in state]
     write += [_expand(p, home, Path(project)) for p in config.write]
     deny = [os.path.join(home, p) for p in DENIED_IN_HOME]
     deny.append(str(user_config_dir(homepath, env)))
     deny += [_expand(p, home, Path(project)) for p in config.deny]
-    denied: list[str] = []
-    for path in deny:
-        if os.path.lexists(path):
-            denied.append(os.path.normpath(path))
-            real = os.path.realpath(path)
-            if real != path:
-                denied.append(real)
-    writable = [os.path.normpath(p) for p in write if os.path.exists(p)]
+    deny += terminals()
+    writable = _with_real(p for p in write if os.path.isdir(p))
     return Policy(
         write=tuple(dict.fromkeys(writable)),
-        deny=tuple(dict.fromkeys(denied)),
+        deny=tuple(dict.fromkeys(_with_real(deny))),
         network=config.network,
         home=home,
+        readonly=tuple(dict.fromkeys(_with_real([state_folder(env, home)]))),
     )
+
+
+ENTRY_RIGHTS = MAKE_REG | MAKE_DIR | MAKE_SYM | MAKE_SOCK | MAKE_FIFO | REFER
+"""The rights a folder above a kept item may have beyond listing, when that item is a file."""
+
+
+def _ancestors(paths: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    for path in paths:
+        parent = os.path.dirname(path)
+        while parent not in found:
+            found.add(parent)
+            if parent == "/":
+                break
+            parent = os.path.dirname(parent)
+    return found
 
 
 def plan(policy: Policy) -> dict[str, int]:
     """The rules, path -> rights, that make the policy: the whole tree readable but the denied
-    items, the write folders writable (but the denied items under them), the devices."""
-    denied = set(policy.deny)
-    partial: set[str] = set()  # the folders on the way to a denied item
-    for path in denied:
-        parent = os.path.dirname(path)
-        while True:
-            partial.add(parent)
-            if parent == "/":
-                break
-            parent = os.path.dirname(parent)
+    items, the write folders writable but the denied and read-only items under them, the
+    devices of `DEVICES`.
+
+    Landlock only grants, and a right on a folder holds for everything beneath it; a right to
+    make or remove an entry is checked on the folder the entry is in, and holds in its
+    subfolders too. So a folder on the way to a kept item (denied, or read-only) gets, of the
+    rights of a write folder, only those that cannot reach that item: listing, and when no kept
+    FOLDER lies beneath it, making entries (files, folders, links, and moving files in from a
+    place that gives them more rights: REFER refuses a move that would give a file more rights).
+    Never writing or truncating files (the kept file below would get them), never removing an
+    entry (`rm .env`, or replacing it by renaming another file over it). A symbolic link among
+    the siblings gets no rule: Landlock judges the file it leads to, which has rules of its own
+    where the policy grants any (a link `proj/x -> ~/.bashrc` must not make ~/.bashrc writable)."""
+    denied = {p for p in policy.deny if os.path.lexists(p)}
+    kept = denied | {p for p in policy.readonly if os.path.lexists(p)}
+    to_denied = _ancestors(denied)
+    to_kept = _ancestors(kept)
+    above_folder = _ancestors(p for p in kept if os.path.isdir(p))
     rules: dict[str, int] = {}
 
     def add(path: str, rights: int) -> None:
         rules[path] = rules.get(path, 0) | rights
 
-    def grant(path: str, rights: int) -> None:
+    def grant(path: str, rights: int, partial: set[str], skip: set[str]) -> None:
         if path not in partial:
             add(path, rights)
             return
-        # A folder above a denied item: listing it only (a right given here would hold for
-        # everything below it); every entry but the denied one gets the rights.
-        add(path, rights & READ_DIR)
+        entry = 0 if path in above_folder else ENTRY_RIGHTS
+        add(path, rights & (READ_DIR | entry))
         try:
             entries = list(os.scandir(path))
         except OSError:
             return
-        for entry in entries:
-            child = os.path.join(path, entry.name)
-            if child in denied:
+        for item in entries:
+            child = os.path.join(path, item.name)
+            if child in skip:
                 continue
             try:
-                link = entry.is_symlink()
+                link = item.is_symlink()
             except OSError:
                 continue
             if not link:
-                grant(child, rights)
-            elif rights != READ:
-                # Landlock judges where a link leads: the place gets the rights, unless it is
-                # (or holds, or lies in) a denied item. Read needs nothing: all is read but those.
-                real = os.path.realpath(child)
-                if real not in partial and not any(_under(real, d) for d in denied):
-                    add(real, rights)
+                grant(child, rights, partial, skip)
 
-    grant("/", READ)
-    for path in policy.write:
-        grant(path, WRITE)
-    if os.path.isdir("/dev"):
-        add("/dev", IOCTL_DEV)
+    grant("/", READ, to_denied, denied)
+    # By real path: a write folder reached through a link is judged where it really is.
+    for path in dict.fromkeys(os.path.realpath(p) for p in policy.write):
+        if not any(_under(path, k) for k in kept):  # a write folder inside a kept item: none
+            grant(path, WRITE, to_kept, kept)
     for device in DEVICES:
-        if os.path.exists(device):
-            add(device, DEVICE | (READ_DIR if os.path.isdir(device) else 0))
+        if os.path.exists(device) and device not in denied:
+            add(device, DEVICE)
     return rules
 
 
@@ -699,14 +749,7 @@ _KEEP = 8  # rulesets kept (one per project and setting, in practice one or two)
 
 def _stamp(policy: Policy) -> tuple[int, ...]:
     """The modification times of the folders the plan lists: a new entry there changes it."""
-    folders: set[str] = set()
-    for path in policy.deny:
-        parent = os.path.dirname(path)
-        while parent not in folders:
-            folders.add(parent)
-            if parent == "/":
-                break
-            parent = os.path.dirname(parent)
+    folders = _ancestors((*policy.deny, *policy.readonly))
     stamp = []
     for folder in sorted(folders):
         try:
@@ -779,14 +822,15 @@ class Confinement:
         return self.launcher is not None
 
     def blocked(self, path: str) -> bool:
-        """Whether the sandbox refuses writing `path` or reading it."""
+        """Whether the sandbox refuses writing `path` or reading it: the file tools' judgement
+        (`file_access.judge`), on the path as given and its real path."""
+        from mm_tui.core.file_access import judge
+
         policy = self.policy
         if policy is None:
             return False
         path = _expand(path, policy.home, Path(self.cwd or "/"))
-        if any(_under(path, d) for d in policy.deny):
-            return True
-        return not any(_under(path, w) for w in policy.write)
+        return judge(policy, path, os.path.realpath(path), write=True) is not None
 
     def explain(self, output: str) -> str | None:
         """The line that tells the model the sandbox refused something, when the output shows
@@ -813,19 +857,15 @@ class Confinement:
         network = "" if policy is None or policy.network else ", have no network"
         return (
             "[sandbox: refused by mm's sandbox — commands write only in the project, the temp "
-            "folder, ~/.cache and mm's state, cannot read ~/.ssh, mm's configuration or other "
-            f"secrets{network} and cannot signal processes they did not start. To allow it, the "
+            "folder, ~/.cache and sandboxWrite, cannot read ~/.ssh, mm's configuration or other "
+            f"secrets{network}, cannot open the terminal and cannot signal processes they did "
+            "not start. To allow it, the "
             "person can run the command themselves, add the folder to sandboxWrite, or set "
             f"sandbox: off in {config_file()}]"
         )
 
 
-def confine(
-    config: SandboxConfig,
-    project: Path,
-    env: Mapping[str, str],
-    state: Iterable[Path | str] = (),
-) -> Confinement:
+def confine(config: SandboxConfig, project: Path, env: Mapping[str, str]) -> Confinement:
     """How to start a command in `project` with the environment `env`, under `config`."""
     if config.mode == "off":
         return Confinement()
@@ -839,7 +879,7 @@ def confine(
     try:
         if abi < 1:
             raise SandboxUnavailable(why)
-        policy = make_policy(config, project, env, state)
+        policy = make_policy(config, project, env)
         ruleset = ruleset_for(policy, abi)
         launcher = ruleset.launcher()
         if launcher.error is not None:
