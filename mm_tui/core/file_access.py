@@ -154,10 +154,15 @@ class Gate:
         path = files.resolve_path(name, self.cwd)
         return os.fspath(path if path.is_absolute() else Path(os.path.abspath(path)))
 
-    def _check(self, name: str, given: str, real: str, write: bool) -> None:
+    def _check(
+        self, name: str, given: str, real: str, write: bool, *, only_deny: bool = False
+    ) -> None:
+        """Raise `SandboxRefusal` when the policy refuses; `only_deny`: judge denied items only
+        (a step on the way, or the path as given before its real path is known), while the
+        text still says what the call was."""
         if self.policy is None:
             return
-        why = judge(self.policy, given, real, write=write)
+        why = judge(self.policy, given, real, write=write and not only_deny)
         if why is not None:
             leads = None if os.path.normpath(real) == given else shown_path(Path(real))
             raise SandboxRefusal(refusal(name, why, write=write, leads_to=leads))
@@ -170,7 +175,7 @@ class Gate:
         given = os.path.normpath(path)
         # The path as given, before anything is opened: a denied item named outright. (Where
         # a write lands is judged on its real path below: a link may lead into the project.)
-        self._check(name, given, given, False)
+        self._check(name, given, given, write, only_deny=True)
         for _ in range(_HOPS):
             parent, last = os.path.split(path)
             if last in ("", ".", ".."):
@@ -191,7 +196,7 @@ class Gate:
                 except FileNotFoundError:
                     mode = None
                 if mode is not None and stat.S_ISLNK(mode):
-                    self._check(name, given, real, False)  # a step on the way: read-judged
+                    self._check(name, given, real, write, only_deny=True)  # a step on the way
                     path = os.path.join(os.path.dirname(real), os.readlink(last, dir_fd=folder))
                     continue
                 self._check(name, given, real, write)
