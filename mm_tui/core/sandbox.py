@@ -6,17 +6,21 @@ What a confined command may do:
 - **write** only in the project folder (the working folder, and the git work tree around it
   unless that is the home folder or above it), the system temp folder (`$TMPDIR` of the
   command's environment when it names a folder, else `/tmp`), `/dev/shm`, `~/.cache`
-  (`$XDG_CACHE_HOME`: package managers and language servers keep their caches there), mm's own
-  state (`$XDG_STATE_HOME/mm`, the sessions folder), the folders of the `sandboxWrite` setting,
-  and the character devices commands write to (`/dev/null`, `/dev/zero`, `/dev/full`,
-  `/dev/tty`, `/dev/ptmx`, `/dev/pts/`). No device node may be made anywhere (as root, a block
-  device made in the project would open the disk);
+  (`$XDG_CACHE_HOME`: package managers and language servers keep their caches there), the
+  folders of the `sandboxWrite` setting, and the devices of `DEVICES` (`/dev/null`, `/dev/zero`,
+  `/dev/full`, `/dev/random`, `/dev/urandom`: the only ones it may send ioctls to, IOCTL_DEV).
+  Not in mm's state folder (`$XDG_STATE_HOME/mm`: history, sessions, the record of trusted
+  configs; what a command wrote there mm would trust later), which stays read-only even inside
+  a write folder, nor in the sessions folder: mm writes its own files itself. No device node may
+  be made anywhere (as root, a block device made in the project would open the disk);
 - **read and run** everything else, except the deny list: `~/.ssh`, `~/.aws`, `~/.gnupg`, mm's
   configuration folder (`~/.config/mm`, which holds api keys), the credential stores
   (`~/.local/share/keyrings`, `~/.password-store`, `~/.netrc`, `~/.git-credentials`,
   `~/.docker/config.json`, `~/.kube`, `~/.config/gcloud`, `~/.azure`, `~/.config/gh`,
-  `~/.pypirc`) and the paths of the `sandboxDeny` setting. The names in a denied folder can be
-  listed (its parent must be listable), not its files read;
+  `~/.pypirc`), the paths of the `sandboxDeny` setting, and the terminals (`TERMINALS` and the
+  virtual consoles: through one a command could push keystrokes into mm's terminal with TIOCSTI,
+  as root, or read what the person types). The names in a denied folder can be listed (its
+  parent must be listable), not its files read;
 - **connect or listen over TCP** unless `sandboxNetwork: false` (Landlock ABI 4, Linux 6.7).
   UDP (DNS included) and Unix sockets are not covered by Landlock (a command that can reach a
   Docker daemon's socket can still ask it for anything);
@@ -26,10 +30,19 @@ What a confined command may do:
   ruleset is a new domain: jobs of the old one are out of reach. mm, outside, still stops the
   command's group.
 
+The same policy binds the file tools (read_file, write_file, edit_file, read_skill,
+fetch_content's output) through mm's own check, `core/file_access.py` (`judge` is also what
+`Confinement.explain` asks): it needs no kernel support and holds whenever the `sandbox` setting
+is not `off`, in `auto` on a kernel without Landlock too.
+
 Not protected: the project itself, `.git/hooks` and `.git/config` included (they run when the
 person uses git): Landlock grants a right on a folder for everything beneath it, so no folder
 inside a writable one can be kept read-only without taking the right to make entries in the
-project's own top folder.
+project's own top folder. Nor metadata, for which Landlock has no right: a command can
+`chmod 777 ~/.ssh`, change times and extended attributes outside the project, as root also
+`chown` and `chattr +i`. A secret created after a command started is not covered by its
+ruleset (a Landlock rule needs an existing file; the next command's ruleset is built again, the
+folders' times having changed).
 
 Not confined: MCP servers. The person configured them (the model did not write them), and the
 SDK's `stdio_client` starts the process itself, with no way to hand it one started here:
@@ -38,14 +51,22 @@ the SDK's.
 
 How: Landlock only grants, so "read everywhere but" is built by descending from `/` along the
 path to each denied item and granting every sibling on the way (every entry of `~` but `.ssh`,
-every entry of `~/.config` but `mm`, ...). Every access right the running kernel knows is
-handled, so what is not granted is refused (TRUNCATE from ABI 3, IOCTL_DEV from ABI 5, granted
-on `/dev`). A symbolic link among the siblings gets no rule of its own: Landlock judges the file
-it leads to, which for reading has rules of its own, and for writing gets the sibling's rights
-(unless it is denied). A denied path's real path is denied too. A folder on the way to
-a denied item gets only the right to be listed (any other right would hold for the denied item
-below it too): when the project is the home folder, its subfolders are writable but no new entry
-can be made in the home folder itself.
+every entry of `~/.config` but `mm`, ...); the write folders likewise around the denied and the
+read-only items below them (`plan`). Every access right the running kernel knows is handled, so
+what is not granted is refused (TRUNCATE from ABI 3, IOCTL_DEV from ABI 5). A symbolic link
+among the siblings gets no rule of its own: Landlock judges the file it leads to, which has the
+rules the policy gives its real place (a link `proj/x -> ~/.bashrc` beside a denied `proj/.env`
+leaves ~/.bashrc read-only). A denied path's real path is denied too. A folder on the way to a
+kept item gets only what cannot reach that item: a right on a folder holds for all beneath it,
+and the rights to make or remove an entry are checked on the folder the entry is in, beneath
+too. So it may be listed, and, when no kept FOLDER lies beneath it, make entries (files,
+folders, links; REFER to move a file in from a place that gives it more rights): the project's
+top folder above a denied `.env` can still get new files. It may never write, truncate or
+remove: `.env` can be neither read, written, removed nor replaced (a rename over it needs the
+right to remove it), and a file made at the top is written from the next command on (whose
+ruleset knows it), not by the command that made it. Above a kept folder (`~/.ssh` when the
+project is the home folder) only listing: with the right to make entries a command could plant
+`~/.ssh/authorized_keys`.
 
 The ruleset is built in mm (one rule per sibling: well under a millisecond for a usual home
 folder) and kept, keyed by what it depends on: the policy and the modification times of the
