@@ -34,38 +34,18 @@ from pathlib import Path
 
 from mm_tui.core import files
 from mm_tui.core.paths import shown_path
-from mm_tui.core.sandbox import TERMINALS, Policy, SandboxConfig, config_file, make_policy
+from mm_tui.core.sandbox import (
+    SECRET,
+    STATE,
+    TERMINAL,
+    Policy,
+    SandboxConfig,
+    config_file,
+    judge,
+    make_policy,
+)
 
-SECRET = "secret"
-TERMINAL = "terminal"
-STATE = "state"
-OUTSIDE = "outside"
 _HOPS = 40  # links followed by hand, as the kernel's own limit
-
-
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def judge(policy: Policy, given: str, real: str, *, write: bool) -> str | None:
-    """Why the policy refuses `given` (absolute, as given) whose real path is `real`: SECRET or
-    TERMINAL (either lies in a denied item), for a write also STATE (either lies in mm's state
-    folder) or OUTSIDE (`real` is not in the write set); None when it allows it."""
-    given, real = os.path.normpath(given), os.path.normpath(real)
-    for item in policy.deny:
-        if _under(given, item) or _under(real, item):
-            return TERMINAL if _is_terminal(item) else SECRET
-    if not write:
-        return None
-    if any(_under(given, item) or _under(real, item) for item in policy.readonly):
-        return STATE
-    if not any(_under(real, folder) for folder in policy.write):
-        return OUTSIDE
-    return None
-
-
-def _is_terminal(item: str) -> bool:
-    return any(_under(item, t) for t in TERMINALS) or item.startswith("/dev/tty")
 
 
 def file_policy(

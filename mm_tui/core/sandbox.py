@@ -312,6 +312,34 @@ def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) ->
     )
 
 
+SECRET = "secret"
+TERMINAL = "terminal"
+STATE = "state"
+OUTSIDE = "outside"
+
+
+def judge(policy: Policy, given: str, real: str, *, write: bool) -> str | None:
+    """The one check of a path against the policy, for the file tools (`core/file_access.py`)
+    and bash's refusal line (`Confinement.blocked`). Why the policy refuses `given` (absolute, as given) whose real path is `real`: SECRET or
+    TERMINAL (either lies in a denied item), for a write also STATE (either lies in mm's state
+    folder) or OUTSIDE (`real` is not in the write set); None when it allows it."""
+    given, real = os.path.normpath(given), os.path.normpath(real)
+    for item in policy.deny:
+        if _under(given, item) or _under(real, item):
+            return TERMINAL if _is_terminal(item) else SECRET
+    if not write:
+        return None
+    if any(_under(given, item) or _under(real, item) for item in policy.readonly):
+        return STATE
+    if not any(_under(real, folder) for folder in policy.write):
+        return OUTSIDE
+    return None
+
+
+def _is_terminal(item: str) -> bool:
+    return any(_under(item, t) for t in TERMINALS) or item.startswith("/dev/tty")
+
+
 ENTRY_RIGHTS = MAKE_REG | MAKE_DIR | MAKE_SYM | MAKE_SOCK | MAKE_FIFO | REFER
 """The rights a folder above a kept item may have beyond listing, when that item is a file."""
 
@@ -845,8 +873,6 @@ class Confinement:
     def blocked(self, path: str) -> bool:
         """Whether the sandbox refuses writing `path` or reading it: the file tools' judgement
         (`file_access.judge`), on the path as given and its real path."""
-        from mm_tui.core.file_access import judge
-
         policy = self.policy
         if policy is None:
             return False
