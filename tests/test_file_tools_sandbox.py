@@ -15,10 +15,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fetch_server import WebServer
+from lsp_fixtures.support import fake_server, read_log
 from support.folders import snapshot
+from support.waiting import await_until
 
 from mm_tui.config import Settings
 from mm_tui.core import sandbox
@@ -27,6 +30,7 @@ from mm_tui.tools.base import NothingToAsk, ToolContext, ToolResult
 from mm_tui.tools.edit_file import EditFileTool
 from mm_tui.tools.fetch import FetchContentArgs, FetchContentTool
 from mm_tui.tools.fetch.robots import RobotsCache
+from mm_tui.tools.lsp import LspArgs, LspTool
 from mm_tui.tools.read_file import ReadFileTool
 from mm_tui.tools.read_skill import ReadSkillTool
 from mm_tui.tools.write_file import WriteFileTool
@@ -355,6 +359,43 @@ async def test_fetch_content_saves_only_where_mm_may_write(place: Place) -> None
     assert not (place.outside / "page.md").exists()
     assert saved.status == "ok", saved.output
     assert (place.project / "notes" / "page.md").read_text() == "# Title\n\nOne\n"
+
+
+# --- the lsp tool and its servers -------------------------------------------------------------
+
+
+async def test_a_language_server_gets_no_secret_and_edits_only_where_the_tools_may_write(
+    place: Place,
+) -> None:
+    """mm reads the file a call names and hands it to the server (which may not read it
+    itself), and carries out the server's own workspace/applyEdit: the server runs the
+    project's code, so both obey the policy. The fake server asks, at its first didOpen, to
+    edit the file it was shown (here ~/notes.py, readable but outside the write set)."""
+    (place.home / "notes.py").write_text("x = 1\n")
+    (place.home / ".ssh" / "keys.py").write_text(f"x = '{KEY}'\n")
+    log = place.tmp / "log.jsonl"
+    tool = LspTool([fake_server(log, "--apply")], place.project, sandbox=sandbox.SandboxConfig())
+    ctx = context(place)
+    try:
+        hover = await tool.run(LspArgs(action="hover", path="~/notes.py", symbol="x"), ctx)
+        assert hover.output == "fake hover"
+        answers: list[dict[str, Any]] = []
+
+        def answered() -> bool:
+            answers[:] = [m for m in read_log(log) if m.get("id") == "c5" and "method" not in m]
+            return bool(answers)
+
+        await await_until(answered, 10)
+        assert answers[0]["result"] == {"applied": False}
+        assert (place.home / "notes.py").read_text() == "x = 1\n"
+        secret_hover = await tool.run(
+            LspArgs(action="hover", path="~/.ssh/keys.py", symbol="x"), ctx
+        )
+        assert secret_hover.status == "error"
+        assert secret_hover.output == "[lsp: " + secret("~/.ssh/keys.py")[len("[error: ") :]
+    finally:
+        await tool.aclose()
+    assert "the-key" not in log.read_text()
 
 
 # --- the race: a command swaps a path for a link while the tool works ----------------------------

@@ -213,6 +213,25 @@ class Gate:
             raise
         return folder
 
+    def read_text(self, path: str | os.PathLike[str]) -> str:
+        """A regular file's text (`files.read_text`'s decoding), judged for reading."""
+        return self.read(os.fspath(path)).data.decode("utf-8", errors="replace")
+
+    def read_for_writing(self, path: str | os.PathLike[str]) -> str:
+        """An existing file's text, judged for writing as well (a file about to be changed:
+        refused before it is shown to anyone as a change)."""
+        with self.place(os.fspath(path), write=True) as place:
+            if not place.exists:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+            return place.read().data.decode("utf-8", errors="replace")
+
+    def rewrite(self, path: str | os.PathLike[str], data: bytes) -> None:
+        """An existing file replaced in one step, its mode kept (a symbolic link followed and
+        kept), judged for writing."""
+        with self.place(os.fspath(path), write=True) as place:
+            mode = stat.S_IMODE(os.stat(place.name, dir_fd=place.folder).st_mode)
+            place.write(data, mode)
+
     def read(self, name: str) -> files.FileContent:
         """A regular file's bytes and mode, judged for reading (and the opened file judged
         again by its own path)."""
