@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -323,6 +324,21 @@ async def test_the_terminal_devices_are_refused(place: Place) -> None:
         place.project,
     )
     assert kept.output == "4\n2\n"
+
+
+@needs_landlock
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may open a disk")
+async def test_a_disk_is_refused_even_to_root(place: Place) -> None:
+    """As root, reading a disk would read every secret on it."""
+    disks = [
+        e.path for e in os.scandir("/dev") if stat.S_ISBLK(e.stat(follow_symlinks=False).st_mode)
+    ]
+    if not disks:
+        pytest.skip("no block device in /dev here")
+    python = f"{sys.executable} -c 'import os, sys; os.open(sys.argv[1], os.O_RDONLY); print(\"opened\")'"
+    for disk in disks[:3]:
+        result = await bash(f"{python} {disk}", place.project)
+        assert "PermissionError" in result.output and "opened" not in result.output, disk
 
 
 @needs_landlock

@@ -78,8 +78,8 @@ def refusal(name: str, why: str, *, write: bool, leads_to: str | None = None) ->
     where = config_file()
     if why == TERMINAL:
         return (
-            f"refused by mm's sandbox: {shown} is a terminal, which mm's commands and "
-            f"tools may not open. To allow it, the person can set sandbox: off in {where}"
+            f"refused by mm's sandbox: {shown} is a terminal or a disk, which mm's commands "
+            f"and tools may not open. To allow it, the person can set sandbox: off in {where}"
         )
     if why == SECRET:
         verb = "read or write" if write else "read"

@@ -17,10 +17,11 @@ What a confined command may do:
   configuration folder (`~/.config/mm`, which holds api keys), the credential stores
   (`~/.local/share/keyrings`, `~/.password-store`, `~/.netrc`, `~/.git-credentials`,
   `~/.docker/config.json`, `~/.kube`, `~/.config/gcloud`, `~/.azure`, `~/.config/gh`,
-  `~/.pypirc`), the paths of the `sandboxDeny` setting, and the terminals (`TERMINALS` and the
+  `~/.pypirc`), the paths of the `sandboxDeny` setting, the terminals (`TERMINALS` and the
   virtual consoles: through one a command could push keystrokes into mm's terminal with TIOCSTI,
-  as root, or read what the person types). The names in a denied folder can be listed (its
-  parent must be listable), not its files read;
+  as root, or read what the person types) and the disks and memory (block devices, `RAW`: as
+  root, reading the disk reads every secret on it). The names in a denied folder can be listed
+  (its parent must be listable), not its files read;
 - **connect or listen over TCP** unless `sandboxNetwork: false` (Landlock ABI 4, Linux 6.7).
   UDP (DNS included) and Unix sockets are not covered by Landlock (a command that can reach a
   Docker daemon's socket can still ask it for anything);
@@ -196,7 +197,9 @@ TERMINALS = ("/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/console")
 """Denied like secrets (no read, no write): through a terminal a command could type into mm's
 own (TIOCSTI, as root) or read what the person types. The virtual consoles (`/dev/tty1`, ...)
 are added as found."""
-_CONSOLE = re.compile(r"tty[0-9]+")
+_CONSOLE = re.compile(r"tty[0-9]+|vcs[au]?[0-9]*")  # the virtual consoles, and their screens
+RAW = ("/dev/mem", "/dev/kmem", "/dev/port")
+"""Memory as root reads it; denied like the block devices (disks), found as they are."""
 SHARED_MEMORY = "/dev/shm"
 
 
@@ -257,12 +260,19 @@ def state_folder(env: Mapping[str, str], home: str) -> str:
 
 
 def terminals() -> list[str]:
-    """The terminal devices present: `TERMINALS` and the virtual consoles of /dev."""
-    found = [t for t in TERMINALS if os.path.lexists(t)]
-    with contextlib.suppress(OSError):
-        found += sorted(
-            e.path for e in os.scandir("/dev") if _CONSOLE.fullmatch(e.name) and e.path not in found
-        )
+    """The devices denied like secrets: the terminals present (`TERMINALS` and the virtual
+    consoles of /dev), and the disks and memory (`RAW`, and every block device of /dev and
+    /dev/mapper): as root, a command reading a disk would read every secret on it."""
+    found = [t for t in (*TERMINALS, *RAW) if os.path.lexists(t)]
+    for folder in ("/dev", "/dev/mapper"):
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+                if entry.path in found:
+                    continue
+                with contextlib.suppress(OSError):
+                    block = stat.S_ISBLK(entry.stat(follow_symlinks=False).st_mode)
+                    if block or (folder == "/dev" and _CONSOLE.fullmatch(entry.name)):
+                        found.append(entry.path)
     return found
 
 
@@ -337,7 +347,8 @@ def judge(policy: Policy, given: str, real: str, *, write: bool) -> str | None:
 
 
 def _is_terminal(item: str) -> bool:
-    return any(_under(item, t) for t in TERMINALS) or item.startswith("/dev/tty")
+    """A denied device (a terminal, a disk): `judge` says TERMINAL, not SECRET, of those."""
+    return item.startswith("/dev/")
 
 
 ENTRY_RIGHTS = MAKE_REG | MAKE_DIR | MAKE_SYM | MAKE_SOCK | MAKE_FIFO | REFER
