@@ -173,6 +173,31 @@ async def test_a_link_in_the_project_to_a_secret_is_refused(place: Place) -> Non
     assert (await read(ctx, "h/notes.txt")).output == "my notes\n"
 
 
+async def test_read_file_refuses_a_process_s_own_files(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mm's environment holds its keys; another process's may hold others. A command cannot
+    reach them (Landlock scopes ptrace); read_file, running in mm, could."""
+    monkeypatch.setenv("MM_API_KEY", "sk-in-mm-s-environment")
+    ctx = context(place)
+    for path in (
+        "/proc/self/environ",
+        f"/proc/{os.getpid()}/environ",
+        "/proc/thread-self/environ",
+        "/proc/self/cwd/../../../proc/self/environ",
+        f"/proc/{os.getppid()}/cmdline",
+    ):
+        result = await read(ctx, path)
+        assert result.status == "error", path
+        assert "sk-in-mm-s-environment" not in result.output
+        assert "belongs to a running process" in result.output, path
+    assert (await read(ctx, "/proc/self/environ")).output == (
+        "[error: refused by mm's sandbox: /proc/self/environ belongs to a running process (its "
+        "environment and memory hold secrets), which mm's commands and tools may not read. To "
+        f"allow it, the person can read it themselves, or set sandbox: off in {CONFIG}]"
+    )
+
+
 async def test_sandbox_deny_adds_a_secret_of_the_project(place: Place) -> None:
     (place.project / ".env").write_text("TOKEN=t0k3n\n")
     (place.project / "env-link").symlink_to(place.project / ".env")

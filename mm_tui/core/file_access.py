@@ -35,6 +35,7 @@ from pathlib import Path
 from mm_tui.core import files
 from mm_tui.core.paths import shown_path
 from mm_tui.core.sandbox import (
+    PROCESS,
     SECRET,
     STATE,
     TERMINAL,
@@ -80,6 +81,12 @@ def refusal(name: str, why: str, *, write: bool, leads_to: str | None = None) ->
         return (
             f"refused by mm's sandbox: {shown} is a terminal or a disk, which mm's commands "
             f"and tools may not open. To allow it, the person can set sandbox: off in {where}"
+        )
+    if why == PROCESS:
+        return (
+            f"refused by mm's sandbox: {shown} belongs to a running process (its environment and "
+            "memory hold secrets), which mm's commands and tools may not read. To allow it, the "
+            f"person can read it themselves, or set sandbox: off in {where}"
         )
     if why == SECRET:
         verb = "read or write" if write else "read"

@@ -323,20 +323,28 @@ def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) ->
 
 
 SECRET = "secret"
+PROCESS = "process"
 TERMINAL = "terminal"
+_PROCESS = re.compile(r"/proc/(?:[0-9]+|self|thread-self)(?:/|$)")
+"""A process's own files: its environment and memory hold secrets (mm's keys are in mm's
+environment). A confined command cannot reach those of processes outside the sandbox (Landlock
+scopes ptrace); the file tools run in mm, so they are refused them all."""
 STATE = "state"
 OUTSIDE = "outside"
 
 
 def judge(policy: Policy, given: str, real: str, *, write: bool) -> str | None:
     """The one check of a path against the policy, for the file tools (`core/file_access.py`)
-    and bash's refusal line (`Confinement.blocked`). Why the policy refuses `given` (absolute, as given) whose real path is `real`: SECRET or
-    TERMINAL (either lies in a denied item), for a write also STATE (either lies in mm's state
-    folder) or OUTSIDE (`real` is not in the write set); None when it allows it."""
+    and bash's refusal line (`Confinement.blocked`). Why the policy refuses `given` (absolute,
+    as given) whose real path is `real`: SECRET or TERMINAL (either lies in a denied item),
+    PROCESS (a process's own files, `/proc/<pid>`), for a write also STATE (either lies in mm's
+    state folder) or OUTSIDE (`real` is not in the write set); None when it allows it."""
     given, real = os.path.normpath(given), os.path.normpath(real)
     for item in policy.deny:
         if _under(given, item) or _under(real, item):
             return TERMINAL if _is_terminal(item) else SECRET
+    if _PROCESS.match(given) or _PROCESS.match(real):
+        return PROCESS
     if not write:
         return None
     if any(_under(given, item) or _under(real, item) for item in policy.readonly):
