@@ -106,11 +106,14 @@ def open_folder(
 def fd_path(fd: int) -> str:
     """Where an open file or folder really is, as the kernel knows it (links and `..` resolved):
     Linux's /proc/self/fd, macOS's F_GETPATH. OSError where neither is there."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except FileNotFoundError:
-        if sys.platform != "darwin":
-            raise
+    if sys.platform != "darwin":
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:
+            if os.path.isdir("/proc/self/fd"):
+                raise  # `fd` is not open
+            # not "missing": the caller would take it for the file's absence
+            raise OSError(errno.ENOTSUP, "this system cannot tell where an open file is") from None
     import fcntl
 
     raw = fcntl.fcntl(fd, 50, b"\0" * 1024)  # F_GETPATH
