@@ -326,6 +326,21 @@ async def test_the_terminal_devices_are_refused(place: Place) -> None:
     assert kept.output == "4\n2\n"
 
 
+@pytest.mark.skipif(ABI < 5, reason="Landlock below ABI 5 does not confine ioctls on devices")
+@pytest.mark.skipif(not os.access("/dev/kvm", os.R_OK), reason="no readable /dev/kvm here")
+async def test_a_device_gets_no_ioctl_unless_it_is_one_of_the_kept_ones(place: Place) -> None:
+    """/dev/kvm can be opened for reading (all of /dev is readable but the terminals and the
+    disks), but a command cannot drive it: IOCTL_DEV is granted on the kept devices only."""
+    python = (
+        f"{sys.executable} -c 'import fcntl, os; "
+        'print(fcntl.ioctl(os.open("/dev/kvm", os.O_RDONLY), 0xAE00))\''
+    )  # KVM_GET_API_VERSION
+    result = await bash(python, place.project)
+    assert "PermissionError" in result.output, result.output
+    unconfined = await bash(python, place.project, sandbox="off")
+    assert unconfined.output == "12\n"
+
+
 @needs_landlock
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root may open a disk")
 async def test_a_disk_is_refused_even_to_root(place: Place) -> None:
