@@ -215,15 +215,17 @@ class SandboxConfig:
 
 @dataclass(frozen=True)
 class Policy:
-    """What one confined command may do, in absolute paths."""
+    """What one confined command may do, and the file tools, in absolute paths: `write`, the
+    existing folders (and files) where all but device nodes is allowed; `deny`, what nobody may
+    read or write (those that do not exist yet too: the file tools judge them; `plan` leaves
+    them out); `readonly`, what may be read, never written (mm's state folder). Each as given
+    and, when it exists, as its real path."""
 
-    write: tuple[
-        str, ...
-    ]  # existing folders where all but device nodes is allowed, as given and real
-    deny: tuple[str, ...]  # paths nobody may read or write, as given and (existing ones) real
+    write: tuple[str, ...]
+    deny: tuple[str, ...]
     network: bool
     home: str
-    readonly: tuple[str, ...] = ()  # paths that may be read, never written (mm's state)
+    readonly: tuple[str, ...] = ()
 
 
 def _expand(path: str, home: str, base: Path) -> str:
@@ -312,7 +314,7 @@ def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) ->
     deny.append(str(user_config_dir(homepath, env)))
     deny += [_expand(p, home, Path(project)) for p in config.deny]
     deny += terminals()
-    writable = _with_real(p for p in write if os.path.isdir(p))
+    writable = _with_real(p for p in write if os.path.exists(p))
     return Policy(
         write=tuple(dict.fromkeys(writable)),
         deny=tuple(dict.fromkeys(_with_real(deny))),
