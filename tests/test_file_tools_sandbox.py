@@ -10,6 +10,7 @@ test's). Without the policy each refused call here reads the secret or changes t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from support.waiting import await_until
 
 from mm_tui.config import Settings
 from mm_tui.core import sandbox
+from mm_tui.core.file_access import gate
 from mm_tui.tools.args import EditFileArgs, ReadFileArgs, ReadSkillArgs, WriteFileArgs
 from mm_tui.tools.base import NothingToAsk, ToolContext, ToolResult
 from mm_tui.tools.edit_file import EditFileTool
@@ -33,7 +35,7 @@ from mm_tui.tools.fetch.robots import RobotsCache
 from mm_tui.tools.lsp import LspArgs, LspTool
 from mm_tui.tools.read_file import ReadFileTool
 from mm_tui.tools.read_skill import ReadSkillTool
-from mm_tui.tools.write_file import WriteFileTool
+from mm_tui.tools.write_file import WriteFileTool, save
 
 CONFIG = "~/.config/mm/config.yaml"
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- the-key"
@@ -410,7 +412,7 @@ async def test_a_language_server_gets_no_secret_and_edits_only_where_the_tools_m
             answers[:] = [m for m in read_log(log) if m.get("id") == "c5" and "method" not in m]
             return bool(answers)
 
-        await await_until(answered, 10)
+        await await_until(answered, 30)
         assert answers[0]["result"] == {"applied": False}
         assert (place.home / "notes.py").read_text() == "x = 1\n"
         secret_hover = await tool.run(
@@ -488,10 +490,20 @@ async def test_a_link_swapped_in_between_check_and_use_never_leaks(
         thread.start()
     ctx = context(place)
     try:
-        for _ in range(400):
+        for _ in range(250):
             for path in ("x", "d/id_rsa"):
                 result = await read(ctx, path)
                 assert "the-key" not in result.output, path
+        # the tools' way to the file, without the tool around it: many more tries in the time
+        # (a check then an open by name leaks here about once in 300 reads)
+        way = gate(ctx.settings.sandbox_config(), place.project)
+        for _ in range(2000):
+            for path in ("x", "d/id_rsa"):
+                try:
+                    data = way.read(path).data
+                except OSError:  # refused, or a link met where none may be
+                    continue
+                assert b"the-key" not in data, path
     finally:
         stop.set()
     assert flips[0] > 0
@@ -514,10 +526,16 @@ async def test_a_write_through_a_swapped_link_never_lands_outside(
     flipper[0].start()
     ctx = context(place)
     try:
-        for n in range(300):
+        for n in range(200):
             await write(ctx, "y", f"evil {n}\n")
             await edit(ctx, "y", "alias ll='ls -l'", "evil")
             assert (place.home / ".bashrc").read_text() == BASHRC
+        # the tools' writer without the tool around it: many more tries in the time
+        way = gate(ctx.settings.sandbox_config(), place.project)
+        for n in range(2000):
+            with contextlib.suppress(OSError):  # refused, or a link met where none may be
+                save(way, "y", f"evil {n}\n", None)
+        assert (place.home / ".bashrc").read_text() == BASHRC
     finally:
         stop.set()
     assert flips[0] > 0
