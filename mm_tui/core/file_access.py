@@ -83,10 +83,11 @@ def refusal(name: str, why: str, *, write: bool, leads_to: str | None = None) ->
             f"and tools may not open. To allow it, the person can set sandbox: off in {where}"
         )
     if why == PROCESS:
+        verb = "read or write" if write else "read"
         return (
             f"refused by mm's sandbox: {shown} belongs to a running process (its environment and "
-            "memory hold secrets), which mm's commands and tools may not read. To allow it, the "
-            f"person can read it themselves, or set sandbox: off in {where}"
+            f"memory hold secrets), which mm's commands and tools may not {verb}. To allow it, "
+            f"the person can read it themselves, or set sandbox: off in {where}"
         )
     if why == SECRET:
         verb = "read or write" if write else "read"

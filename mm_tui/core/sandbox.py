@@ -893,7 +893,7 @@ class Confinement:
 
     def blocked(self, path: str) -> bool:
         """Whether the sandbox refuses writing `path` or reading it: the file tools' judgement
-        (`file_access.judge`), on the path as given and its real path."""
+        (`judge`), on the path as given and its real path."""
         policy = self.policy
         if policy is None:
             return False
