@@ -4,6 +4,7 @@ path resolution."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
@@ -254,6 +255,31 @@ def test_a_writer_killed_midway_leaves_the_old_file_or_the_new(
 
 
 # --- paths ------------------------------------------------------------------------------------
+
+
+def test_the_folder_forms_stay_in_the_folder_and_follow_no_link(tmp_path: Path) -> None:
+    """With `dir_fd`, a name is opened in that folder and never through a link: a link swapped
+    in for the name is refused to a read (ELOOP) and replaced, not written through, by a write;
+    where the folder really is comes back from the kernel, whatever path led to it."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "secret.txt").write_text("secret\n")
+    (tmp_path / "via").symlink_to(work)
+    (work / "f.txt").symlink_to(elsewhere / "secret.txt")
+    folder = files.open_folder(tmp_path / "via")
+    try:
+        assert files.fd_path(folder) == str(work)
+        with pytest.raises(OSError) as raised:
+            read_regular("f.txt", dir_fd=folder)
+        assert raised.value.errno == errno.ELOOP
+        write_atomically(Path("f.txt"), b"mine\n", dir_fd=folder)
+        assert read_regular("f.txt", dir_fd=folder).data == b"mine\n"
+    finally:
+        os.close(folder)
+    assert not (work / "f.txt").is_symlink()
+    assert (elsewhere / "secret.txt").read_text() == "secret\n"
+    assert sorted(p.name for p in work.iterdir()) == ["f.txt"]  # no temporary file left
 
 
 def test_resolve_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

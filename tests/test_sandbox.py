@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -40,11 +41,12 @@ needs_scope = pytest.mark.skipif(ABI < 6, reason="Landlock below ABI 6 does not 
 CONFIG = "~/.config/mm/config.yaml"
 LINE = (
     "[sandbox: refused by mm's sandbox — commands write only in the project, the temp folder, "
-    "~/.cache and mm's state, cannot read ~/.ssh, mm's configuration or other secrets and cannot "
-    "signal processes they did not start. To allow it, the person can run the command "
-    f"themselves, add the folder to sandboxWrite, or set sandbox: off in {CONFIG}]"
+    "~/.cache and sandboxWrite, cannot read ~/.ssh, mm's configuration or other secrets, cannot "
+    "open the terminal and cannot signal processes they did not start. To allow it, the person "
+    "can run the command themselves, add the folder to sandboxWrite, or set sandbox: off in "
+    f"{CONFIG}]"
 )
-LINE_NO_NETWORK = LINE.replace("other secrets and", "other secrets, have no network and")
+LINE_NO_NETWORK = LINE.replace("other secrets,", "other secrets, have no network,")
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- the-key"
 
 
@@ -199,13 +201,20 @@ async def test_sandbox_deny_adds_paths(place: Place) -> None:
 
 @needs_landlock
 async def test_mm_run_in_the_home_folder_still_keeps_the_secrets(place: Place) -> None:
-    """The project is the home folder: everything in it is writable but the denied items."""
-    (place.home / "work").symlink_to(place.outside)  # a folder of the project, elsewhere
+    """The project is the home folder: everything in it is writable but the denied items; a
+    link in it leads where the policy says of its target (the temp folder: writable; a folder
+    outside every write folder: not, though the link is in the project)."""
+    (place.tmp / "work").mkdir()
+    (place.home / "work").symlink_to(place.tmp / "work")
+    (place.home / "elsewhere").symlink_to(place.outside)
     result = await bash(
         "echo new > docs/new.txt && echo w > work/w.txt && cat docs/new.txt", place.home
     )
     assert result.output == "new\n"
-    assert (place.outside / "w.txt").read_text() == "w\n"
+    assert (place.tmp / "work" / "w.txt").read_text() == "w\n"
+    result = await bash("echo w > elsewhere/w.txt", place.home)
+    assert "Permission denied" in result.output and result.output.endswith(LINE)
+    assert not (place.outside / "w.txt").exists()
     for command in (
         "cat .ssh/id_rsa",
         "echo k >> .ssh/authorized_keys",
@@ -224,6 +233,150 @@ async def test_a_new_entry_of_home_is_readable_at_once(place: Place) -> None:
     assert (await bash("cat ~/notes.txt", place.project)).output == "my notes\n"
     (place.home / "later.txt").write_text("later\n")
     assert (await bash("cat ~/later.txt", place.project)).output == "later\n"
+
+
+@needs_landlock
+async def test_sandbox_deny_grants_no_link_its_target(place: Place) -> None:
+    """A denied item in the project makes its siblings rules of their own: a link among them
+    must not hand its target the project's write rights (`proj/x -> ~/.bashrc`)."""
+    (place.project / ".env").write_text("TOKEN=t0k3n\n")
+    (place.project / "x").symlink_to(place.home / ".bashrc")
+    (place.project / "out").symlink_to(place.outside)
+    (place.tmp / "scratch").mkdir()
+    (place.project / "scratch").symlink_to(place.tmp / "scratch")  # its target is writable
+    home_before, outside_before = snapshot(place.home), snapshot(place.outside)
+    deny = {"sandboxDeny": [".env"]}
+    for command in ("echo evil >> x", "echo evil > out/new.txt", "rm out/keep.txt"):
+        result = await bash(command, place.project, **deny)
+        assert "Permission denied" in result.output and result.output.endswith(LINE), command
+    assert snapshot(place.home) == home_before
+    assert snapshot(place.outside) == outside_before
+    fine = await bash("echo s > scratch/s.txt && cat scratch/s.txt", place.project, **deny)
+    assert fine.output == "s\n"
+
+
+@needs_landlock
+async def test_a_denied_file_in_the_project_leaves_its_top_folder_usable(place: Place) -> None:
+    """The folder above a denied file may make entries (a file, a folder, a link), never
+    remove or replace one: the denied file can be neither read, written, removed nor
+    replaced. What a command made at the top is written by the next command (its ruleset
+    knows the new entry); the one that made it can only make it."""
+    env = place.project / ".env"
+    env.write_text("TOKEN=t0k3n\n")
+    deny = {"sandboxDeny": [".env"]}
+    made = await bash(
+        "touch new.txt && mkdir newdir && ln -s main.py link.py && echo made", place.project, **deny
+    )
+    assert made.output == "made\n"
+    later = await bash(
+        "echo hi > new.txt && echo in > newdir/f.txt && echo more >> main.py && cat new.txt",
+        place.project,
+        **deny,
+    )
+    assert later.output == "hi\n"
+    assert (place.project / "newdir" / "f.txt").read_text() == "in\n"
+    for command in (
+        "cat .env",
+        "echo x > .env",
+        "echo x >> .env",
+        "truncate -s 0 .env",
+        "rm -f .env",
+        "mv .env moved",
+        "mv main.py .env",
+        "ln .env newdir/hard && cat newdir/hard",
+        "cp .env newdir/copy",
+    ):
+        result = await bash(command, place.project, **deny)
+        assert result.status == "error", command
+        assert "t0k3n" not in result.output, command
+    assert env.read_text() == "TOKEN=t0k3n\n"
+    assert not (place.project / "moved").exists()
+    assert not (place.project / "newdir" / "hard").exists()
+    assert "t0k3n" not in (place.project / "main.py").read_text()
+
+
+@needs_landlock
+async def test_the_terminal_devices_are_refused(place: Place) -> None:
+    """Through a terminal a command could type into mm's (TIOCSTI, as root) or read what the
+    person types: /dev/tty, /dev/ptmx and /dev/pts/* are refused, for reading and writing."""
+    leader, follower = os.openpty()  # a terminal of the test's own, /dev/pts/N
+    try:
+        name = os.ttyname(follower)
+        assert name.startswith("/dev/pts/")
+        python = (
+            f"{sys.executable} -c 'import os, sys; "
+            "os.open(sys.argv[1], int(sys.argv[2]) | os.O_NONBLOCK | os.O_NOCTTY)'"
+        )
+        for path in ("/dev/tty", "/dev/ptmx", name):
+            for flags in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR):
+                result = await bash(f"{python} {path} {flags}", place.project)
+                assert "PermissionError" in result.output, (path, flags, result.output)
+        typed = await bash(f"echo typed > {name}", place.project)
+        assert f"{name}: Permission denied" in typed.output
+        os.set_blocking(leader, False)
+        with pytest.raises(BlockingIOError):
+            os.read(leader, 100)  # nothing reached the terminal
+    finally:
+        os.close(leader)
+        os.close(follower)
+    kept = await bash(
+        "echo x > /dev/null && head -c 4 /dev/urandom | wc -c && head -c 2 /dev/zero | wc -c",
+        place.project,
+    )
+    assert kept.output == "4\n2\n"
+
+
+@pytest.mark.skipif(ABI < 5, reason="Landlock below ABI 5 does not confine ioctls on devices")
+@pytest.mark.skipif(not os.access("/dev/kvm", os.R_OK), reason="no readable /dev/kvm here")
+async def test_a_device_gets_no_ioctl_unless_it_is_one_of_the_kept_ones(place: Place) -> None:
+    """/dev/kvm can be opened for reading (all of /dev is readable but the terminals and the
+    disks), but a command cannot drive it: IOCTL_DEV is granted on the kept devices only."""
+    python = (
+        f"{sys.executable} -c 'import fcntl, os; "
+        'print(fcntl.ioctl(os.open("/dev/kvm", os.O_RDONLY), 0xAE00))\''
+    )  # KVM_GET_API_VERSION
+    result = await bash(python, place.project)
+    assert "PermissionError" in result.output, result.output
+    unconfined = await bash(python, place.project, sandbox="off")
+    assert unconfined.output == "12\n"
+
+
+@needs_landlock
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may open a disk")
+async def test_a_disk_is_refused_even_to_root(place: Place) -> None:
+    """As root, reading a disk would read every secret on it."""
+    disks = [
+        e.path for e in os.scandir("/dev") if stat.S_ISBLK(e.stat(follow_symlinks=False).st_mode)
+    ]
+    if not disks:
+        pytest.skip("no block device in /dev here")
+    python = f"{sys.executable} -c 'import os, sys; os.open(sys.argv[1], os.O_RDONLY); print(\"opened\")'"
+    for disk in disks[:3]:
+        result = await bash(f"{python} {disk}", place.project)
+        assert "PermissionError" in result.output and "opened" not in result.output, disk
+
+
+@needs_landlock
+async def test_mm_s_state_and_sessions_are_not_writable_by_commands(place: Place) -> None:
+    """What a command wrote there mm would trust later; a sessionsDir outside the project
+    is written by mm itself, not by commands."""
+    state = place.home / ".local" / "state" / "mm"
+    state.mkdir(parents=True)
+    (state / "line_history").write_text("ls\n")
+    sessions = place.outside / "sessions"
+    sessions.mkdir()
+    before = snapshot(place.home), snapshot(place.outside)
+    for command in (
+        "echo planted >> ~/.local/state/mm/line_history",
+        "echo '{}' > ~/.local/state/mm/trusted.json",
+        f"echo planted > {sessions}/s.jsonl",
+    ):
+        result = await bash(command, place.project, sessionsDir=str(sessions))
+        assert "Permission denied" in result.output and result.output.endswith(LINE), command
+    home_project = await bash("echo planted > .local/state/mm/x", place.home)
+    assert "Permission denied" in home_project.output
+    assert (snapshot(place.home), snapshot(place.outside)) == before
+    assert (await bash("cat ~/.local/state/mm/line_history", place.project)).output == "ls\n"
 
 
 # --- network and signals -----------------------------------------------------------------------

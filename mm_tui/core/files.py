@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -53,16 +54,25 @@ def _check_regular(mode: int, path: str | os.PathLike[str]) -> None:
         raise NotRegularFile(path)
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> BinaryIO:
     """`path` (a symbolic link followed) opened for reading, when it is a regular file.
 
     Raises FileNotFoundError, PermissionError, IsADirectoryError, `NotRegularFile` (a device,
     socket or pipe), or another OSError. The path is looked at before it is opened, so that a
     device is never opened at all (opening some does something), then opened non-blocking and
     looked at again through the descriptor: a pipe swapped in between cannot block the open, and
-    is refused before anything is read."""
-    _check_regular(os.stat(path).st_mode, path)
-    fd = os.open(path, _READ_FLAGS)
+    is refused before anything is read.
+
+    With `dir_fd` (an open folder, `open_folder`), `path` is a name in that folder and a
+    symbolic link is NOT followed (ELOOP): the caller checked where the folder really is, and a
+    link swapped in for the name since cannot lead elsewhere (`core/file_access.py`)."""
+    follow = dir_fd is None
+    flags = _READ_FLAGS if follow else _READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+    mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow).st_mode
+    if stat.S_ISLNK(mode):
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path))
+    _check_regular(mode, path)
+    fd = os.open(path, flags, dir_fd=dir_fd)
     try:
         _check_regular(os.fstat(fd).st_mode, path)
         return os.fdopen(fd, "rb")
@@ -71,11 +81,43 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
-def read_regular(path: str | os.PathLike[str]) -> FileContent:
+def read_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> FileContent:
     """The bytes and permission bits of a regular file; raises as `open_regular`."""
-    with open_regular(path) as f:
+    with open_regular(path, dir_fd=dir_fd) as f:
         mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
         return FileContent(f.read(), mode)
+
+
+# -- folders -----------------------------------------------------------------------------------
+
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_folder(
+    path: str | os.PathLike[str], *, dir_fd: int | None = None, follow: bool = True
+) -> int:
+    """A descriptor of the folder `path` (symbolic links followed unless `follow` is False),
+    for the `dir_fd` forms here: what is done through it stays in that folder, whatever is
+    renamed or linked meanwhile. The caller closes it."""
+    flags = _FOLDER_FLAGS if follow else _FOLDER_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+    return os.open(path, flags, dir_fd=dir_fd)
+
+
+def fd_path(fd: int) -> str:
+    """Where an open file or folder really is, as the kernel knows it (links and `..` resolved):
+    Linux's /proc/self/fd, macOS's F_GETPATH. OSError where neither is there."""
+    if sys.platform != "darwin":
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:
+            if os.path.isdir("/proc/self/fd"):
+                raise  # `fd` is not open
+            # not "missing": the caller would take it for the file's absence
+            raise OSError(errno.ENOTSUP, "this system cannot tell where an open file is") from None
+    import fcntl
+
+    raw = fcntl.fcntl(fd, 50, b"\0" * 1024)  # F_GETPATH
+    return os.fsdecode(raw.split(b"\0", 1)[0])
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -96,6 +138,7 @@ def write_atomically(
     new_mode: int = 0o666,
     temp: Path | None = None,
     sync: bool = True,
+    dir_fd: int | None = None,
 ) -> None:
     """Replace (or create) `path` with `data` in one step: the bytes go to a temporary file in
     the same folder, which is then renamed over `path`. A crash or a kill at any moment leaves
@@ -117,7 +160,11 @@ def write_atomically(
     `sync`: the data reaches the disk before the rename (fsync), so that a power cut cannot
     leave an empty file under the new name. A caller that rewrites a small file after every
     change, and can lose the last one, turns it off. The folder is not synced: the rename may
-    still be undone by a power cut (the old file comes back), never half done."""
+    still be undone by a power cut (the old file comes back), never half done.
+
+    `dir_fd`: an open folder (`open_folder`); `path` (and `temp`) are then names in it, and the
+    file is made and renamed there, never through a link: the name itself is replaced, whatever
+    was swapped in for it since the caller checked the folder."""
     # With a mode to set, the file starts owner-only: never more open than the old one was.
     create_mode = new_mode if mode is None else 0o600
     if temp is None:
@@ -125,14 +172,14 @@ def write_atomically(
             # os.urandom, as secrets.token_hex is, without secrets' import (hmac, hashlib)
             temp = path.parent / f".{path.name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
             try:
-                fd = os.open(temp, _CREATE_FLAGS, create_mode)
+                fd = os.open(temp, _CREATE_FLAGS, create_mode, dir_fd=dir_fd)
                 break
             except FileExistsError:
                 continue
     else:
         with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-        fd = os.open(temp, _CREATE_FLAGS, create_mode)
+            os.unlink(temp, dir_fd=dir_fd)
+        fd = os.open(temp, _CREATE_FLAGS, create_mode, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
@@ -144,10 +191,10 @@ def write_atomically(
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, path)
+        os.replace(temp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            temp.unlink()
+            os.unlink(temp, dir_fd=dir_fd)
         raise
 
 

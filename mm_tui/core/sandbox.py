@@ -6,17 +6,22 @@ What a confined command may do:
 - **write** only in the project folder (the working folder, and the git work tree around it
   unless that is the home folder or above it), the system temp folder (`$TMPDIR` of the
   command's environment when it names a folder, else `/tmp`), `/dev/shm`, `~/.cache`
-  (`$XDG_CACHE_HOME`: package managers and language servers keep their caches there), mm's own
-  state (`$XDG_STATE_HOME/mm`, the sessions folder), the folders of the `sandboxWrite` setting,
-  and the character devices commands write to (`/dev/null`, `/dev/zero`, `/dev/full`,
-  `/dev/tty`, `/dev/ptmx`, `/dev/pts/`). No device node may be made anywhere (as root, a block
-  device made in the project would open the disk);
+  (`$XDG_CACHE_HOME`: package managers and language servers keep their caches there), the
+  folders of the `sandboxWrite` setting, and the devices of `DEVICES` (`/dev/null`, `/dev/zero`,
+  `/dev/full`, `/dev/random`, `/dev/urandom`: the only ones it may send ioctls to, IOCTL_DEV).
+  Not in mm's state folder (`$XDG_STATE_HOME/mm`: history, sessions, the record of trusted
+  configs; what a command wrote there mm would trust later), which stays read-only even inside
+  a write folder, nor in the sessions folder: mm writes its own files itself. No device node may
+  be made anywhere (as root, a block device made in the project would open the disk);
 - **read and run** everything else, except the deny list: `~/.ssh`, `~/.aws`, `~/.gnupg`, mm's
   configuration folder (`~/.config/mm`, which holds api keys), the credential stores
   (`~/.local/share/keyrings`, `~/.password-store`, `~/.netrc`, `~/.git-credentials`,
   `~/.docker/config.json`, `~/.kube`, `~/.config/gcloud`, `~/.azure`, `~/.config/gh`,
-  `~/.pypirc`) and the paths of the `sandboxDeny` setting. The names in a denied folder can be
-  listed (its parent must be listable), not its files read;
+  `~/.pypirc`), the paths of the `sandboxDeny` setting, the terminals (`TERMINALS` and the
+  virtual consoles: through one a command could push keystrokes into mm's terminal with TIOCSTI,
+  as root, or read what the person types) and the disks and memory (block devices, `RAW`: as
+  root, reading the disk reads every secret on it). The names in a denied folder can be listed
+  (its parent must be listable), not its files read;
 - **connect or listen over TCP** unless `sandboxNetwork: false` (Landlock ABI 4, Linux 6.7).
   UDP (DNS included) and Unix sockets are not covered by Landlock (a command that can reach a
   Docker daemon's socket can still ask it for anything);
@@ -26,10 +31,19 @@ What a confined command may do:
   ruleset is a new domain: jobs of the old one are out of reach. mm, outside, still stops the
   command's group.
 
+The same policy binds the file tools (read_file, write_file, edit_file, read_skill,
+fetch_content's output) through mm's own check, `core/file_access.py` (`judge` is also what
+`Confinement.explain` asks): it needs no kernel support and holds whenever the `sandbox` setting
+is not `off`, in `auto` on a kernel without Landlock too.
+
 Not protected: the project itself, `.git/hooks` and `.git/config` included (they run when the
 person uses git): Landlock grants a right on a folder for everything beneath it, so no folder
 inside a writable one can be kept read-only without taking the right to make entries in the
-project's own top folder.
+project's own top folder. Nor metadata, for which Landlock has no right: a command can
+`chmod 777 ~/.ssh`, change times and extended attributes outside the project, as root also
+`chown` and `chattr +i`. A secret created after a command started is not covered by its
+ruleset (a Landlock rule needs an existing file; the next command's ruleset is built again, the
+folders' times having changed).
 
 Not confined: MCP servers. The person configured them (the model did not write them), and the
 SDK's `stdio_client` starts the process itself, with no way to hand it one started here:
@@ -38,14 +52,22 @@ the SDK's.
 
 How: Landlock only grants, so "read everywhere but" is built by descending from `/` along the
 path to each denied item and granting every sibling on the way (every entry of `~` but `.ssh`,
-every entry of `~/.config` but `mm`, ...). Every access right the running kernel knows is
-handled, so what is not granted is refused (TRUNCATE from ABI 3, IOCTL_DEV from ABI 5, granted
-on `/dev`). A symbolic link among the siblings gets no rule of its own: Landlock judges the file
-it leads to, which for reading has rules of its own, and for writing gets the sibling's rights
-(unless it is denied). A denied path's real path is denied too. A folder on the way to
-a denied item gets only the right to be listed (any other right would hold for the denied item
-below it too): when the project is the home folder, its subfolders are writable but no new entry
-can be made in the home folder itself.
+every entry of `~/.config` but `mm`, ...); the write folders likewise around the denied and the
+read-only items below them (`plan`). Every access right the running kernel knows is handled, so
+what is not granted is refused (TRUNCATE from ABI 3, IOCTL_DEV from ABI 5). A symbolic link
+among the siblings gets no rule of its own: Landlock judges the file it leads to, which has the
+rules the policy gives its real place (a link `proj/x -> ~/.bashrc` beside a denied `proj/.env`
+leaves ~/.bashrc read-only). A denied path's real path is denied too. A folder on the way to a
+kept item gets only what cannot reach that item: a right on a folder holds for all beneath it,
+and the rights to make or remove an entry are checked on the folder the entry is in, beneath
+too. So it may be listed, and, when no kept FOLDER lies beneath it, make entries (files,
+folders, links; REFER to move a file in from a place that gives it more rights): the project's
+top folder above a denied `.env` can still get new files. It may never write, truncate or
+remove: `.env` can be neither read, written, removed nor replaced (a rename over it needs the
+right to remove it), and a file made at the top is written from the next command on (whose
+ruleset knows it), not by the command that made it. Above a kept folder (`~/.ssh` when the
+project is the home folder) only listing: with the right to make entries a command could plant
+`~/.ssh/authorized_keys`.
 
 The ruleset is built in mm (one rule per sibling: well under a millisecond for a usual home
 folder) and kept, keyed by what it depends on: the policy and the modification times of the
@@ -169,7 +191,15 @@ DENIED_IN_HOME = (
 """The deny list, under the home folder; mm's configuration folder is added (it may be moved by
 XDG_CONFIG_HOME)."""
 
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom", "/dev/random")
+"""The devices commands may open for writing, and the only ones they may send ioctls to."""
+TERMINALS = ("/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/console")
+"""Denied like secrets (no read, no write): through a terminal a command could type into mm's
+own (TIOCSTI, as root) or read what the person types. The virtual consoles (`/dev/tty1`, ...)
+are added as found."""
+_CONSOLE = re.compile(r"tty[0-9]+|vcs[au]?[0-9]*")  # the virtual consoles, and their screens
+RAW = ("/dev/mem", "/dev/kmem", "/dev/port")
+"""Memory as root reads it; denied like the block devices (disks), found as they are."""
 SHARED_MEMORY = "/dev/shm"
 
 
@@ -185,12 +215,17 @@ class SandboxConfig:
 
 @dataclass(frozen=True)
 class Policy:
-    """What one confined command may do, in absolute paths."""
+    """What one confined command may do, and the file tools, in absolute paths: `write`, the
+    existing folders (and files) where all but device nodes is allowed; `deny`, what nobody may
+    read or write (those that do not exist yet too: the file tools judge them; `plan` leaves
+    them out); `readonly`, what may be read, never written (mm's state folder). Each as given
+    and, when it exists, as its real path."""
 
-    write: tuple[str, ...]  # folders (and files) where everything but device nodes is allowed
-    deny: tuple[str, ...]  # existing paths nobody may read: as given and real
+    write: tuple[str, ...]
+    deny: tuple[str, ...]
     network: bool
     home: str
+    readonly: tuple[str, ...] = ()
 
 
 def _expand(path: str, home: str, base: Path) -> str:
@@ -217,14 +252,54 @@ def project_folders(cwd: Path, home: str) -> list[str]:
     return found
 
 
-def make_policy(
-    config: SandboxConfig,
-    project: Path,
-    env: Mapping[str, str],
-    state: Iterable[Path | str] = (),
-) -> Policy:
+def state_folder(env: Mapping[str, str], home: str) -> str:
+    """mm's state folder (`$XDG_STATE_HOME/mm`, else `~/.local/state/mm`): line history,
+    sessions, the record of trusted project configs. What a command wrote there mm would trust
+    later, so neither commands nor the file tools may write in it."""
+    state_home = env.get("XDG_STATE_HOME", "")
+    state_home = state_home if os.path.isabs(state_home) else os.path.join(home, ".local/state")
+    return os.path.join(state_home, "mm")
+
+
+def terminals() -> list[str]:
+    """The devices denied like secrets: the terminals present (`TERMINALS` and the virtual
+    consoles of /dev), and the disks and memory (`RAW`, and every block device of /dev and
+    /dev/mapper): as root, a command reading a disk would read every secret on it."""
+    found = [t for t in (*TERMINALS, *RAW) if os.path.lexists(t)]
+    for folder in ("/dev", "/dev/mapper"):
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+                if entry.path in found:
+                    continue
+                with contextlib.suppress(OSError):
+                    block = stat.S_ISBLK(entry.stat(follow_symlinks=False).st_mode)
+                    if block or (folder == "/dev" and _CONSOLE.fullmatch(entry.name)):
+                        found.append(entry.path)
+    return found
+
+
+def _with_real(paths: Iterable[str]) -> list[str]:
+    """Each path normalized, followed by its real path when that differs (an existing one
+    reached through a link)."""
+    found: list[str] = []
+    for path in paths:
+        path = os.path.normpath(path)
+        found.append(path)
+        if os.path.lexists(path):
+            real = os.path.realpath(path)
+            if real != path:
+                found.append(real)
+    return found
+
+
+def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) -> Policy:
     """The policy of a command started in `project` with the environment `env` (its HOME,
-    TMPDIR and XDG folders are the command's); `state`: mm's folders of the project (sessions)."""
+    TMPDIR and XDG folders are the command's), and of the file tools working there.
+
+    mm's state folder and the sessions folder are not in it: mm writes its own files itself,
+    unconfined, and a command has no business there (a session it could write would be
+    replayed to the model as what happened). A `sessionsDir` the person chose inside the project
+    is writable as the rest of the project is."""
     home = env.get("HOME") or os.path.expanduser("~")
     home = os.path.abspath(home)
     homepath = Path(home)
@@ -234,83 +309,128 @@ def make_policy(
     write.append(SHARED_MEMORY)
     cache = env.get("XDG_CACHE_HOME", "")
     write.append(cache if os.path.isabs(cache) else os.path.join(home, ".cache"))
-    state_home = env.get("XDG_STATE_HOME", "")
-    state_home = state_home if os.path.isabs(state_home) else os.path.join(home, ".local/state")
-    write.append(os.path.join(state_home, "mm"))
-    write += [os.path.abspath(p) for p in state]
     write += [_expand(p, home, Path(project)) for p in config.write]
     deny = [os.path.join(home, p) for p in DENIED_IN_HOME]
     deny.append(str(user_config_dir(homepath, env)))
     deny += [_expand(p, home, Path(project)) for p in config.deny]
-    denied: list[str] = []
-    for path in deny:
-        if os.path.lexists(path):
-            denied.append(os.path.normpath(path))
-            real = os.path.realpath(path)
-            if real != path:
-                denied.append(real)
-    writable = [os.path.normpath(p) for p in write if os.path.exists(p)]
+    deny += terminals()
+    writable = _with_real(p for p in write if os.path.exists(p))
     return Policy(
         write=tuple(dict.fromkeys(writable)),
-        deny=tuple(dict.fromkeys(denied)),
+        deny=tuple(dict.fromkeys(_with_real(deny))),
         network=config.network,
         home=home,
+        readonly=tuple(dict.fromkeys(_with_real([state_folder(env, home)]))),
     )
+
+
+SECRET = "secret"
+PROCESS = "process"
+TERMINAL = "terminal"
+_PROCESS = re.compile(r"/proc/(?:[0-9]+|self|thread-self)(?:/|$)")
+"""A process's own files: its environment and memory hold secrets (mm's keys are in mm's
+environment). A confined command cannot reach those of processes outside the sandbox (Landlock
+scopes ptrace); the file tools run in mm, so they are refused them all."""
+STATE = "state"
+OUTSIDE = "outside"
+
+
+def judge(policy: Policy, given: str, real: str, *, write: bool) -> str | None:
+    """The one check of a path against the policy, for the file tools (`core/file_access.py`)
+    and bash's refusal line (`Confinement.blocked`). Why the policy refuses `given` (absolute,
+    as given) whose real path is `real`: SECRET or TERMINAL (either lies in a denied item),
+    PROCESS (a process's own files, `/proc/<pid>`), for a write also STATE (either lies in mm's
+    state folder) or OUTSIDE (`real` is not in the write set); None when it allows it."""
+    given, real = os.path.normpath(given), os.path.normpath(real)
+    for item in policy.deny:
+        if _under(given, item) or _under(real, item):
+            return TERMINAL if _is_terminal(item) else SECRET
+    if _PROCESS.match(given) or _PROCESS.match(real):
+        return PROCESS
+    if not write:
+        return None
+    if any(_under(given, item) or _under(real, item) for item in policy.readonly):
+        return STATE
+    if not any(_under(real, folder) for folder in policy.write):
+        return OUTSIDE
+    return None
+
+
+def _is_terminal(item: str) -> bool:
+    """A denied device (a terminal, a disk): `judge` says TERMINAL, not SECRET, of those."""
+    return item.startswith("/dev/")
+
+
+ENTRY_RIGHTS = MAKE_REG | MAKE_DIR | MAKE_SYM | MAKE_SOCK | MAKE_FIFO | REFER
+"""The rights a folder above a kept item may have beyond listing, when that item is a file."""
+
+
+def _ancestors(paths: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    for path in paths:
+        parent = os.path.dirname(path)
+        while parent not in found:
+            found.add(parent)
+            if parent == "/":
+                break
+            parent = os.path.dirname(parent)
+    return found
 
 
 def plan(policy: Policy) -> dict[str, int]:
     """The rules, path -> rights, that make the policy: the whole tree readable but the denied
-    items, the write folders writable (but the denied items under them), the devices."""
-    denied = set(policy.deny)
-    partial: set[str] = set()  # the folders on the way to a denied item
-    for path in denied:
-        parent = os.path.dirname(path)
-        while True:
-            partial.add(parent)
-            if parent == "/":
-                break
-            parent = os.path.dirname(parent)
+    items, the write folders writable but the denied and read-only items under them, the
+    devices of `DEVICES`.
+
+    Landlock only grants, and a right on a folder holds for everything beneath it; a right to
+    make or remove an entry is checked on the folder the entry is in, and holds in its
+    subfolders too. So a folder on the way to a kept item (denied, or read-only) gets, of the
+    rights of a write folder, only those that cannot reach that item: listing, and when no kept
+    FOLDER lies beneath it, making entries (files, folders, links, and moving files in from a
+    place that gives them more rights: REFER refuses a move that would give a file more rights).
+    Never writing or truncating files (the kept file below would get them), never removing an
+    entry (`rm .env`, or replacing it by renaming another file over it). A symbolic link among
+    the siblings gets no rule: Landlock judges the file it leads to, which has rules of its own
+    where the policy grants any (a link `proj/x -> ~/.bashrc` must not make ~/.bashrc writable)."""
+    denied = {p for p in policy.deny if os.path.lexists(p)}
+    kept = denied | {p for p in policy.readonly if os.path.lexists(p)}
+    to_denied = _ancestors(denied)
+    to_kept = _ancestors(kept)
+    above_folder = _ancestors(p for p in kept if os.path.isdir(p))
     rules: dict[str, int] = {}
 
     def add(path: str, rights: int) -> None:
         rules[path] = rules.get(path, 0) | rights
 
-    def grant(path: str, rights: int) -> None:
+    def grant(path: str, rights: int, partial: set[str], skip: set[str]) -> None:
         if path not in partial:
             add(path, rights)
             return
-        # A folder above a denied item: listing it only (a right given here would hold for
-        # everything below it); every entry but the denied one gets the rights.
-        add(path, rights & READ_DIR)
+        entry = 0 if path in above_folder else ENTRY_RIGHTS
+        add(path, rights & (READ_DIR | entry))
         try:
             entries = list(os.scandir(path))
         except OSError:
             return
-        for entry in entries:
-            child = os.path.join(path, entry.name)
-            if child in denied:
+        for item in entries:
+            child = os.path.join(path, item.name)
+            if child in skip:
                 continue
             try:
-                link = entry.is_symlink()
+                link = item.is_symlink()
             except OSError:
                 continue
             if not link:
-                grant(child, rights)
-            elif rights != READ:
-                # Landlock judges where a link leads: the place gets the rights, unless it is
-                # (or holds, or lies in) a denied item. Read needs nothing: all is read but those.
-                real = os.path.realpath(child)
-                if real not in partial and not any(_under(real, d) for d in denied):
-                    add(real, rights)
+                grant(child, rights, partial, skip)
 
-    grant("/", READ)
-    for path in policy.write:
-        grant(path, WRITE)
-    if os.path.isdir("/dev"):
-        add("/dev", IOCTL_DEV)
+    grant("/", READ, to_denied, denied)
+    # By real path: a write folder reached through a link is judged where it really is.
+    for path in dict.fromkeys(os.path.realpath(p) for p in policy.write):
+        if not any(_under(path, k) for k in kept):  # a write folder inside a kept item: none
+            grant(path, WRITE, to_kept, kept)
     for device in DEVICES:
-        if os.path.exists(device):
-            add(device, DEVICE | (READ_DIR if os.path.isdir(device) else 0))
+        if os.path.exists(device) and device not in denied:
+            add(device, DEVICE)
     return rules
 
 
@@ -699,14 +819,7 @@ _KEEP = 8  # rulesets kept (one per project and setting, in practice one or two)
 
 def _stamp(policy: Policy) -> tuple[int, ...]:
     """The modification times of the folders the plan lists: a new entry there changes it."""
-    folders: set[str] = set()
-    for path in policy.deny:
-        parent = os.path.dirname(path)
-        while parent not in folders:
-            folders.add(parent)
-            if parent == "/":
-                break
-            parent = os.path.dirname(parent)
+    folders = _ancestors((*policy.deny, *policy.readonly))
     stamp = []
     for folder in sorted(folders):
         try:
@@ -779,14 +892,13 @@ class Confinement:
         return self.launcher is not None
 
     def blocked(self, path: str) -> bool:
-        """Whether the sandbox refuses writing `path` or reading it."""
+        """Whether the sandbox refuses writing `path` or reading it: the file tools' judgement
+        (`judge`), on the path as given and its real path."""
         policy = self.policy
         if policy is None:
             return False
         path = _expand(path, policy.home, Path(self.cwd or "/"))
-        if any(_under(path, d) for d in policy.deny):
-            return True
-        return not any(_under(path, w) for w in policy.write)
+        return judge(policy, path, os.path.realpath(path), write=True) is not None
 
     def explain(self, output: str) -> str | None:
         """The line that tells the model the sandbox refused something, when the output shows
@@ -813,19 +925,15 @@ class Confinement:
         network = "" if policy is None or policy.network else ", have no network"
         return (
             "[sandbox: refused by mm's sandbox — commands write only in the project, the temp "
-            "folder, ~/.cache and mm's state, cannot read ~/.ssh, mm's configuration or other "
-            f"secrets{network} and cannot signal processes they did not start. To allow it, the "
+            "folder, ~/.cache and sandboxWrite, cannot read ~/.ssh, mm's configuration or other "
+            f"secrets{network}, cannot open the terminal and cannot signal processes they did "
+            "not start. To allow it, the "
             "person can run the command themselves, add the folder to sandboxWrite, or set "
             f"sandbox: off in {config_file()}]"
         )
 
 
-def confine(
-    config: SandboxConfig,
-    project: Path,
-    env: Mapping[str, str],
-    state: Iterable[Path | str] = (),
-) -> Confinement:
+def confine(config: SandboxConfig, project: Path, env: Mapping[str, str]) -> Confinement:
     """How to start a command in `project` with the environment `env`, under `config`."""
     if config.mode == "off":
         return Confinement()
@@ -839,7 +947,7 @@ def confine(
     try:
         if abi < 1:
             raise SandboxUnavailable(why)
-        policy = make_policy(config, project, env, state)
+        policy = make_policy(config, project, env)
         ruleset = ruleset_for(policy, abi)
         launcher = ruleset.launcher()
         if launcher.error is not None:

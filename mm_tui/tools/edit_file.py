@@ -34,16 +34,18 @@ refusal the call would get.
 Files as people have them: a file whose every line ends with CRLF is matched and diffed with
 "\\n" and written back with CRLF (the model's `old` and `new` may use either); a UTF-8 byte-order
 mark is kept; a file without a final newline keeps none unless an edit adds one.
+
+The sandbox's policy holds as for write_file (`core/file_access.py`): a file the tools may not
+read or may not write is refused, `[error: refused by mm's sandbox: …]`, before it is read.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mm_tui.core import files
+from mm_tui.core.file_access import SandboxRefusal
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
     NothingToAsk,
@@ -53,7 +55,7 @@ from mm_tui.tools.base import (
     lazy_args,
     truncate,
 )
-from mm_tui.tools.write_file import Refused, read_regular, write_text
+from mm_tui.tools.write_file import Refused, file_gate, read_regular, refused_text, save
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import EditFileArgs
@@ -71,7 +73,6 @@ SAME_TEXT = (
 
 @dataclass
 class _Plan:
-    target: Path  # the real file (a symbolic link followed)
     mode: int
     content: str  # what to write, with the file's line endings and byte-order mark
     diff: Diff
@@ -80,9 +81,14 @@ class _Plan:
     unchanged: bool
 
 
-def _read(path: str, target: Path) -> tuple[bytes, int]:
-    """The file's bytes and mode; only a regular file (a pipe would block, /dev/zero never end)."""
-    found = read_regular(path, target)
+def _read(ctx: ToolContext, path: str) -> tuple[bytes, int]:
+    """The file's bytes and mode; only a regular file (a pipe would block, /dev/zero never end),
+    only one the sandbox's policy lets the tools read and write (`SandboxRefusal`)."""
+    try:
+        with file_gate(ctx).place(path, write=True) as place:
+            found = read_regular(path, place)
+    except FileNotFoundError:  # its folder does not exist
+        found = None
     if found is None:
         raise Refused(f"{path} does not exist. Create it with write_file")
     return found
@@ -109,8 +115,7 @@ def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
     from mm_tui.tools.edit_match import Ambiguous, Document, Match, locate
 
     path = args.path
-    target = files.write_target(ctx.resolve(path))
-    data, mode = _read(path, target)
+    data, mode = _read(ctx, path)
     if not args.edits:
         raise Refused(f"{path}: no edits — send at least one {{old, new}} pair")
     text = _decode(path, data)
@@ -152,7 +157,6 @@ def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
     new_text, diff = apply_replacements(text, [(m.start, m.end, m.replacement) for m in ordered])
     content = bom + (new_text.replace("\n", "\r\n") if crlf else new_text)
     return _Plan(
-        target=target,
         mode=mode,
         content=content,
         diff=diff,
@@ -279,9 +283,11 @@ class EditFileTool(Tool):
             if plan.unchanged:
                 return ToolResult(f"{path} unchanged: the edits change nothing")
             if not args.dry_run:
-                await asyncio.to_thread(write_text, plan.target, plan.content, plan.mode)
+                await asyncio.to_thread(save, file_gate(ctx), path, plan.content, plan.mode)
         except Refused as exc:
             return ToolResult(truncate(str(exc), ctx.settings.max_output), status="error")
+        except SandboxRefusal as exc:
+            return refused_text(exc)
         except PermissionError:
             return ToolResult(f"{path}: permission denied", status="error")
         except OSError as exc:

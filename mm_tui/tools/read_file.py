@@ -19,6 +19,11 @@ Every failure is a one-line message returned to the model with status "error"; n
 - end < start:    `end line E is before start line S`
 
 An `end` beyond the last line simply reads to the end; a negative `start` or `end` counts as 0.
+
+Unless the `sandbox` setting is off, a file the sandbox's policy keeps from commands (a secret of
+the deny list, a terminal), named outright or reached through a link, is refused before it is
+opened: `[error: refused by mm's sandbox: <path> is a secret mm's commands and tools may not
+read. …]` (`core/file_access.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from mm_tui.core import files
+from mm_tui.core import file_access, files
 from mm_tui.tools import schemas
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, truncate
 
@@ -64,10 +69,12 @@ class ReadFileTool(Tool):
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         path = args.path
-        target = ctx.resolve(path)
+        gate = file_access.gate(ctx.settings.sandbox_config(), ctx.cwd)
         try:
             # in a thread: a large file must not freeze the window, which shares this loop
-            data = (await asyncio.to_thread(files.read_regular, target)).data
+            data = (await asyncio.to_thread(gate.read, path)).data
+        except file_access.SandboxRefusal as exc:
+            return _error(exc.text)
         except FileNotFoundError:
             return _error(f"{path} does not exist. Create it with write_file")
         except IsADirectoryError:

@@ -4,6 +4,11 @@ A skill is `<skillsDir>/<name>.md` or `<skillsDir>/<name>/SKILL.md`; the flat fi
 exist. The catalogue (name and one-line description of each) goes into the tool's description, so
 the model knows what exists without reading anything; the tool is declared only when there is at
 least one skill, which is why discovery is a separate function the registry calls first.
+
+A skill is read as read_file reads (`core/file_access.py`): unless the `sandbox` setting is off,
+one that is (or leads to) a file the sandbox denies is refused, race-free, with the sandbox's
+`[error: refused by mm's sandbox: …]`; a skills folder inside mm's configuration folder is
+therefore refused too (keep skills elsewhere, the project's `.mm/skills` or `~/.local/share`).
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui.config import Settings
+from mm_tui.core.file_access import SandboxRefusal
 from mm_tui.core.files import read_text, resolve_path
 from mm_tui.core.flat_yaml import read_flat_yaml
+from mm_tui.core.paths import shown_path
 from mm_tui.core.text import ellipsize
 from mm_tui.tools import schemas
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args, truncate
+from mm_tui.tools.write_file import file_gate
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import ReadSkillArgs
@@ -215,7 +223,11 @@ class ReadSkillTool(Tool):
                 return ToolResult(
                     f'skill "{name}" cannot be read: {where} {problem}', status="error"
                 )
-            text = await asyncio.to_thread(read_text, skill.path)
+            gate = file_gate(ctx)
+            data = (await asyncio.to_thread(gate.read, shown_path(skill.path))).data
+            text = data.decode("utf-8", errors="replace")
+        except SandboxRefusal as exc:
+            return ToolResult(exc.text, status="error")
         except OSError as exc:
             return ToolResult(
                 f'skill "{name}" cannot be read: {exc.strerror or exc}', status="error"

@@ -12,6 +12,10 @@ The write goes to a temporary file in the same folder, flushed to disk, then ren
 target: a crash at any moment leaves either the old file or the new one, never half of one. The
 original file's mode is kept; a new file gets the usual mode the umask allows. Writing through a
 symbolic link writes the file it points to and keeps the link.
+
+Unless the `sandbox` setting is off, the file must lie where the sandbox lets commands write and
+in no denied item, judged where it really is (`core/file_access.py`); else nothing is read or
+written, no permission is asked, and the model gets `[error: refused by mm's sandbox: …]`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui.core import files
+from mm_tui.core.file_access import Gate, Place, SandboxRefusal, gate
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
     NothingToAsk,
@@ -46,11 +51,16 @@ class Refused(Exception):  # noqa: N818 - a message for the model, not an error 
     """A failure worth a message to the model rather than a traceback."""
 
 
-def read_regular(path: str, target: Path) -> tuple[bytes, int] | None:
+def read_regular(path: str, target: Path | Place) -> tuple[bytes, int] | None:
     """The bytes and mode of a regular file, None when it does not exist; `Refused` for a
     folder, a device, a pipe (reading one would block, /dev/zero never end) or no permission.
-    `path` is the name the model gave, for the messages. Other OSErrors are raised."""
+    `path` is the name the model gave, for the messages; `target` the file, or its checked
+    `Place` (`core/file_access.py`). Other OSErrors are raised."""
     try:
+        if isinstance(target, Place):
+            if not target.exists:
+                return None
+            return target.read()
         return files.read_regular(target)
     except FileNotFoundError:
         return None
@@ -62,9 +72,18 @@ def read_regular(path: str, target: Path) -> tuple[bytes, int] | None:
         raise Refused(f"{path} is not a regular file (a device, socket or pipe)") from exc
 
 
+def file_gate(ctx: ToolContext) -> Gate:
+    """The way of the file tools to their files in this context: under the sandbox's policy
+    unless the `sandbox` setting is off (`core/file_access.py`)."""
+    return gate(ctx.settings.sandbox_config(), ctx.cwd)
+
+
+def refused_text(exc: SandboxRefusal) -> ToolResult:
+    return ToolResult(exc.text, status="error")
+
+
 @dataclass
 class _Plan:
-    target: Path  # the real file to write (a symbolic link followed)
     old: str | None  # None: the file does not exist yet
     mode: int | None  # the mode to keep, None for a new file
     diff: Diff
@@ -74,22 +93,35 @@ class _Plan:
 def _plan(ctx: ToolContext, path: str, content: str) -> _Plan:
     from mm_tui.tools.diff import compute_diff  # at the first call: not needed to start
 
-    target = files.write_target(ctx.resolve(path))
-    found = read_regular(path, target)
+    try:
+        with file_gate(ctx).place(path, write=True) as place:
+            found = read_regular(path, place)
+    except FileNotFoundError:  # its folder does not exist yet (a refusal was said before)
+        found = None
     if found is None:
-        return _Plan(target, None, None, compute_diff(None, content))
+        return _Plan(None, None, compute_diff(None, content))
     data, mode = found
     # bytes that are not UTF-8 show as U+FFFD in the diff; the comparison stays on bytes
     old = data.decode("utf-8", errors="replace")
     unchanged = data == encode(content)
-    return _Plan(target, old, mode, compute_diff(old, content), unchanged)
+    return _Plan(old, mode, compute_diff(old, content), unchanged)
 
 
 def write_text(target: Path, content: str, mode: int | None) -> None:
     """`content` written to `target` in one step (`core.files.write_atomically`), its missing
-    folders created first; `mode` the bits to keep, None for a new file's usual ones."""
+    folders created first; `mode` the bits to keep, None for a new file's usual ones. For mm's
+    own edits (a language server's rename, already judged); a tool's write is `save`."""
     target.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomically(target, encode(content), mode=mode)
+
+
+def save(gate: Gate, path: str, content: str, mode: int | None) -> None:
+    """`content` written in one step to the file `path` leads to (a symbolic link followed and
+    kept), its missing folders made first, all under the gate's policy and race-free
+    (`Gate.place`); `mode` the bits to keep, None for a new file's usual ones. Raises
+    `SandboxRefusal` for what the policy refuses."""
+    with gate.place(path, write=True, make_folders=True) as place:
+        place.write(encode(content), mode)
 
 
 class WriteFileTool(Tool):
@@ -134,9 +166,11 @@ class WriteFileTool(Tool):
             plan = await asyncio.to_thread(_plan, ctx, path, args.content)
             if plan.unchanged:
                 return ToolResult(f"{path} unchanged: the content is identical")
-            await asyncio.to_thread(write_text, plan.target, args.content, plan.mode)
+            await asyncio.to_thread(save, file_gate(ctx), path, args.content, plan.mode)
         except Refused as exc:
             return ToolResult(str(exc), status="error")
+        except SandboxRefusal as exc:
+            return refused_text(exc)
         except PermissionError:
             return ToolResult(f"{path}: permission denied", status="error")
         except OSError as exc:

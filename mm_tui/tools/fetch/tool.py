@@ -19,6 +19,11 @@ Choices where the reference is silent: `<url>` in these messages is the page's f
 redirections (what was saved, and where relative links point); N counts the Markdown's lines
 (its newlines); an existing output file keeps its mode; the permission box shows the URL and the
 file's absolute path, and says when that file will be replaced.
+
+The `output` file obeys the sandbox's policy as write_file does (`core/file_access.py`): outside
+the folders mm may write, or in a denied item, the call fails before the page is fetched and
+without asking, `[fetch_content: error 1 (conversion) — cannot write <file>: refused by mm's
+sandbox: …]`.
 """
 
 from __future__ import annotations
@@ -26,20 +31,19 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
-from mm_tui.core.files import write_target
+from mm_tui.core.file_access import Gate, SandboxRefusal
 from mm_tui.tools.args import ToolArgs
-from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
+from mm_tui.tools.base import NothingToAsk, Tool, ToolContext, ToolResult, truncate
 from mm_tui.tools.fetch.encoding import decode
 from mm_tui.tools.fetch.errors import CONVERSION, USAGE, FetchError
 from mm_tui.tools.fetch.markdown import html_to_markdown
 from mm_tui.tools.fetch.request import MAX_BYTES, MAX_REDIRECTS, TIMEOUT, Fetcher, Page
 from mm_tui.tools.fetch.robots import SHARED_CACHE, RobotsCache
 from mm_tui.tools.fetch.url import check_base_url, repair_url
-from mm_tui.tools.write_file import write_text
+from mm_tui.tools.write_file import encode, file_gate
 
 TABLE_MODES = ("html", "flatten")
 
@@ -102,15 +106,28 @@ def _to_markdown(page: Page, base_url: str, args: FetchContentArgs) -> str:
         raise FetchError(CONVERSION, f"{page.url} cannot be converted: {exc!r}") from None
 
 
-def _save(target: Path, content: str) -> None:
-    """Written as write_file writes: through a temporary file renamed over the target, never
-    half a file; through a symbolic link, the file it points to, the link kept."""
-    target = write_target(target)
+def _check_output(gate: Gate, output: str) -> None:
+    """Raises `SandboxRefusal` when the sandbox's policy refuses writing `output` (before the
+    page is fetched, and before any permission is asked); a folder yet to be made is fine,
+    and any other failure is left to the write, which says it."""
     try:
-        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = None
-    write_text(target, content, mode)
+        with gate.place(output, write=True):
+            pass
+    except SandboxRefusal:
+        raise
+    except OSError:
+        pass
+
+
+def _save(gate: Gate, output: str, content: str) -> None:
+    """Written as write_file writes: through a temporary file renamed over the target, never
+    half a file; through a symbolic link, the file it points to, the link kept; under the
+    sandbox's policy, race-free (`core/file_access.py`)."""
+    with gate.place(output, write=True, make_folders=True) as place:
+        mode: int | None = None
+        if place.exists:
+            mode = stat.S_IMODE(os.stat(place.name, dir_fd=place.folder).st_mode)
+        place.write(encode(content), mode)
 
 
 class FetchContentTool(Tool):
@@ -158,6 +175,10 @@ class FetchContentTool(Tool):
     async def permission_details(self, args: FetchContentArgs, ctx: ToolContext) -> str:
         if not args.output:
             return args.url
+        try:
+            await asyncio.to_thread(_check_output, file_gate(ctx), args.output)
+        except SandboxRefusal:
+            raise NothingToAsk from None  # refused whatever the person says: nothing to ask
         path = ctx.location(args.output)
         details = f"fetch {args.url}\nsave the Markdown to {path}"
         if os.path.isfile(path):
@@ -172,6 +193,9 @@ class FetchContentTool(Tool):
             base_url = check_base_url(args.base_url)
             if args.output and ctx.resolve(args.output).is_dir():  # known before fetching
                 raise FetchError(CONVERSION, f"cannot write {args.output}: it is a directory")
+            gate = file_gate(ctx)
+            if args.output:
+                await asyncio.to_thread(_check_output, gate, args.output)
             page = await self.fetcher.fetch(url)
             markdown = await asyncio.to_thread(_to_markdown, page, base_url, args)
             if not markdown:
@@ -181,13 +205,19 @@ class FetchContentTool(Tool):
                 )
             if not args.output:
                 return ToolResult(truncate(markdown, ctx.settings.max_output))
-            target = ctx.resolve(args.output)
             try:
-                await asyncio.to_thread(_save, target, markdown)
+                await asyncio.to_thread(_save, gate, args.output, markdown)
+            except SandboxRefusal:
+                raise
             except OSError as exc:
                 raise FetchError(
                     CONVERSION, f"cannot write {args.output}: {exc.strerror or exc}"
                 ) from None
+        except SandboxRefusal as exc:
+            return ToolResult(
+                FetchError(CONVERSION, f"cannot write {args.output}: {exc.reason}").message,
+                status="error",
+            )
         except FetchError as exc:
             return ToolResult(exc.message, status="error")
         lines = markdown.count("\n")

@@ -16,12 +16,15 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.core.files import read_text, write_target
 from mm_tui.tools.lsp.client import uri_to_path
 from mm_tui.tools.lsp.positions import UTF16, Document
-from mm_tui.tools.write_file import write_text
+from mm_tui.tools.write_file import encode, write_text
+
+if TYPE_CHECKING:
+    from mm_tui.core.file_access import Gate
 
 _TOKENS = re.compile(r"[\w$]+|\s+|[^\w$\s]")
 
@@ -140,18 +143,27 @@ def plan(
     return changes
 
 
-def write_in_place(path: Path, text: str) -> None:
-    """A renamed file keeps its mode, and a symbolic link stays a link to the file rewritten."""
+def write_in_place(path: Path, text: str, gate: Gate | None = None) -> None:
+    """A renamed file keeps its mode, and a symbolic link stays a link to the file rewritten.
+    With `gate`, under the sandbox's policy, race-free (`core/file_access.py`): the files of an
+    edit are named by the server, which runs the project's code."""
+    if gate is not None:
+        gate.rewrite(path, encode(text))
+        return
     target = write_target(path)
     write_text(target, text, stat.S_IMODE(os.stat(target).st_mode))
 
 
-async def apply_workspace_edit(edit: dict[str, Any], encoding: str) -> bool:
-    """A server's own workspace/applyEdit (mm runs no command that asks for one)."""
+async def apply_workspace_edit(
+    edit: dict[str, Any], encoding: str, gate: Gate | None = None
+) -> bool:
+    """A server's own workspace/applyEdit (mm runs no command that asks for one); with `gate`,
+    a file the sandbox's policy does not let the tools write refuses the whole edit."""
+    read = read_text if gate is None else gate.read_for_writing
     try:
-        changes = await asyncio.to_thread(plan, edit, read_text, encoding)
+        changes = await asyncio.to_thread(plan, edit, read, encoding)
         for change in changes:
-            await asyncio.to_thread(write_in_place, change.path, change.new)
+            await asyncio.to_thread(write_in_place, change.path, change.new, gate)
     except (OSError, EditError):
         return False
     return True

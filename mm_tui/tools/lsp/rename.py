@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import mm_tui.tools.lsp.edits as edit_ops
+from mm_tui.core.file_access import SandboxRefusal
 from mm_tui.core.files import read_text
 from mm_tui.tools.base import ToolContext, ToolResult
 from mm_tui.tools.diff import compute_diff
 from mm_tui.tools.lsp.args import Call
 from mm_tui.tools.lsp.asking import CallFailed, Opened, ask, show_path
 from mm_tui.tools.lsp.manager import Server
+from mm_tui.tools.write_file import file_gate
 
 
 @dataclass
@@ -77,10 +79,14 @@ async def plan_rename(call: Call, ctx: ToolContext, opened: Opened) -> RenamePla
         {"newName": call.new_name},
         lambda r: isinstance(r, dict) and bool(r.get("changes") or r.get("documentChanges")),
     )
+    # Each file the server named judged as a write of the tools: refused before it is shown.
+    read = file_gate(ctx).read_for_writing
     try:
-        changes = await asyncio.to_thread(edit_ops.plan, result, read_text, opened.client.encoding)
+        changes = await asyncio.to_thread(edit_ops.plan, result, read, opened.client.encoding)
     except edit_ops.EditError as exc:
         raise CallFailed(f"[lsp: {server.config.name}: rename failed: {exc}]") from None
+    except SandboxRefusal as exc:
+        raise CallFailed(f"[lsp: {server.config.name}: rename failed: {exc.reason}]") from None
     except OSError as exc:
         raise CallFailed(f"[lsp: {server.config.name}: rename failed: {exc}]") from None
     if not changes:
@@ -111,14 +117,15 @@ async def write_changes(
 ) -> list[edit_ops.FileChange]:
     """The files written, in order; a failure says how many were already written."""
     written: list[edit_ops.FileChange] = []
+    gate = file_gate(ctx)
     for change in changes:
         try:
-            await asyncio.to_thread(edit_ops.write_in_place, change.path, change.new)
+            await asyncio.to_thread(edit_ops.write_in_place, change.path, change.new, gate)
         except OSError as exc:
             done = f" ({len(written)} file(s) already written)" if written else ""
+            why = exc.reason if isinstance(exc, SandboxRefusal) else exc.strerror or exc
             raise CallFailed(
-                f"[lsp: rename failed: cannot write {show_path(change.path, ctx)}: "
-                f"{exc.strerror or exc}{done}]"
+                f"[lsp: rename failed: cannot write {show_path(change.path, ctx)}: {why}{done}]"
             ) from None
         written.append(change)
     return written

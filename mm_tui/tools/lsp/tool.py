@@ -20,7 +20,7 @@ from typing import Any
 
 from mm_tui.config import LspServer, Settings
 from mm_tui.core.command_env import command_env
-from mm_tui.core.files import read_text
+from mm_tui.core.file_access import Gate, SandboxRefusal, gate
 from mm_tui.core.sandbox import SandboxConfig
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
 from mm_tui.tools.lsp.args import (
@@ -62,7 +62,7 @@ from mm_tui.tools.lsp.rename import (
     write_changes,
 )
 from mm_tui.tools.lsp.symbols import clean_symbol, split_rename, symbol_from_words
-from mm_tui.tools.write_file import Refused, read_regular
+from mm_tui.tools.write_file import Refused, file_gate, read_regular
 
 OTHERS_WAIT = 2.0  # seconds, at most, for a server to digest the other files that changed
 
@@ -87,7 +87,8 @@ class LspTool(Tool):
         self.cwd = Path(os.path.abspath(cwd))
         self.diagnostics_wait = diagnostics_wait
         self.manager = ServerManager(servers, request_timeout, initialize_timeout, env, sandbox)
-        self.manager.apply_edit = apply_workspace_edit
+        self.sandbox = sandbox
+        self.manager.apply_edit = self._apply_edit
         self._locks: dict[tuple[int, str, Path], asyncio.Lock] = {}
         self._pulled: dict[str, list[dict[str, Any]]] = {}  # uri -> last pulled full report
         self._plan: RenamePlan | None = None
@@ -241,12 +242,23 @@ class LspTool(Tool):
             )
         return self.manager.server(config, Path(os.path.abspath(ctx.cwd)))
 
+    def _gate(self) -> Gate:
+        """The policy a server's own edits obey: the sandbox of the servers (none: they and
+        their edits are unconfined)."""
+        return gate(self.sandbox or SandboxConfig(mode="off"), self.cwd)
+
+    async def _apply_edit(self, edit: dict[str, Any], encoding: str) -> bool:
+        """A server's workspace/applyEdit: the files it names are the server's word, and the
+        server runs the project's code; they obey the policy as the tools' writes do."""
+        return await apply_workspace_edit(edit, encoding, self._gate())
+
     async def _open(self, call: Call, ctx: ToolContext) -> Opened:
         """The server for the call's file, started if need be, told the file's text. A call
         that cannot be right (a symbol not in the file, a line past its end) fails before any
         server is started."""
         server = self._server_for(call, ctx)
-        text = await asyncio.to_thread(_read_file, call.path, call.raw_path)
+        checked = file_gate(ctx)
+        text = await asyncio.to_thread(_read_file, checked, call.path, call.raw_path)
         candidates: list[tuple[int, int]] = []
         if call.action in NEEDS_POSITION:
             candidates = candidate_positions(call, Document(text))[:MAX_TRIES]
@@ -254,7 +266,7 @@ class LspTool(Tool):
         async with lock:
             client = await self._client(server, call.action)
             serial = client.serial
-            changed = await self._sync(server, client, call, call.path, text)
+            changed = await self._sync(server, client, call, call.path, text, checked)
         document = Document(text, client.encoding)
         return Opened(server, client, document, changed, serial, candidates, lock)
 
@@ -265,7 +277,7 @@ class LspTool(Tool):
             raise CallFailed(f"[lsp: {server.config.name}: {action} failed: {exc}]") from None
 
     async def _sync(
-        self, server: Server, client: LspClient, call: Call, path: Path, text: str
+        self, server: Server, client: LspClient, call: Call, path: Path, text: str, checked: Gate
     ) -> bool:
         """Tell the server the file's text, and the text of the other files that changed (a
         reference or a rename spans files; they too may have changed on disk)."""
@@ -277,7 +289,8 @@ class LspTool(Tool):
                 if other is None or other == path or uri in moved:
                     continue
                 try:
-                    other_text = await asyncio.to_thread(read_text, other)
+                    # judged again: the name may lead elsewhere now (a link swapped in)
+                    other_text = await asyncio.to_thread(checked.read_text, other)
                 except OSError:
                     server.documents.pop(uri, None)
                     await client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
@@ -351,12 +364,19 @@ async def _digest(
         await client.wait_published(uri, serial, None, left)
 
 
-def _read_file(path: Path, shown: str) -> str:
-    """The file's text; a folder, a pipe or a device is refused (reading a pipe would block)."""
+def _read_file(checked: Gate, path: Path, shown: str) -> str:
+    """The file's text; a folder, a pipe or a device is refused (reading a pipe would block),
+    and what the sandbox's policy refuses (mm would hand the server, and through its answers
+    the model, a secret the server itself may not read)."""
     try:
-        found = read_regular(shown, path)
+        with checked.place(shown, write=False) as place:  # `path` is `shown` resolved
+            found = read_regular(shown, place)
+    except SandboxRefusal as exc:
+        raise CallFailed(f"[lsp: {exc.reason}]") from None
     except Refused as exc:
         raise CallFailed(f"[lsp: {exc}]") from None
+    except FileNotFoundError:
+        found = None
     except OSError as exc:
         raise CallFailed(f"[lsp: cannot read {shown}: {exc.strerror or exc}]") from None
     if found is None:
