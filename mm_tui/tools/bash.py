@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import resolve_dir
 from mm_tui.core.command_env import command_env
-from mm_tui.core.processes import stop_group
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
     CANCELLED,
@@ -57,7 +56,7 @@ from mm_tui.tools.base import (
 )
 
 if TYPE_CHECKING:
-    from mm_tui.core.sandbox import LaunchedProcess
+    from mm_tui.core.launcher import LaunchedProcess
     from mm_tui.tools.args import BashArgs
 
 
@@ -79,6 +78,13 @@ QUIET_ENV = {
     "VISUAL": "true",
     "GIT_EDITOR": "true",
 }
+
+
+LAUNCHER_GONE = (
+    "[error: the process that starts commands died while this one ran (a command may have "
+    "killed it); its processes are no longer watched nor stopped. The next command starts a "
+    "new one]"
+)
 
 
 def append_marker(output: str, marker: str) -> str:
@@ -244,7 +250,9 @@ class BashTool(Tool):
         env = command_env(settings.command_env_exclude, secrets=settings.secret_values())
         env.update(QUIET_ENV)
         sessions = resolve_dir(settings.sessions_dir, ctx.cwd)
-        from mm_tui.core.sandbox import confine  # at the first command: not needed to start
+        # at the first command: not needed to start
+        from mm_tui.core.launcher import LauncherGone
+        from mm_tui.core.sandbox import confine
 
         sandbox = confine(settings.sandbox_config(), ctx.cwd, env, state=(sessions,))
         if sandbox.refused is not None:  # strict, and no sandbox here
@@ -265,6 +273,8 @@ class BashTool(Tool):
                 )
             except asyncio.CancelledError:
                 raise ToolCancelled(CANCELLED) from None
+            except LauncherGone:
+                return ToolResult(LAUNCHER_GONE, status="error")
             except OSError as exc:
                 return ToolResult(f"[error: cannot run bash: {exc}]", status="error")
 
@@ -272,12 +282,15 @@ class BashTool(Tool):
                 async with asyncio.timeout(self.timeout):
                     await _wait(proc, fd)
             except TimeoutError:
-                await stop_group(proc, KILL_GRACE)
+                await proc.stop(KILL_GRACE)
                 output = truncate(read_back(fd), limit)
                 return ToolResult(append_marker(output, self.timeout_marker()), status="error")
+            except LauncherGone:
+                output = truncate(read_back(fd), limit)
+                return ToolResult(append_marker(output, LAUNCHER_GONE), status="error")
             except asyncio.CancelledError:
                 try:
-                    await stop_group(proc, KILL_GRACE)
+                    await proc.stop(KILL_GRACE)
                 finally:
                     output = truncate(read_back(fd), limit)
                 raise ToolCancelled(append_marker(output, CANCELLED)) from None

@@ -35,8 +35,9 @@ from typing import Any
 
 from mm_tui import __version__
 from mm_tui.core.command_env import command_env
-from mm_tui.core.processes import kill_group, signal_name
-from mm_tui.core.sandbox import Confinement, LaunchedProcess, SandboxConfig, confine
+from mm_tui.core.launcher import LaunchedProcess, LauncherGone
+from mm_tui.core.processes import signal_name
+from mm_tui.core.sandbox import Confinement, SandboxConfig, confine
 from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 
 REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
@@ -269,7 +270,7 @@ class LspClient:
         try:
             await proc.open_streams()
         except BaseException:
-            kill_group(proc)
+            proc.kill()
             proc.abandon()
             raise
         self._proc = proc
@@ -316,7 +317,7 @@ class LspClient:
                 await self.notify("exit")
             proc = self._proc
             if proc is not None:
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(TimeoutError, LauncherGone):
                     await asyncio.wait_for(proc.wait(), SHUTDOWN_TIMEOUT)
         await self.kill()
 
@@ -326,12 +327,12 @@ class LspClient:
         if proc is not None:
             # the whole group, even after a polite exit: a server's own helpers (a node
             # process, a worker) must not outlive it
-            kill_group(proc)
+            proc.kill()
         if proc is not None and proc.returncode is None:
             try:
                 if asyncio.get_running_loop() is self._loop:
                     await proc.wait()
-            except RuntimeError:
+            except (RuntimeError, LauncherGone):
                 pass
         self._gone("the server was stopped")
         for task in self._tasks:
@@ -344,7 +345,7 @@ class LspClient:
         """Kill the process from outside its event loop (that loop is gone): no awaiting."""
         proc = self._proc
         if proc is not None:
-            kill_group(proc)
+            proc.kill()
             proc.abandon()
         self._exited = self._exited or "the server was stopped"
         self._proc = None
@@ -411,7 +412,7 @@ class LspClient:
             pass
         self._output_closed = True
         if self._proc is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError, LauncherGone):
                 await asyncio.wait_for(self._proc.wait(), 1.0)
         self._gone(self._exit_reason())
 
