@@ -260,9 +260,9 @@ class BashTool(Tool):
         # Unlinked at once (O_TMPFILE on Linux): nothing is left behind whatever happens.
         with tempfile.TemporaryFile(buffering=0) as out:
             fd = out.fileno()
-            try:
-                # From the sandbox's thread, or when unconfined from a plain one like it.
-                proc = await sandbox.start(
+            # From the launcher process (confined, or unconfined when the sandbox is off).
+            starting = asyncio.ensure_future(
+                sandbox.start(
                     ["bash", "-c", args.command],
                     stdin=subprocess.DEVNULL,
                     stdout=fd,
@@ -271,8 +271,21 @@ class BashTool(Tool):
                     env=env,
                     start_new_session=True,
                 )
+            )
+            try:
+                proc = await asyncio.shield(starting)
             except asyncio.CancelledError:
-                raise ToolCancelled(CANCELLED) from None
+                # Cancelled while the launcher started it: the pid is a moment away; stop the
+                # command as any cancelled one, with what it wrote so far.
+                try:
+                    proc = await starting
+                except OSError:
+                    raise ToolCancelled(CANCELLED) from None
+                try:
+                    await proc.stop(KILL_GRACE)
+                finally:
+                    output = truncate(read_back(fd), limit)
+                raise ToolCancelled(append_marker(output, CANCELLED)) from None
             except LauncherGone:
                 return ToolResult(LAUNCHER_GONE, status="error")
             except OSError as exc:
