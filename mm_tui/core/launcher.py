@@ -47,12 +47,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, cast
 
-from mm_tui.core.command_env import command_env
+from mm_tui.core.command_env import command_env, excluded
 
 REPLY = struct.Struct("=cIi")
 STOP = struct.Struct("=II")
 MAX_MESSAGE = 60 * 1024  # a request larger than this goes in a memfd
 READY_TIMEOUT = 30.0  # seconds for a launcher to start and confine itself (a busy machine)
+_PR_SET_DUMPABLE = 4
 SCRIPT = str(Path(__file__).with_name("launcher_process.py"))
 _RETURNCODE_RANGE = range(-128, 256)
 _STAGES = {1: "prctl(PR_SET_NO_NEW_PRIVS)", 2: "landlock_restrict_self", 3: "seccomp", 4: "setup"}
@@ -99,10 +100,64 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
         loop.call_soon_threadsafe(fn, *args)
 
 
+_guarded = False
+
+
+def guard_mm() -> None:
+    """Before mm's first launcher: keep mm's secrets out of what a confined command may read of
+    it through /proc. Landlock refuses a confined command ptrace and mm's memory, but not what
+    only asks to read: mm's environment (`MM_API_KEY`), its memory maps, its descriptors' list.
+
+    - mm is made not dumpable (`PR_SET_DUMPABLE` 0, as ssh-agent does): its /proc files then
+      belong to root, so a command of a plain user cannot open them. The price: no core dump of
+      mm, and a debugger attaches to it only with CAP_SYS_PTRACE.
+    - a command of root can still open them (the kernel's check for reading lets root through,
+      CAP_SYS_PTRACE or not: seen on Linux 6.18), so the values of the secret variables
+      (`command_env.excluded`: mm's key variables, `*_API_KEY`, `*_TOKEN`, `*_SECRET`) are
+      overwritten where /proc/<mm>/environ reads them, the block the kernel gave mm at exec.
+      mm keeps them: Python copied them at start-up (`os.environ`), and `os.putenv` gives the
+      C library's environment a copy of its own, which children started without `env=` inherit.
+    """
+    global _guarded
+    if _guarded or not sys.platform.startswith("linux"):
+        return
+    _guarded = True
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    zero = ctypes.c_ulong(0)
+    libc.prctl(ctypes.c_int(_PR_SET_DUMPABLE), zero, zero, zero, zero)
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        _scrub_environment_block()
+
+
+def _scrub_environment_block() -> None:
+    import ctypes
+
+    with open("/proc/self/stat", "rb") as f:
+        data = f.read()
+    fields = data[data.rfind(b")") + 2 :].split()
+    start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50 and 51)
+    if not 0 < start < end or end - start > 64 * 1024 * 1024:
+        return
+    block = ctypes.string_at(start, end - start)
+    offset = 0
+    for entry in block.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        text = os.fsdecode(name)
+        if sep and value and excluded(text):
+            real = os.environ.get(text)
+            ctypes.memset(start + offset + len(name) + 1, ord("*"), len(value))
+            if real is not None:
+                os.putenv(text, real)  # the C library's environment: a copy of its own
+        offset += len(entry) + 1
+
+
 class LauncherProcess:
     """One launcher process and its socket; a thread of mm (never confined) reads its replies."""
 
     def __init__(self, ruleset_fd: int | None = None, seccomp: bytes | None = None) -> None:
+        guard_mm()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = mine
         self._lock = threading.Lock()

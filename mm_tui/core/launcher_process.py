@@ -55,6 +55,9 @@ MAX_REQUEST = 64 * 1024  # bytes of one message mm sends (larger ones come in a 
 MAX_LARGE = 64 * 1024 * 1024  # bytes of a request read from a memfd
 
 _PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_CAP_SYS_PTRACE = 19
+_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_SECCOMP = 22
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
@@ -364,6 +367,25 @@ def _prctl(libc: Any, option: int, arg: Any = 0, arg3: Any = 0) -> None:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
+def _drop_ptrace(libc: Any) -> None:
+    """Give up CAP_SYS_PTRACE, for this process and all it starts (its bounding set): with it,
+    root may read the files of /proc that Landlock lets through for reading (a process's
+    environment, its maps, the list of its descriptors) even of a process that is not dumpable,
+    as mm makes itself. A process without the capability cannot."""
+    import ctypes
+
+    with contextlib.suppress(OSError):  # no CAP_SETPCAP: the bounding set stays
+        _prctl(libc, _PR_CAPBSET_DROP, ctypes.c_ulong(_CAP_SYS_PTRACE))
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice (64 bits)
+    if libc.capget(ctypes.byref(header), ctypes.byref(data)) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    for i in range(3):
+        data[i] &= ~(1 << _CAP_SYS_PTRACE)
+    if libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
 def confine(ruleset_fd: int, seccomp: bytes, mm_pid: int) -> tuple[int, int]:
     """Leave the session, ask for mm's death signal, become a subreaper, then no new privileges,
     Landlock and seccomp. Returns (stage, errno) of a failure, (0, 0) when all is done."""
@@ -382,6 +404,7 @@ def confine(ruleset_fd: int, seccomp: bytes, mm_pid: int) -> tuple[int, int]:
         _prctl(libc, _PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1))
         if ruleset_fd < 0 and not seccomp:
             return 0, 0  # unconfined (sandbox: off): sudo keeps working
+        _drop_ptrace(libc)
         stage = STAGE_NO_NEW_PRIVS
         _prctl(libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
         if ruleset_fd >= 0:
