@@ -81,11 +81,16 @@ def running(*command: str, under: int | None = None) -> list[int]:
 LAUNCHER = "launcher_process.py"
 
 
+def is_launcher(pid: int) -> bool:
+    """Whether `pid` is one of mm's launcher processes (core/launcher_process.py)."""
+    return any(a.endswith(LAUNCHER) for a in cmdline(pid))
+
+
 def launchers(pid: int | None = None) -> list[int]:
-    """The launcher processes (core/launcher_process.py) `pid` (this process by default) started:
-    the parents of the commands the tools run."""
+    """The launcher processes `pid` (this process by default) started: the parents of the
+    commands the tools run."""
     parent = os.getpid() if pid is None else pid
-    return [c for c in children(parent) if any(a.endswith(LAUNCHER) for a in cmdline(c))]
+    return [c for c in children(parent) if is_launcher(c)]
 
 
 def tool_groups(pid: int | None = None) -> list[int]:
