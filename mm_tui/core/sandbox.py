@@ -21,10 +21,10 @@ What a confined command may do:
   UDP (DNS included) and Unix sockets are not covered by Landlock (a command that can reach a
   Docker daemon's socket can still ask it for anything);
 - **signal** only processes inside the sandbox (ABI 6, Linux 6.12): the commands started from
-  the same ruleset's thread share its domain, so a command can stop a job an earlier one left
+  the same ruleset's launcher share its domain, so a command can stop a job an earlier one left
   running, but not mm nor the person's other programs (`pkill python` would stop mm). A rebuilt
-  ruleset is a new domain: jobs of the old one are out of reach. mm, outside, still stops the
-  command's group.
+  ruleset is a new domain: jobs of the old one are out of reach. The launcher, inside, stops a
+  command's processes at its timeout (mm asks it to).
 
 Not protected: the project itself, `.git/hooks` and `.git/config` included (they run when the
 person uses git): Landlock grants a right on a folder for everything beneath it, so no folder
@@ -50,16 +50,12 @@ can be made in the home folder itself.
 The ruleset is built in mm (one rule per sibling: well under a millisecond for a usual home
 folder) and kept, keyed by what it depends on: the policy and the modification times of the
 folders that were descended (a new entry in `~` makes a new ruleset). mm itself is never
-confined. Commands and language servers are started from a thread of mm that confined itself
-with the ruleset (`Launcher`: `PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self`; both hold
-per thread, and a child inherits them from the thread that starts it). So nothing runs in the
-child between fork and exec: a `preexec_fn` would make Python fork the whole process instead of
-its vfork path (4 ms more per command here, 15 ms in a process of mm's size), and a fork in a
-process with threads may copy a lock another thread holds and hang the child. The child's end
-is watched through a pidfd (`LaunchedProcess`); a language server's pipes, made by Popen in
-that thread, are handed to the event loop as asyncio streams (`LaunchedProcess.open_streams`).
-Files mm opened for the child before (the bash output file) keep working: Landlock checks at
-open. No new privileges means a set-user-id program (sudo) gains none.
+confined, nor any thread of it: commands and language servers start from the ruleset's launcher
+process (`core/launcher.py`), which confines itself with the ruleset before it starts anything
+(`PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self`); a child inherits that. A rebuilt ruleset
+retires its launcher (no new call; its jobs run on until mm exits). Files mm opened for the
+child (the bash output file, a language server's pipes) are passed to the launcher and keep
+working: Landlock checks at open. No new privileges means a set-user-id program (sudo) gains none.
 
 `sandbox` setting: `auto` (the default) confines when Landlock works and otherwise runs commands
 unconfined, said once at start-up (`startup_warning`); `strict` refuses to run a command that

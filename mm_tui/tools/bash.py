@@ -10,13 +10,15 @@ only the first and last MiB are ever read back, the middle of a huge output is p
 hole while the command runs (`release_middle`).
 
 Why its own process group: cancelling the turn or hitting the timeout must stop everything the
-command started, not only the shell, and one `killpg` reaches them all.
+command started, not only the shell. The launcher process that started it (core/launcher.py)
+does the stopping when asked: SIGTERM to the group and to every process of the command that left
+it (`setsid`), SIGKILL after `KILL_GRACE`.
 
 Its environment is mm's without the keys (`command_env`: mm's own key variables, the
 `commandEnvExclude` patterns), with `QUIET_ENV` on top.
 
-It runs in the sandbox (`core/sandbox.py`, the `sandbox` setting): started from mm's confined
-thread, it writes only in the project, the temp folder, ~/.cache and mm's state, reads all but
+It runs in the sandbox (`core/sandbox.py`, the `sandbox` setting): started from the sandbox's
+launcher process, it writes only in the project, the temp folder, ~/.cache and mm's state, reads all but
 the deny list. When its output shows a refusal the sandbox may have made, one line says so
 after the other markers (`Confinement.explain`); in strict mode without a sandbox the command
 does not run and the text says why.
@@ -28,7 +30,8 @@ output does not already end with one):
 - `[exit code: signal: killed]` (`terminated`, `segmentation fault`, … — the C library's name of
   the signal, lower-cased, as Go spells it) when the shell itself dies of a signal;
 - `[error: 30s timeout exceeded]` (the number is the timeout) when the command ran too long;
-- `[error: cancelled]` when the turn was cancelled; raised inside `ToolCancelled`.
+- `[error: cancelled]` when the turn was cancelled; raised inside `ToolCancelled`;
+- `LAUNCHER_GONE` when the launcher process died while the command ran (a command killed it).
 - last, `[sandbox: refused by mm's sandbox — …]` when the output shows a refusal the sandbox may
   have made (a permission denied on a path it keeps from commands, or on no path at all).
 """

@@ -11,8 +11,9 @@ would otherwise fill the pipe and block on its next write, and the tail of that 
 explains a crash.
 
 The server runs in the sandbox of the commands (`core/sandbox.py`) when it is given one, started
-like a bash command from the sandbox's launcher thread (confined or not); its pipes are then
-handed to the event loop.
+like a bash command from the sandbox's launcher process (confined or not), with pipes mm made
+and keeps its ends of; those are then handed to the event loop. Stopping it is a request to
+the launcher (`LaunchedProcess.kill`).
 
 The client never raises anything but `LspError` (and its subclasses) for a server's misbehaviour:
 the tool turns those into text for the model.
@@ -243,7 +244,7 @@ class LspClient:
         self._begun = asyncio.Event()
         self._ready = asyncio.Event()
         env = self.env if self.env is not None else command_env()
-        sandbox = Confinement()  # unconfined: still started from a launcher thread
+        sandbox = Confinement()  # unconfined: still started from a launcher process
         if self.sandbox is not None:
             sandbox = confine(self.sandbox, self.root, env)
             if sandbox.refused is not None:
@@ -252,8 +253,8 @@ class LspClient:
                     "and sandbox is strict"
                 )
         try:
-            # Not asyncio's own start: it would start the server from the loop's thread, which
-            # only a preexec_fn could confine.
+            # Not asyncio's own start: the server starts from the launcher process, which
+            # confined itself (and kills it if mm goes).
             proc = await sandbox.start(
                 [self.command, *self.args],
                 stdin=subprocess.PIPE,
