@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,44 @@ def test_the_launcher_script_imports_nothing_of_mm() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+async def test_a_launcher_started_from_a_thread_that_ended_keeps_working(tmp_path: Path) -> None:
+    """Its parent-death signal fires when the thread that started it ends (mm's thread of a
+    language server's loop, say): it checks that mm is still its parent and carries on."""
+    started: list[launching.LauncherProcess] = []
+    thread = threading.Thread(target=lambda: started.append(launching.LauncherProcess()))
+    thread.start()
+    thread.join()
+    tid = thread.native_id
+    (launcher,) = started
+    try:
+        # the thread is gone for the kernel too: the signal has been sent
+        gone = await asyncio.to_thread(
+            wait_until, lambda: not Path(f"/proc/self/task/{tid}").exists(), 30
+        )
+        assert gone
+        for word in ("alive", "still"):
+            out = tmp_path / word
+            with out.open("wb") as f:
+                proc = await launching.launch(launcher, ["echo", word], stdout=f, cwd=tmp_path)
+                assert await proc.wait() == 0
+            assert out.read_text() == f"{word}\n"
+        assert not launcher.gone
+    finally:
+        launcher.close(wait=10)
+
+
+async def test_a_request_too_large_for_one_message_goes_in_a_memfd(tmp_path: Path) -> None:
+    launcher = launching.LauncherProcess()
+    try:
+        big = ["a" * 100_000] * 4  # more than a socket's buffer holds in one message
+        out = tmp_path / "out"
+        count = 'echo "$(( ${#1} + ${#2} + ${#3} + ${#4} ))"'
+        with out.open("wb") as f:
+            argv = ["bash", "-c", count, "bash", *big]
+            proc = await launching.launch(launcher, argv, stdout=f, cwd=tmp_path)
+            assert await proc.wait() == 0
+        assert out.read_text() == "400000\n"
+    finally:
+        launcher.close(wait=10)
