@@ -163,7 +163,7 @@ def test_a_command_cannot_signal_ptrace_or_read_mm(place: Place) -> None:
 @needs_landlock
 def test_the_launcher_holds_no_secret_nor_terminal(tmp_path: Path) -> None:
     """Seen from outside: the launcher's environment is empty, it has no controlling terminal
-    (a session of its own) and no descriptor but /dev/null, its socket and its own pipe."""
+    (while mm has one), and no descriptor but /dev/null, its socket and its own pipe."""
     place = Place(user("me"))
     duration = marker()
     master, slave = os.openpty()
@@ -199,7 +199,7 @@ def test_the_launcher_holds_no_secret_nor_terminal(tmp_path: Path) -> None:
                 fields = stat_fields(launcher)
                 assert fields is not None
                 assert fields[4] == "0", "the launcher has a controlling terminal"
-                assert fields[3] == str(launcher)  # it leads a session of its own
+                assert fields[2] == str(launcher)  # a group of its own: no Ctrl-C of mm's
                 assert Path(f"/proc/{launcher}/environ").read_bytes() == b""
                 status = Path(f"/proc/{launcher}/status").read_text()
                 assert "NoNewPrivs:\t1" in status

@@ -79,6 +79,10 @@ class _Pending:
         self.started: asyncio.Future[int] = loop.create_future()
         self.exited: asyncio.Future[int] = loop.create_future()
         self.stopped: asyncio.Future[None] | None = None
+        self.await_start = (
+            True  # False: a failure to start goes to `exited`; the pid is not awaited
+        )
+        self.argv0 = ""
         self.pid = 0
         self.returncode: int | None = None
 
@@ -220,12 +224,21 @@ class LauncherProcess:
     # --- what mm asks ------------------------------------------------------------------------
 
     async def start(
-        self, argv: list[str], cwd: str, env: Mapping[str, str], stdio: tuple[int, int, int]
+        self,
+        argv: list[str],
+        cwd: str,
+        env: Mapping[str, str],
+        stdio: tuple[int, int, int],
+        wait_started: bool = True,
     ) -> tuple[int, _Pending]:
         """Start `argv`; returns (call id, what to wait on) once the launcher reported its pid.
-        Raises OSError as Popen would (the launcher's errno), `LauncherGone` when it died."""
+        Raises OSError as Popen would (the launcher's errno), `LauncherGone` when it died.
+        `wait_started` False: returns once the request is sent (one wake-up of mm less a call);
+        a failure to start then comes out of the wait for the end."""
         loop = asyncio.get_running_loop()
         pending = _Pending(loop)
+        pending.await_start = wait_started
+        pending.argv0 = argv[0] if argv else ""
         payload = json.dumps(
             {"id": 0, "argv": argv, "cwd": cwd, "env": dict(env)}, ensure_ascii=True
         ).encode()
@@ -252,6 +265,8 @@ class LauncherProcess:
         finally:
             if memfd >= 0:
                 os.close(memfd)
+        if not wait_started:
+            return ident, pending
         try:
             await asyncio.shield(pending.started)
         except asyncio.CancelledError:
@@ -334,12 +349,15 @@ class LauncherProcess:
             if value <= 1 or pending.started.done() or pending.pid:
                 return False
             pending.pid = value
-            _call_soon(loop, _settle, pending.started, value)
+            if pending.await_start:
+                _call_soon(loop, _settle, pending.started, value)
         elif kind == b"E":
             if pending.pid or value <= 0 or value > 4095:
                 return False
             self._forget(ident)
-            _call_soon(loop, _settle, pending.started, None, OSError(value, os.strerror(value)))
+            failed = OSError(value, os.strerror(value), pending.argv0)
+            target = pending.started if pending.await_start else pending.exited
+            _call_soon(loop, _settle, target, None, failed)
         elif kind == b"X":
             if not pending.pid or value not in _RETURNCODE_RANGE or pending.returncode is not None:
                 return False
@@ -384,13 +402,17 @@ class LaunchedProcess:
         self._launcher = launcher
         self._ident = ident
         self._pending = pending
-        self.pid = pending.pid
         self._pipes: list[int | None] = list(pipes)
         self.stdin: asyncio.StreamWriter | None = None
         self.stdout: asyncio.StreamReader | None = None
         self.stderr: asyncio.StreamReader | None = None
         self._transports: list[asyncio.BaseTransport] = []
         self.lost = False  # the launcher died before the child's end was known
+
+    @property
+    def pid(self) -> int:
+        """The child's pid as the launcher said it (0 until it did): to show, never to signal."""
+        return self._pending.pid
 
     @property
     def returncode(self) -> int | None:
@@ -518,9 +540,12 @@ def launch_args(
     return (child[0], child[1], child[2]), tuple(mine), close
 
 
-async def launch(launcher: LauncherProcess, argv: list[str], **popen: Any) -> LaunchedProcess:
+async def launch(
+    launcher: LauncherProcess, argv: list[str], wait_started: bool = True, **popen: Any
+) -> LaunchedProcess:
     """Start `argv` from `launcher` with Popen-like arguments (`stdin`, `stdout`, `stderr`,
-    `cwd`, `env`; the child always leads a session and a group of its own)."""
+    `cwd`, `env`; the child always leads a group of its own, in the launcher's session, which
+    has no terminal). `wait_started`: see `LauncherProcess.start`."""
     stdio, mine, close = launch_args(popen)
     env = popen.get("env")
     cwd = popen.get("cwd")
@@ -530,6 +555,7 @@ async def launch(launcher: LauncherProcess, argv: list[str], **popen: Any) -> La
             os.fsdecode(cwd) if cwd is not None else os.getcwd(),
             command_env() if env is None else env,
             stdio,
+            wait_started,
         )
     except BaseException:
         for fd in [m for m in mine if m is not None]:

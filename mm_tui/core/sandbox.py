@@ -582,12 +582,15 @@ class Confinement:
     policy: Policy | None = None
     cwd: str = ""
 
-    async def start(self, argv: list[str], **popen: Any) -> LaunchedProcess:
+    async def start(
+        self, argv: list[str], wait_started: bool = True, **popen: Any
+    ) -> LaunchedProcess:
         """Start `argv` with Popen-like `stdin`, `stdout`, `stderr`, `cwd`, `env` from the
-        launcher process (confined when this is), as the leader of a session of its own.
-        Raises OSError as Popen would; `LauncherGone` when the launcher died meanwhile."""
+        launcher process (confined when this is), as the leader of a group of its own.
+        Raises OSError as Popen would; `LauncherGone` when the launcher died meanwhile.
+        `wait_started` False: a failure to start is raised by the wait for its end instead."""
         launcher = self.ruleset.launcher() if self.ruleset is not None else plain_launcher()
-        return await launch(launcher, argv, **popen)
+        return await launch(launcher, argv, wait_started, **popen)
 
     @property
     def confined(self) -> bool:

@@ -272,7 +272,7 @@ class BashTool(Tool):
                     stderr=subprocess.STDOUT,
                     cwd=ctx.cwd,
                     env=env,
-                    start_new_session=True,
+                    wait_started=False,  # a failure to start comes out of the wait
                 )
             )
             try:
@@ -297,13 +297,15 @@ class BashTool(Tool):
             try:
                 async with asyncio.timeout(self.timeout):
                     await _wait(proc, fd)
+            except LauncherGone:
+                output = truncate(read_back(fd), limit)
+                return ToolResult(append_marker(output, LAUNCHER_GONE), status="error")
             except TimeoutError:
                 await proc.stop(KILL_GRACE)
                 output = truncate(read_back(fd), limit)
                 return ToolResult(append_marker(output, self.timeout_marker()), status="error")
-            except LauncherGone:
-                output = truncate(read_back(fd), limit)
-                return ToolResult(append_marker(output, LAUNCHER_GONE), status="error")
+            except OSError as exc:  # the launcher could not start it
+                return ToolResult(f"[error: cannot run bash: {exc}]", status="error")
             except asyncio.CancelledError:
                 try:
                     await proc.stop(KILL_GRACE)
