@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from support.processes import cmdline, stat_fields
+from support.processes import all_pids, cmdline, stat_fields
 from support.waiting import await_until, wait_until
 
 from mm_tui.config import Settings
@@ -203,3 +203,36 @@ async def test_a_request_too_large_for_one_message_goes_in_a_memfd(tmp_path: Pat
         assert out.read_text() == "400000\n"
     finally:
         launcher.close(wait=10)
+
+
+async def test_stopping_a_server_spares_the_jobs_later_commands_left(tmp_path: Path) -> None:
+    """An orphan (its parent gone) belongs to the last call that had started when it did: a
+    language server's stop does not reach the background job of a command started after it."""
+    launcher = launching.LauncherProcess()
+    job = f"300.{os.getpid()}"
+    try:
+        with (tmp_path / "server").open("wb") as f:
+            server = await launching.launch(launcher, ["sleep", "200"], stdout=f, cwd=tmp_path)
+        with (tmp_path / "command").open("wb") as f:
+            command = await launching.launch(
+                launcher, ["bash", "-c", f"setsid sleep {job} &"], stdout=f, cwd=tmp_path
+            )
+            assert await command.wait() == 0
+        orphaned = await asyncio.to_thread(wait_until, lambda: _adopted(launcher.pid, job), 30)
+        assert orphaned, "the job was never the launcher's orphan"
+        server.kill()
+        assert await server.wait() == -9
+        assert _adopted(launcher.pid, job), "the server's stop took a later command's job"
+    finally:
+        launcher.close(wait=10)
+    gone = await asyncio.to_thread(wait_until, lambda: not _adopted(launcher.pid, job), 30)
+    assert gone, "the job outlived its launcher"
+
+
+def _adopted(launcher: int, duration: str) -> bool:
+    """Whether `sleep DURATION` runs as a child of the launcher (an orphan it adopted)."""
+    for pid in all_pids():
+        fields = stat_fields(pid)
+        if cmdline(pid) == ["sleep", duration] and fields and fields[0] != "Z":
+            return int(fields[1]) == launcher
+    return False

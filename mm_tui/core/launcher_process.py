@@ -55,6 +55,7 @@ REPLY = struct.Struct("=cIi")
 STOP = struct.Struct("=II")
 MAX_REQUEST = 64 * 1024  # bytes of one message mm sends (larger ones come in a memfd)
 MAX_LARGE = 64 * 1024 * 1024  # bytes of a request read from a memfd
+KEEP_ENDED = 256  # ended calls remembered (a stop may come after the end: a server's helpers)
 
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
@@ -160,7 +161,8 @@ class Launcher:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def _terminated(self, *_: Any) -> None:
-        # mm's death (PDEATHSIG), or a signal from elsewhere while mm lives: only the first ends us
+        # mm's death (PDEATHSIG) ends it; while mm is still its parent the signal came from
+        # elsewhere (the thread of mm that started it ended, or a command sent it): ignored
         if os.getppid() != self.mm_pid:
             self.going = True
 
@@ -293,17 +295,27 @@ class Launcher:
         call.popen.returncode = code  # reaped here: Popen must not try again
         call.running = False
         self.reply(b"X", call.ident, code)
+        ended = [c for c in self.calls.values() if not c.running]
+        for old in ended[: max(0, len(ended) - KEEP_ENDED)]:  # the oldest first (dict order)
+            del self.calls[old.ident]
 
     def targets(self, call: Call) -> set[int]:
         """What stopping `call` reaches: its process and everything below it, the processes of
-        its group, and the orphans this launcher adopted since the call started (with what
-        they started)."""
+        its group, and the orphans this launcher adopted that are the call's (with what they
+        started). An orphan's parent is gone, and with it the link to its call: it is taken to
+        be of the last call that had started when it started (a background job of an earlier
+        call, or a server's helper, is not; of two calls running at once, the later one gets
+        the orphans both made since it started)."""
         table = _table()
         roots = {call.pid} if call.running else set()
         roots |= {pid for pid, f in table.items() if f[1] == call.pid}
         running = {c.pid for c in self.by_pid.values()}
+        starts = sorted((c.start, c.ident) for c in self.calls.values())
         for pid, (ppid, _pgid, _state, start) in table.items():
-            if ppid == self.me and pid not in running and start >= call.start:
+            if ppid != self.me or pid in running or start < call.start:
+                continue
+            owner = [ident for begun, ident in starts if begun <= start]
+            if owner and owner[-1] == call.ident:
                 roots.add(pid)
         roots.discard(self.me)
         found = _descendants(roots, table)
