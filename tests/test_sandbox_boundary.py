@@ -161,10 +161,9 @@ def test_a_command_cannot_signal_ptrace_or_read_mm(place: Place) -> None:
 
 
 @needs_landlock
-def test_the_launcher_holds_no_secret_nor_terminal(tmp_path: Path) -> None:
+def test_the_launcher_holds_no_secret_nor_terminal(place: Place) -> None:
     """Seen from outside: the launcher's environment is empty, it has no controlling terminal
     (while mm has one), and no descriptor but /dev/null, its socket and its own pipe."""
-    place = Place(user("me"))
     duration = marker()
     master, slave = os.openpty()
     reader = threading.Thread(target=_drain, args=(master,), daemon=True)
@@ -216,7 +215,6 @@ def test_the_launcher_holds_no_secret_nor_terminal(tmp_path: Path) -> None:
     finally:
         os.close(slave)
         kill_sleepers(duration)
-        shutil.rmtree(place.base, ignore_errors=True)
 
 
 def _take_terminal() -> None:
