@@ -236,3 +236,27 @@ def _adopted(launcher: int, duration: str) -> bool:
         if cmdline(pid) == ["sleep", duration] and fields and fields[0] != "Z":
             return int(fields[1]) == launcher
     return False
+
+
+async def test_where_there_is_no_launcher_commands_start_directly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Elsewhere than Linux (simulated): asyncio starts the command, in a group of its own,
+    and the timeout still stops that group."""
+    monkeypatch.setattr(sandbox, "USE_LAUNCHER", False)
+    done = await run("echo direct; echo parent=$PPID; exit 3", tmp_path, sandbox="off")
+    assert done.output.startswith("direct\n")
+    assert done.output.endswith("[exit code: exit status 3]")
+    assert f"parent={os.getpid()}" in done.output  # no launcher between
+    stopped = await run("echo pgid=$$; sleep 60", tmp_path, BashTool(timeout=0.5), sandbox="off")
+    assert stopped.output.endswith("[error: 0.5s timeout exceeded]")
+    pgid = int(stopped.output.split("pgid=")[1].split()[0])
+    gone = await asyncio.to_thread(
+        wait_until, lambda: not [p for p in all_pids() if _group(p) == pgid], 10
+    )
+    assert gone, "the timeout left the group running"
+
+
+def _group(pid: int) -> int | None:
+    fields = stat_fields(pid)
+    return int(fields[2]) if fields and fields[0] != "Z" else None

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from mm_tui.core.command_env import command_env, excluded
+from mm_tui.core.processes import kill_group, stop_group
 
 REPLY = struct.Struct("=cIi")
 STOP = struct.Struct("=II")
@@ -496,6 +497,68 @@ class LaunchedProcess:
                     transport.close()
         self._close_pipes()
         self._launcher.forget(self._ident)
+
+
+class DirectProcess(LaunchedProcess):
+    """Elsewhere than Linux, where nothing is confined and the launcher's means are missing
+    (pipe2, memfd, SOCK_SEQPACKET, prctl): a child asyncio starts in a session of its own, in
+    the shape of a `LaunchedProcess`, stopped with `core/processes.py`. Commands there do not
+    die with a killed mm."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:  # noqa: D107
+        self._proc = proc
+        self.stdin = proc.stdin
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.lost = False
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def wait(self) -> int:
+        return await self._proc.wait()
+
+    async def stop(self, grace: float) -> None:
+        await stop_group(self._proc, grace)
+
+    def kill(self) -> None:
+        kill_group(self._proc)
+
+    async def open_streams(self, limit: int = 2**16) -> None:
+        """asyncio made them already."""
+
+    def close_streams(self) -> None:
+        if self.stdin is not None:
+            self.stdin.close()
+
+    def abandon(self) -> None:
+        kill_group(self._proc)
+
+
+USE_LAUNCHER = sys.platform.startswith("linux")
+
+
+async def launch_direct(argv: list[str], **popen: Any) -> DirectProcess:
+    """`launch` where there is no launcher process (see `DirectProcess`)."""
+    streams = [
+        subprocess.DEVNULL if popen.get(name) is None else popen[name]
+        for name in ("stdin", "stdout", "stderr")
+    ]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=streams[0],
+        stdout=streams[1],
+        stderr=streams[2],
+        cwd=popen.get("cwd"),
+        env=command_env() if popen.get("env") is None else popen["env"],
+        start_new_session=True,
+    )
+    return DirectProcess(proc)
 
 
 _living: set[LauncherProcess] = set()

@@ -88,10 +88,12 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.core.launcher import (
+    USE_LAUNCHER,
     LaunchedProcess,
     LauncherFailed,
     LauncherProcess,
     launch,
+    launch_direct,
     seccomp_filter,
 )
 from mm_tui.core.paths import shown_path, user_config_dir
@@ -589,6 +591,8 @@ class Confinement:
         launcher process (confined when this is), as the leader of a group of its own.
         Raises OSError as Popen would; `LauncherGone` when the launcher died meanwhile.
         `wait_started` False: a failure to start is raised by the wait for its end instead."""
+        if not USE_LAUNCHER:  # not Linux: nothing is confined, and no launcher is built
+            return await launch_direct(argv, **popen)
         launcher = self.ruleset.launcher() if self.ruleset is not None else plain_launcher()
         return await launch(launcher, argv, wait_started, **popen)
 
