@@ -3,13 +3,14 @@
 The floor is the least any implementation must do: a temporary file, `bash -c true` started by
 Popen (vfork and exec) with its output going to that file, a blocking wait and a read-back.
 asyncio's own start of the same child is printed beside it: the tool starts its commands from a
-thread of its own instead (core/sandbox.py's `Launcher`), which costs less. The tool adds its process
+launcher process instead (core/launcher.py: one message out, two back, the pid and the status). The tool adds its process
 group, its quiet environment and its markers; the goal is at most 1.3x the floor. Both are
 measured in the same run, interleaved, so that a busy machine slows both alike.
 
 The sandbox (core/sandbox.py, `sandbox: auto`) against none (`sandbox: off`): the same tool call,
 confined and not, interleaved too; the goal is at most 1.3x + 2 ms. Building a ruleset (once per
-project, and again when a folder it lists changes) is measured apart.
+project, and again when a folder it lists changes) and starting its launcher process (from the
+request to a launcher ready to start commands, confined) are measured apart.
 
 Run: .venv/bin/python bench/bench_bash.py [calls]
 """
@@ -116,16 +117,21 @@ async def main(calls: int) -> None:
         f"{factor}x + {extra * 1000:g} ms: {'met' if sandbox_mean <= goal else 'NOT met'})"
     )
     builds: list[float] = []
+    starts: list[float] = []
     policy = sandbox.make_policy(confined.settings.sandbox_config(), confined.cwd, dict(os.environ))
     for _ in range(20):
         t = time.perf_counter()
         ruleset = sandbox.Ruleset(abi, sandbox.plan(policy), policy.network)
-        ruleset.launcher()
         builds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        launcher = ruleset.launcher()
+        starts.append(time.perf_counter() - t)
+        launcher.close(wait=5)
         ruleset.close()
     print(
         f"ruleset build:      {ms(builds)}  (once per project; {len(sandbox.plan(policy))} rules)"
     )
+    print(f"launcher start:     {ms(starts)}  (once per ruleset: request to ready, confined)")
 
 
 if __name__ == "__main__":

@@ -194,10 +194,12 @@ async def test_initialize_names_the_agent_and_its_model(tmp_path: Path) -> None:
 async def test_stdout_carries_protocol_messages_only(tmp_path: Path) -> None:
     """Raw bytes: nothing before initialize, then one JSON-RPC object per line, through a turn
     whose tool writes to its stdout and stderr, and to mm's own stdout (file descriptor 1 of
-    its parent), which must end in the log, not in the protocol."""
+    mm, the parent of its parent, the launcher), which must end in the log, not in the
+    protocol."""
     home = tmp_path / "home"
     home.mkdir()
-    command = "echo to-stdout; echo to-stderr >&2; echo stray-line > /proc/$PPID/fd/1"
+    mm = "$(cut -d' ' -f4 /proc/$PPID/stat)"  # the launcher's parent
+    command = f"echo to-stdout; echo to-stderr >&2; echo stray-line > /proc/{mm}/fd/1"
     with ScriptedServer(
         Reply(tool_calls=[call("bash", {"command": command}, id="c1")]), Reply("done")
     ) as server:

@@ -16,13 +16,13 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from lsp_fixtures.support import FAKE_SERVER
 from support.folders import snapshot
+from support.processes import launchers, stat_fields
 
 from mm_tui.config import LspServer, Settings
 from mm_tui.core import sandbox
@@ -417,7 +417,8 @@ async def test_a_command_signals_its_own_processes_only(place: Place) -> None:
 @needs_landlock
 async def test_a_command_cannot_reach_into_mm_through_proc(place: Place) -> None:
     """mm is outside the command's domain: its file descriptors and memory are out of reach."""
-    result = await bash("echo stray > /proc/$PPID/fd/1 && echo wrote", place.project)
+    mm = os.getpid()  # the command's parent is the launcher process: mm is this process
+    result = await bash(f"echo stray > /proc/{mm}/fd/1 && echo wrote", place.project)
     assert "wrote" not in result.output
     assert f"/proc/{os.getpid()}/fd/1: Permission denied" in result.output
     assert result.output.endswith(LINE)
@@ -527,19 +528,19 @@ async def test_a_language_server_runs_in_the_sandbox(place: Place) -> None:
 
 
 @needs_landlock
-async def test_a_language_server_starts_confined_from_the_sandbox_thread_without_preexec_fn(
+async def test_a_language_server_starts_confined_from_the_launcher_process(
     place: Place, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No code of mm runs in the server's child between fork and exec (a `preexec_fn` in a
-    process with threads may hang on a lock the fork copied): it is started by Popen from the
-    sandbox's confined thread, whose confinement it inherits, and still speaks over asyncio
-    streams. The fake server, started through `sh`, first tries to write outside the project and
-    to read a key, and says how that went on its stderr before it serves."""
-    calls: list[tuple[str, dict[str, object]]] = []
+    """No code of mm runs in the server's child, and no thread of mm is confined: the server is
+    started by the launcher process (a child of mm that confined itself), whose confinement it
+    inherits, and still speaks over asyncio streams through the pipes mm made. The fake server,
+    started through `sh`, first tries to write outside the project and to read a key, and says
+    how that went on its stderr before it serves."""
+    calls: list[object] = []
     real_popen = subprocess.Popen
 
     def spy(args: object, **kwargs: object) -> subprocess.Popen[bytes]:
-        calls.append((threading.current_thread().name, kwargs))
+        calls.append(args)
         return real_popen(args, **kwargs)  # type: ignore[call-overload]
 
     monkeypatch.setattr(subprocess, "Popen", spy)
@@ -555,16 +556,19 @@ async def test_a_language_server_starts_confined_from_the_sandbox_thread_without
         assert client.server_info == {"name": "fake"}  # the streams carry the protocol
         assert client.pid is not None
         status = Path(f"/proc/{client.pid}/status").read_text()
-        assert "NoNewPrivs:\t1" in status  # inherited from the launcher thread
-        [(thread, kwargs)] = calls
-        assert thread == "mm-sandbox" and kwargs.get("preexec_fn") is None
-        assert kwargs["start_new_session"] is True
+        assert "NoNewPrivs:\t1" in status  # inherited from the launcher process
+        parent = int(status.split("PPid:\t")[1].split()[0])
+        assert parent in launchers()  # a launcher process of mm's started it
+        assert all("sh" not in (a if isinstance(a, list) else [a]) for a in calls)  # not mm
+        assert stat_fields(client.pid)[2] == str(client.pid)  # it leads a group of its own
     finally:
         await client.close()
     assert not outside.exists()
     stderr = client.stderr_tail()
     assert "write refused" in stderr and "read refused" in stderr and SECRET not in stderr
     assert "NoNewPrivs:\t0" in Path("/proc/self/status").read_text()  # mm is not confined
+    for task in Path("/proc/self/task").iterdir():  # nor any thread of it
+        assert "NoNewPrivs:\t0" in (task / "status").read_text()
 
 
 async def test_concurrent_commands_each_finish(place: Place) -> None:

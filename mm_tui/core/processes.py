@@ -1,10 +1,10 @@
 """Stopping a child process and everything it started.
 
-mm starts its children (a bash command, a language server, an asked agent) with
-`start_new_session=True`: each leads a process group of its own, whose id is its pid, and the
-processes it starts join that group unless they start a session of their own. One signal to the
-group reaches them all; a signal to the child alone would leave its helpers running (a node
-worker, a job the shell left behind)."""
+mm starts its own children (an asked agent; the commands start from a launcher process, which
+stops them itself when asked: core/launcher.py) with `start_new_session=True`: each leads a
+process group of its own, whose id is its pid, and the processes it starts join that group
+unless they start a session of their own. One signal to the group reaches them all; a signal to
+the child alone would leave its helpers running (a node worker, a job the shell left behind)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def signal_group(pgid: int, sig: int) -> None:
 
 
 class Running(Protocol):
-    """A started child as `kill_group` needs it: an asyncio process, or the sandbox's
-    `LaunchedProcess`."""
+    """A started child as `kill_group` needs it: an asyncio process mm started itself (an asked
+    agent). Not a command's `LaunchedProcess`: its pid comes from the launcher, which mm does not
+    trust, and it is stopped through the launcher (`LaunchedProcess.kill`, `stop`)."""
 
     @property
     def pid(self) -> int: ...
@@ -54,8 +55,8 @@ def kill_group(process: Running) -> None:
 
 
 class Child(Protocol):
-    """A started child as `stop_group` needs it: an asyncio process, or the sandbox's
-    `LaunchedProcess`."""
+    """A started child as `stop_group` needs it: an asyncio process mm started itself (not a
+    `LaunchedProcess`, see `Running`)."""
 
     @property
     def pid(self) -> int: ...

@@ -26,10 +26,10 @@ What a confined command may do:
   UDP (DNS included) and Unix sockets are not covered by Landlock (a command that can reach a
   Docker daemon's socket can still ask it for anything);
 - **signal** only processes inside the sandbox (ABI 6, Linux 6.12): the commands started from
-  the same ruleset's thread share its domain, so a command can stop a job an earlier one left
+  the same ruleset's launcher share its domain, so a command can stop a job an earlier one left
   running, but not mm nor the person's other programs (`pkill python` would stop mm). A rebuilt
-  ruleset is a new domain: jobs of the old one are out of reach. mm, outside, still stops the
-  command's group.
+  ruleset is a new domain: jobs of the old one are out of reach. The launcher, inside, stops a
+  command's processes at its timeout (mm asks it to).
 
 The same policy binds the file tools (read_file, write_file, edit_file, read_skill,
 fetch_content's output) through mm's own check, `core/file_access.py` (`judge` is also what
@@ -72,16 +72,12 @@ project is the home folder) only listing: with the right to make entries a comma
 The ruleset is built in mm (one rule per sibling: well under a millisecond for a usual home
 folder) and kept, keyed by what it depends on: the policy and the modification times of the
 folders that were descended (a new entry in `~` makes a new ruleset). mm itself is never
-confined. Commands and language servers are started from a thread of mm that confined itself
-with the ruleset (`Launcher`: `PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self`; both hold
-per thread, and a child inherits them from the thread that starts it). So nothing runs in the
-child between fork and exec: a `preexec_fn` would make Python fork the whole process instead of
-its vfork path (4 ms more per command here, 15 ms in a process of mm's size), and a fork in a
-process with threads may copy a lock another thread holds and hang the child. The child's end
-is watched through a pidfd (`LaunchedProcess`); a language server's pipes, made by Popen in
-that thread, are handed to the event loop as asyncio streams (`LaunchedProcess.open_streams`).
-Files mm opened for the child before (the bash output file) keep working: Landlock checks at
-open. No new privileges means a set-user-id program (sudo) gains none.
+confined, nor any thread of it: commands and language servers start from the ruleset's launcher
+process (`core/launcher.py`), which confines itself with the ruleset before it starts anything
+(`PR_SET_NO_NEW_PRIVS`, then `landlock_restrict_self`); a child inherits that. A rebuilt ruleset
+retires its launcher (no new call; its jobs run on until mm exits). Files mm opened for the
+child (the bash output file, a language server's pipes) are passed to the launcher and keep
+working: Landlock checks at open. No new privileges means a set-user-id program (sudo) gains none.
 
 `sandbox` setting: `auto` (the default) confines when Landlock works and otherwise runs commands
 unconfined, said once at start-up (`startup_warning`); `strict` refuses to run a command that
@@ -102,24 +98,27 @@ Standard library only (ctypes), like the rest of `core/`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import errno
 import os
-import queue
 import re
-import signal
 import stat
-import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.launcher import (
+    USE_LAUNCHER,
+    LaunchedProcess,
+    LauncherFailed,
+    LauncherProcess,
+    launch,
+    launch_direct,
+    seccomp_filter,
+)
 from mm_tui.core.paths import shown_path, user_config_dir
-from mm_tui.core.processes import signal_group
 
 MODES = ("auto", "off", "strict")
 FAKE_ABI_VARIABLE = "MM_SANDBOX_FAKE_ABI"
@@ -551,7 +550,8 @@ class Ruleset:
             raise SandboxUnavailable(f"landlock_create_ruleset failed: {os.strerror(err)}")
         self.fd = int(fd)
         self.abi = abi
-        self._launcher: Launcher | None = None
+        self.network = network
+        self._launcher: LauncherProcess | None = None
         self._launcher_lock = threading.Lock()
         self.rules = len(rules)
         try:
@@ -587,229 +587,43 @@ class Ruleset:
         finally:
             os.close(target)
 
-    def _restrict(self) -> Callable[[], None]:
-        """What the launcher thread runs on itself: no new privileges, then the ruleset."""
-        import ctypes
-
-        libc = _libc()
-        nnp = (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), *(ctypes.c_ulong(v) for v in (1, 0, 0, 0)))
-        restrict = (ctypes.c_long(_SYS_RESTRICT_SELF), ctypes.c_long(self.fd), ctypes.c_uint32(0))
-
-        def confine() -> None:
-            if libc.prctl(*nnp) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-            if libc.syscall(*restrict) != 0:
-                raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
-
-        return confine
-
-    def launcher(self) -> Launcher:
-        """The thread that starts this ruleset's children, confined (started on first need)."""
+    def launcher(self) -> LauncherProcess:
+        """The process that starts this ruleset's children, confined (started on first need,
+        and again when the one before died). Raises `LauncherFailed` when it cannot confine
+        itself, OSError(ESTALE) when this ruleset was replaced meanwhile."""
         with self._launcher_lock:
-            if self._launcher is None:
-                self._launcher = Launcher(self._restrict())
+            if self.fd < 0:
+                raise _stale()
+            if self._launcher is None or self._launcher.gone:
+                self._launcher = LauncherProcess(self.fd, seccomp_filter(self.network))
             return self._launcher
 
     def close(self) -> None:
-        if self._launcher is not None:
-            self._launcher.stop()
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-class Launcher:
-    """A thread of mm that confined itself with a ruleset, and starts children from there.
-
-    Landlock confines a thread, and what it starts inherits the confinement: a child started
-    from this thread needs no code between fork and exec (`preexec_fn`), so Python keeps its
-    fast way of starting it (vfork and exec), which a `preexec_fn` forbids: with one, Python
-    forks the whole process, which cost 4 ms more per command here, 15 ms more in a process of
-    mm's size, and the forked child of a process with threads may hang on a lock another thread
-    held. mm's other threads are not confined."""
-
-    def __init__(self, confine: Callable[[], None]) -> None:
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._ready = threading.Event()
-        self.error: OSError | None = None
-        self._stopped = False
-        self._thread = threading.Thread(
-            target=self._run, args=(confine,), name="mm-sandbox", daemon=True
-        )
-        self._thread.start()
-        self._ready.wait()
-
-    def _run(self, confine: Callable[[], None]) -> None:
-        try:
-            confine()
-        except OSError as exc:
-            self.error = exc
-        self._ready.set()
-        if self.error is not None:
-            return
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                break
-            argv, kwargs, loop, future = job
-            try:
-                popen: Any = subprocess.Popen(argv, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller as it is
-                loop.call_soon_threadsafe(_fail, future, exc)
-            else:
-                loop.call_soon_threadsafe(_deliver, future, popen)
-        # A job queued by another thread after stop(): its caller must not wait for ever.
-        while True:
-            try:
-                job = self._jobs.get_nowait()
-            except queue.Empty:
-                return
-            if job is not None:
-                _argv, _kwargs, loop, future = job
-                loop.call_soon_threadsafe(_fail, future, _stale())
-
-    async def start(self, argv: list[str], **popen: Any) -> LaunchedProcess:
-        """`subprocess.Popen(argv, **popen)` from the confined thread; raises what Popen raises.
-        With pipes, `LaunchedProcess.open_streams` makes asyncio streams of them."""
-        if self.error is not None:
-            raise self.error
-        if self._stopped:  # its ruleset was replaced between confine() and here
-            raise _stale()
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[subprocess.Popen[bytes]] = loop.create_future()
-        self._jobs.put((argv, popen, loop, future))
-        return LaunchedProcess(await future)
-
-    def stop(self) -> None:
-        self._stopped = True
-        self._jobs.put(None)
+        """Replaced: the launcher takes no new call (its running jobs stay until mm exits)."""
+        with self._launcher_lock:
+            if self._launcher is not None:
+                self._launcher.retire()
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
 
 
 def _stale() -> OSError:
     return OSError(errno.ESTALE, "the sandbox was rebuilt meanwhile: run the command again")
 
 
-_plain: Launcher | None = None
+_plain: LauncherProcess | None = None
 
 
-def plain_launcher() -> Launcher:
-    """A launcher that confines nothing, for commands run without the sandbox: asyncio's own
-    start of a child costs more than a `Launcher`'s (Python 3.11's child watcher starts a thread
-    per child to wait for it; here one thread starts them all and a pidfd says when each ends)."""
+def plain_launcher() -> LauncherProcess:
+    """The launcher process of unconfined commands (`sandbox: off`, or no Landlock here): the
+    same process as a confined one but for Landlock, so that these commands also die with mm
+    and never run from a thread of mm."""
     global _plain
     with _lock:
-        if _plain is None:
-            _plain = Launcher(lambda: None)
+        if _plain is None or _plain.gone:
+            _plain = LauncherProcess()
         return _plain
-
-
-def _deliver(future: asyncio.Future[Any], popen: subprocess.Popen[bytes]) -> None:
-    if future.cancelled():  # the call was cancelled while the command started: stop it
-        signal_group(popen.pid, signal.SIGKILL)
-        _close_pipes(popen)
-        threading.Thread(target=popen.wait, daemon=True).start()
-    else:
-        future.set_result(popen)
-
-
-def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.cancelled():
-        future.set_exception(exc)
-
-
-def _close_pipes(popen: subprocess.Popen[bytes]) -> None:
-    for pipe in (popen.stdin, popen.stdout, popen.stderr):
-        if pipe is not None:
-            with contextlib.suppress(OSError):
-                pipe.close()
-
-
-class LaunchedProcess:
-    """A child started by a `Launcher`, as an asyncio process is used: `pid`, `returncode`,
-    `await wait()`, and after `open_streams` its pipes as `stdin`, `stdout` and `stderr`. Its
-    end is seen through a pidfd on the event loop."""
-
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        self._popen = popen
-        self.pid = popen.pid
-        self._exited: asyncio.Future[None] | None = None
-        self._pidfd = -1
-        self.stdin: asyncio.StreamWriter | None = None
-        self.stdout: asyncio.StreamReader | None = None
-        self.stderr: asyncio.StreamReader | None = None
-        self._transports: list[asyncio.WriteTransport | asyncio.ReadTransport] = []
-
-    @property
-    def returncode(self) -> int | None:
-        return self._popen.returncode
-
-    async def open_streams(self, limit: int = 2**16) -> None:
-        """Hand the pipes Popen made to the event loop, as `create_subprocess_exec` gives them
-        (which starts its child from the loop's thread, unconfined): `stdin` a StreamWriter,
-        `stdout` and `stderr` StreamReaders, each None when it is no pipe. Popen is to be given
-        `bufsize=0`: the loop writes to the descriptor, past any buffer of the file object."""
-        loop = asyncio.get_running_loop()
-        popen = self._popen
-        if popen.stdin is not None:
-            transport, protocol = await loop.connect_write_pipe(
-                asyncio.streams.FlowControlMixin, popen.stdin
-            )
-            self._transports.append(transport)
-            self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
-        for name in ("stdout", "stderr"):
-            pipe = getattr(popen, name)
-            if pipe is None:
-                continue
-            reader = asyncio.StreamReader(limit=limit, loop=loop)
-            read, _ = await loop.connect_read_pipe(
-                lambda reader=reader: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-            )
-            self._transports.append(read)
-            setattr(self, name, reader)
-
-    def close_streams(self) -> None:
-        """Close the pipes' transports (the child is gone, or going)."""
-        for transport in self._transports:
-            transport.close()
-
-    def abandon(self) -> None:
-        """Let go of a child whose event loop is gone (kill it first): its pipes and pidfd are
-        closed without that loop, and a thread reaps it, which the loop would have done."""
-        for transport in self._transports:
-            with contextlib.suppress(Exception):  # its loop is closed: this cannot finish
-                if isinstance(transport, asyncio.WriteTransport):
-                    transport.abort()
-                else:
-                    transport.close()
-        _close_pipes(self._popen)
-        if self._pidfd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._pidfd)
-            self._pidfd = -1
-        if self._popen.returncode is None:
-            threading.Thread(target=self._popen.wait, daemon=True).start()
-
-    async def wait(self) -> int:
-        if self._popen.returncode is not None:
-            return self._popen.returncode
-        if self._exited is None:
-            loop = asyncio.get_running_loop()
-            exited: asyncio.Future[None] = loop.create_future()
-            self._exited = exited
-            pidfd = self._pidfd = os.pidfd_open(self.pid)
-
-            def ended() -> None:
-                loop.remove_reader(pidfd)
-                if self._pidfd == pidfd:
-                    os.close(pidfd)
-                    self._pidfd = -1
-                self._popen.wait()  # it has exited: this only reaps it
-                if not exited.done():
-                    exited.set_result(None)
-
-            loop.add_reader(pidfd, ended)
-        await asyncio.shield(self._exited)
-        return self._popen.returncode if self._popen.returncode is not None else -1
 
 
 _lock = threading.Lock()
@@ -873,23 +687,31 @@ def config_file(env: Mapping[str, str] | None = None) -> str:
 @dataclass
 class Confinement:
     """How to start one command (a bash command, a language server): `start`, from the
-    sandbox's thread when confined (`launcher`; None: unconfined). `refused`: strict mode could
-    not confine, the command must not run, and this text says why."""
+    ruleset's launcher process when confined (`ruleset`; None: from the unconfined launcher).
+    `refused`: strict mode could not confine, the command must not run, and this text says
+    why."""
 
-    launcher: Launcher | None = None
+    ruleset: Ruleset | None = None
     refused: str | None = None
     why: str = ""  # for `refused`: why the sandbox cannot be set up
     policy: Policy | None = None
     cwd: str = ""
 
-    async def start(self, argv: list[str], **popen: Any) -> LaunchedProcess:
-        """`subprocess.Popen(argv, **popen)`, confined when it is (else from the unconfined
-        launcher: the same fast start, see `plain_launcher`); raises what Popen raises."""
-        return await (self.launcher or plain_launcher()).start(argv, **popen)
+    async def start(
+        self, argv: list[str], wait_started: bool = True, **popen: Any
+    ) -> LaunchedProcess:
+        """Start `argv` with Popen-like `stdin`, `stdout`, `stderr`, `cwd`, `env` from the
+        launcher process (confined when this is), as the leader of a group of its own.
+        Raises OSError as Popen would; `LauncherGone` when the launcher died meanwhile.
+        `wait_started` False: a failure to start is raised by the wait for its end instead."""
+        if not USE_LAUNCHER:  # not Linux: nothing is confined, and no launcher is built
+            return await launch_direct(argv, **popen)
+        launcher = self.ruleset.launcher() if self.ruleset is not None else plain_launcher()
+        return await launch(launcher, argv, wait_started, **popen)
 
     @property
     def confined(self) -> bool:
-        return self.launcher is not None
+        return self.ruleset is not None
 
     def blocked(self, path: str) -> bool:
         """Whether the sandbox refuses writing `path` or reading it: the file tools' judgement
@@ -949,14 +771,15 @@ def confine(config: SandboxConfig, project: Path, env: Mapping[str, str]) -> Con
             raise SandboxUnavailable(why)
         policy = make_policy(config, project, env)
         ruleset = ruleset_for(policy, abi)
-        launcher = ruleset.launcher()
-        if launcher.error is not None:
-            raise SandboxUnavailable(f"landlock_restrict_self failed: {launcher.error.strerror}")
+        try:
+            ruleset.launcher()  # started now: a failure to confine is said here
+        except LauncherFailed as exc:
+            raise SandboxUnavailable(exc.strerror or str(exc)) from None
     except (OSError, SandboxUnavailable) as exc:
         if config.mode == "strict":
             return Confinement(refused=refusal(str(exc)), why=str(exc))
         return Confinement()  # auto: unconfined, as start-up said
-    return Confinement(launcher=launcher, policy=policy, cwd=os.path.abspath(project))
+    return Confinement(ruleset=ruleset, policy=policy, cwd=os.path.abspath(project))
 
 
 def refusal(why: str) -> str:

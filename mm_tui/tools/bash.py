@@ -10,13 +10,15 @@ only the first and last MiB are ever read back, the middle of a huge output is p
 hole while the command runs (`release_middle`).
 
 Why its own process group: cancelling the turn or hitting the timeout must stop everything the
-command started, not only the shell, and one `killpg` reaches them all.
+command started, not only the shell. The launcher process that started it (core/launcher.py)
+does the stopping when asked: SIGTERM to the group and to every process of the command that left
+it (`setsid`), SIGKILL after `KILL_GRACE`.
 
 Its environment is mm's without the keys (`command_env`: mm's own key variables, the
 `commandEnvExclude` patterns), with `QUIET_ENV` on top.
 
-It runs in the sandbox (`core/sandbox.py`, the `sandbox` setting): started from mm's confined
-thread, it writes only in the project, the temp folder, ~/.cache and mm's state, reads all but
+It runs in the sandbox (`core/sandbox.py`, the `sandbox` setting): started from the sandbox's
+launcher process, it writes only in the project, the temp folder, ~/.cache and mm's state, reads all but
 the deny list. When its output shows a refusal the sandbox may have made, one line says so
 after the other markers (`Confinement.explain`); in strict mode without a sandbox the command
 does not run and the text says why.
@@ -28,7 +30,8 @@ output does not already end with one):
 - `[exit code: signal: killed]` (`terminated`, `segmentation fault`, … — the C library's name of
   the signal, lower-cased, as Go spells it) when the shell itself dies of a signal;
 - `[error: 30s timeout exceeded]` (the number is the timeout) when the command ran too long;
-- `[error: cancelled]` when the turn was cancelled; raised inside `ToolCancelled`.
+- `[error: cancelled]` when the turn was cancelled; raised inside `ToolCancelled`;
+- `LAUNCHER_GONE` when the launcher process died while the command ran (a command killed it).
 - last, `[sandbox: refused by mm's sandbox — …]` when the output shows a refusal the sandbox may
   have made (a permission denied on a path it keeps from commands, or on no path at all).
 """
@@ -43,7 +46,6 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from mm_tui.core.command_env import command_env
-from mm_tui.core.processes import stop_group
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
     CANCELLED,
@@ -56,7 +58,7 @@ from mm_tui.tools.base import (
 )
 
 if TYPE_CHECKING:
-    from mm_tui.core.sandbox import LaunchedProcess
+    from mm_tui.core.launcher import LaunchedProcess
     from mm_tui.tools.args import BashArgs
 
 
@@ -78,6 +80,13 @@ QUIET_ENV = {
     "VISUAL": "true",
     "GIT_EDITOR": "true",
 }
+
+
+LAUNCHER_GONE = (
+    "[error: the process that starts commands died while this one ran (a command may have "
+    "killed it); its processes are no longer watched nor stopped. The next command starts a "
+    "new one]"
+)
 
 
 def append_marker(output: str, marker: str) -> str:
@@ -242,7 +251,9 @@ class BashTool(Tool):
         settings = ctx.settings
         env = command_env(settings.command_env_exclude, secrets=settings.secret_values())
         env.update(QUIET_ENV)
-        from mm_tui.core.sandbox import confine  # at the first command: not needed to start
+        # at the first command: not needed to start
+        from mm_tui.core.launcher import LauncherGone
+        from mm_tui.core.sandbox import confine
 
         sandbox = confine(settings.sandbox_config(), ctx.cwd, env)
         if sandbox.refused is not None:  # strict, and no sandbox here
@@ -250,32 +261,52 @@ class BashTool(Tool):
         # Unlinked at once (O_TMPFILE on Linux): nothing is left behind whatever happens.
         with tempfile.TemporaryFile(buffering=0) as out:
             fd = out.fileno()
-            try:
-                # From the sandbox's thread, or when unconfined from a plain one like it.
-                proc = await sandbox.start(
+            # From the launcher process (confined, or unconfined when the sandbox is off).
+            starting = asyncio.ensure_future(
+                sandbox.start(
                     ["bash", "-c", args.command],
                     stdin=subprocess.DEVNULL,
                     stdout=fd,
                     stderr=subprocess.STDOUT,
                     cwd=ctx.cwd,
                     env=env,
-                    start_new_session=True,
+                    wait_started=False,  # a failure to start comes out of the wait
                 )
+            )
+            try:
+                proc = await asyncio.shield(starting)
             except asyncio.CancelledError:
-                raise ToolCancelled(CANCELLED) from None
+                # Cancelled while the launcher started it: the pid is a moment away; stop the
+                # command as any cancelled one, with what it wrote so far.
+                try:
+                    proc = await starting
+                except OSError:
+                    raise ToolCancelled(CANCELLED) from None
+                try:
+                    await proc.stop(KILL_GRACE)
+                finally:
+                    output = truncate(read_back(fd), limit)
+                raise ToolCancelled(append_marker(output, CANCELLED)) from None
+            except LauncherGone:
+                return ToolResult(LAUNCHER_GONE, status="error")
             except OSError as exc:
                 return ToolResult(f"[error: cannot run bash: {exc}]", status="error")
 
             try:
                 async with asyncio.timeout(self.timeout):
                     await _wait(proc, fd)
+            except LauncherGone:
+                output = truncate(read_back(fd), limit)
+                return ToolResult(append_marker(output, LAUNCHER_GONE), status="error")
             except TimeoutError:
-                await stop_group(proc, KILL_GRACE)
+                await proc.stop(KILL_GRACE)
                 output = truncate(read_back(fd), limit)
                 return ToolResult(append_marker(output, self.timeout_marker()), status="error")
+            except OSError as exc:  # the launcher could not start it
+                return ToolResult(f"[error: cannot run bash: {exc}]", status="error")
             except asyncio.CancelledError:
                 try:
-                    await stop_group(proc, KILL_GRACE)
+                    await proc.stop(KILL_GRACE)
                 finally:
                     output = truncate(read_back(fd), limit)
                 raise ToolCancelled(append_marker(output, CANCELLED)) from None

@@ -78,16 +78,32 @@ def running(*command: str, under: int | None = None) -> list[int]:
     return [pid for pid in descendants(under) if cmdline(pid) == list(command)]
 
 
-def tool_groups(pid: int | None = None) -> list[int]:
-    """The process groups the bash tool started under `pid` (this process by default): each
-    command runs in a session of its own, led by the shell, so a group's id is the shell's pid
-    (after `bash -c` has exec'd its last command, the pid is that command's)."""
+LAUNCHER = "launcher_process.py"
+
+
+def is_launcher(pid: int) -> bool:
+    """Whether `pid` is one of mm's launcher processes (core/launcher_process.py)."""
+    return any(a.endswith(LAUNCHER) for a in cmdline(pid))
+
+
+def launchers(pid: int | None = None) -> list[int]:
+    """The launcher processes `pid` (this process by default) started: the parents of the
+    commands the tools run."""
     parent = os.getpid() if pid is None else pid
+    return [c for c in children(parent) if is_launcher(c)]
+
+
+def tool_groups(pid: int | None = None) -> list[int]:
+    """The process groups the bash tool started under `pid` (this process by default), through
+    its launcher processes: each command runs in a session of its own, led by the shell, so a
+    group's id is the shell's pid (after `bash -c` has exec'd its last command, the pid is that
+    command's)."""
     groups = []
-    for child in children(parent):
-        fields = stat_fields(child)
-        if fields and int(fields[2]) == child:
-            groups.append(child)
+    for launcher in launchers(pid):
+        for child in children(launcher):
+            fields = stat_fields(child)
+            if fields and int(fields[2]) == child:
+                groups.append(child)
     return groups
 
 

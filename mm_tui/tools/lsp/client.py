@@ -11,8 +11,9 @@ would otherwise fill the pipe and block on its next write, and the tail of that 
 explains a crash.
 
 The server runs in the sandbox of the commands (`core/sandbox.py`) when it is given one, started
-like a bash command from the sandbox's launcher thread (confined or not); its pipes are then
-handed to the event loop.
+like a bash command from the sandbox's launcher process (confined or not), with pipes mm made
+and keeps its ends of; those are then handed to the event loop. Stopping it is a request to
+the launcher (`LaunchedProcess.kill`).
 
 The client never raises anything but `LspError` (and its subclasses) for a server's misbehaviour:
 the tool turns those into text for the model.
@@ -35,8 +36,9 @@ from typing import Any
 
 from mm_tui import __version__
 from mm_tui.core.command_env import command_env
-from mm_tui.core.processes import kill_group, signal_name
-from mm_tui.core.sandbox import Confinement, LaunchedProcess, SandboxConfig, confine
+from mm_tui.core.launcher import LaunchedProcess, LauncherGone
+from mm_tui.core.processes import signal_name
+from mm_tui.core.sandbox import Confinement, SandboxConfig, confine
 from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 
 REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
@@ -242,7 +244,7 @@ class LspClient:
         self._begun = asyncio.Event()
         self._ready = asyncio.Event()
         env = self.env if self.env is not None else command_env()
-        sandbox = Confinement()  # unconfined: still started from a launcher thread
+        sandbox = Confinement()  # unconfined: still started from a launcher process
         if self.sandbox is not None:
             sandbox = confine(self.sandbox, self.root, env)
             if sandbox.refused is not None:
@@ -251,8 +253,8 @@ class LspClient:
                     "and sandbox is strict"
                 )
         try:
-            # Not asyncio's own start: it would start the server from the loop's thread, which
-            # only a preexec_fn could confine.
+            # Not asyncio's own start: the server starts from the launcher process, which
+            # confined itself (and kills it if mm goes).
             proc = await sandbox.start(
                 [self.command, *self.args],
                 stdin=subprocess.PIPE,
@@ -269,7 +271,7 @@ class LspClient:
         try:
             await proc.open_streams()
         except BaseException:
-            kill_group(proc)
+            proc.kill()
             proc.abandon()
             raise
         self._proc = proc
@@ -316,7 +318,7 @@ class LspClient:
                 await self.notify("exit")
             proc = self._proc
             if proc is not None:
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(TimeoutError, LauncherGone):
                     await asyncio.wait_for(proc.wait(), SHUTDOWN_TIMEOUT)
         await self.kill()
 
@@ -326,12 +328,12 @@ class LspClient:
         if proc is not None:
             # the whole group, even after a polite exit: a server's own helpers (a node
             # process, a worker) must not outlive it
-            kill_group(proc)
+            proc.kill()
         if proc is not None and proc.returncode is None:
             try:
                 if asyncio.get_running_loop() is self._loop:
                     await proc.wait()
-            except RuntimeError:
+            except (RuntimeError, LauncherGone):
                 pass
         self._gone("the server was stopped")
         for task in self._tasks:
@@ -344,7 +346,7 @@ class LspClient:
         """Kill the process from outside its event loop (that loop is gone): no awaiting."""
         proc = self._proc
         if proc is not None:
-            kill_group(proc)
+            proc.kill()
             proc.abandon()
         self._exited = self._exited or "the server was stopped"
         self._proc = None
@@ -411,7 +413,7 @@ class LspClient:
             pass
         self._output_closed = True
         if self._proc is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError, LauncherGone):
                 await asyncio.wait_for(self._proc.wait(), 1.0)
         self._gone(self._exit_reason())
 

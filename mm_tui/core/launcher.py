@@ -1,0 +1,649 @@
+"""mm's side of the launcher processes (`core/launcher_process.py`): every command the model
+runs (bash, a language server) starts from one, never from a thread of mm.
+
+Why a process: a thread of mm that confined itself shared mm's memory with the commands it
+started, in the same Landlock domain: a command could signal that thread, ptrace it, read mm's
+memory (the api key) through it, and patch the code mm's other threads run. The launcher is a
+process of its own, confined before it starts anything, holding no secret (an empty
+environment, no descriptor but its socket), so a command that takes it over gains nothing the
+command did not have. mm itself is in no domain: Landlock keeps the commands from signalling
+it, ptracing it or reading its /proc files.
+
+One launcher per ruleset (and one unconfined, for `sandbox: off` or a kernel without Landlock),
+started at first need. A call is one message out (`S`: argv, cwd, environment, and the child's
+stdin, stdout and stderr as descriptors mm made and keeps its ends of) and two back (its pid,
+then its returncode once the launcher reaped it). Stopping a call is a request (`K`): the
+launcher signals the call's group and every descendant that left it (`setsid`), SIGKILL after
+the grace; mm never signals a pid the launcher reported.
+
+What the launcher says is untrusted (a command shares its domain and may have taken it over):
+replies are 9 bytes, parsed strictly, about calls mm is waiting on; anything else, or its end
+closing, and mm drops that launcher: its running calls fail with `LauncherGone`, and the next
+call starts a fresh launcher. The dead launcher's jobs are orphaned then (reparented outside
+mm's reach, as the launcher reaped them); a launcher that a command killed took no step to
+stop them.
+
+When mm goes (it exits, crashes or is killed), the launcher's end of the socket closes and the
+launcher kills every descendant it has, `setsid` ones included, and exits. A ruleset that is
+rebuilt retires its launcher (`Q`): it takes no new call, keeps its running jobs until mm exits
+or it has none left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import errno
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any, cast
+
+from mm_tui.core.command_env import command_env, excluded
+from mm_tui.core.processes import kill_group, stop_group
+
+REPLY = struct.Struct("=cIi")
+STOP = struct.Struct("=II")
+MAX_MESSAGE = 60 * 1024  # a request larger than this goes in a memfd
+READY_TIMEOUT = 30.0  # seconds for a launcher to start and confine itself (a busy machine)
+_PR_SET_DUMPABLE = 4
+SCRIPT = str(Path(__file__).with_name("launcher_process.py"))
+_RETURNCODE_RANGE = range(-128, 256)
+_STAGES = {1: "prctl(PR_SET_NO_NEW_PRIVS)", 2: "landlock_restrict_self", 3: "seccomp", 4: "setup"}
+
+
+class LauncherGone(OSError):
+    """The launcher process ended (or said something it could not have said) while mm waited on
+    it: a command may have killed it."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.EPIPE, "the launcher process of the commands is gone")
+
+
+class LauncherFailed(OSError):
+    """The launcher could not confine itself: (stage, errno) as it reported."""
+
+
+class _Pending:
+    """What mm waits on for one call: its pid, its end, a stop; futures of the caller's loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.started: asyncio.Future[int] = loop.create_future()
+        self.exited: asyncio.Future[int] = loop.create_future()
+        self.stopped: asyncio.Future[None] | None = None
+        self.await_start = (
+            True  # False: a failure to start goes to `exited`; the pid is not awaited
+        )
+        self.argv0 = ""
+        self.pid = 0
+        self.returncode: int | None = None
+
+
+def _settle(
+    future: asyncio.Future[Any] | None, value: Any = None, exc: BaseException | None = None
+) -> None:
+    if future is None or future.done():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+        future.exception()  # retrieved: nobody may be waiting any more
+    else:
+        future.set_result(value)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits there
+        loop.call_soon_threadsafe(fn, *args)
+
+
+_guarded = False
+
+
+def guard_mm() -> None:
+    """Before mm's first launcher: keep mm's secrets out of what a confined command may read of
+    it through /proc. Landlock refuses a confined command ptrace and mm's memory, but not what
+    only asks to read: mm's environment (`MM_API_KEY`), its memory maps, its descriptors' list.
+
+    - mm is made not dumpable (`PR_SET_DUMPABLE` 0, as ssh-agent does): its /proc files then
+      belong to root, so a command of a plain user cannot open them. The price: no core dump of
+      mm, and a debugger attaches to it only with CAP_SYS_PTRACE.
+    - a command of root can still open them (the kernel's check for reading lets root through,
+      CAP_SYS_PTRACE or not: seen on Linux 6.18), so the values of the secret variables
+      (`command_env.excluded`: mm's key variables, `*_API_KEY`, `*_TOKEN`, `*_SECRET`) are
+      overwritten where /proc/<mm>/environ reads them, the block the kernel gave mm at exec.
+      mm keeps them: Python copied them at start-up (`os.environ`), and `os.putenv` gives the
+      C library's environment a copy of its own, which children started without `env=` inherit.
+    """
+    global _guarded
+    if _guarded or not sys.platform.startswith("linux"):
+        return
+    _guarded = True
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    zero = ctypes.c_ulong(0)
+    libc.prctl(ctypes.c_int(_PR_SET_DUMPABLE), zero, zero, zero, zero)
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        _scrub_environment_block()
+
+
+def _scrub_environment_block() -> None:
+    import ctypes
+
+    with open("/proc/self/stat", "rb") as f:
+        data = f.read()
+    fields = data[data.rfind(b")") + 2 :].split()
+    start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50 and 51)
+    if not 0 < start < end or end - start > 64 * 1024 * 1024:
+        return
+    block = ctypes.string_at(start, end - start)
+    offset = 0
+    for entry in block.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        text = os.fsdecode(name)
+        if sep and value and excluded(text):
+            real = os.environ.get(text)
+            ctypes.memset(start + offset + len(name) + 1, ord("*"), len(value))
+            if real is not None:
+                os.putenv(text, real)  # the C library's environment: a copy of its own
+        offset += len(entry) + 1
+
+
+class LauncherProcess:
+    """One launcher process and its socket; a thread of mm (never confined) reads its replies."""
+
+    def __init__(self, ruleset_fd: int | None = None, seccomp: bytes | None = None) -> None:
+        guard_mm()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = mine
+        self._lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+        self._next = 1
+        self.gone = False
+        self.retired = False
+        pass_fds = [theirs.fileno()]
+        if ruleset_fd is not None:
+            pass_fds.append(ruleset_fd)
+        try:
+            self._popen = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    SCRIPT,
+                    str(theirs.fileno()),
+                    str(-1 if ruleset_fd is None else ruleset_fd),
+                    str(os.getpid()),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={},  # no secret: each command gets its own environment
+                pass_fds=pass_fds,
+                close_fds=True,
+                cwd="/",
+            )
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            theirs.close()
+        self.pid = self._popen.pid
+        try:
+            mine.sendall(b"I" + (seccomp or b""))
+            mine.settimeout(READY_TIMEOUT)
+            kind, stage, err = self._parse(mine.recv(64))
+            mine.settimeout(None)
+        except (OSError, ValueError) as exc:
+            self._drop()
+            raise LauncherGone() from exc
+        if kind == b"F":
+            self._drop()
+            name = _STAGES.get(stage, "setup")
+            raise LauncherFailed(err, f"{name} failed: {os.strerror(err)}")
+        if kind != b"R":
+            self._drop()
+            raise LauncherGone()
+        threading.Thread(target=self._read, name=f"mm-launcher-{self.pid}", daemon=True).start()
+        _living.add(self)
+
+    @staticmethod
+    def _parse(data: bytes) -> tuple[bytes, int, int]:
+        if len(data) != REPLY.size:
+            raise ValueError("malformed reply")
+        return REPLY.unpack(data)
+
+    # --- what mm asks ------------------------------------------------------------------------
+
+    async def start(
+        self,
+        argv: list[str],
+        cwd: str,
+        env: Mapping[str, str],
+        stdio: tuple[int, int, int],
+        wait_started: bool = True,
+    ) -> tuple[int, _Pending]:
+        """Start `argv`; returns (call id, what to wait on) once the launcher reported its pid.
+        Raises OSError as Popen would (the launcher's errno), `LauncherGone` when it died.
+        `wait_started` False: returns once the request is sent (one wake-up of mm less a call);
+        a failure to start then comes out of the wait for the end."""
+        loop = asyncio.get_running_loop()
+        pending = _Pending(loop)
+        pending.await_start = wait_started
+        pending.argv0 = argv[0] if argv else ""
+        payload = json.dumps(
+            {"id": 0, "argv": argv, "cwd": cwd, "env": dict(env)}, ensure_ascii=True
+        ).encode()
+        with self._lock:
+            if self.gone:
+                raise LauncherGone()
+            ident = self._next
+            self._next += 1
+            self._pending[ident] = pending
+        payload = payload.replace(b'{"id": 0,', b'{"id": %d,' % ident, 1)
+        memfd = -1
+        try:
+            if len(payload) + 1 <= MAX_MESSAGE:
+                message, fds = b"S" + payload, list(stdio)
+            else:
+                memfd = os.memfd_create("mm-launch", os.MFD_CLOEXEC)
+                os.pwrite(memfd, payload, 0)
+                message, fds = b"L", [*stdio, memfd]
+            socket.send_fds(self._sock, [message], fds)
+        except OSError:
+            self._forget(ident)
+            self._drop()
+            raise LauncherGone() from None
+        finally:
+            if memfd >= 0:
+                os.close(memfd)
+        if not wait_started:
+            return ident, pending
+        try:
+            await asyncio.shield(pending.started)
+        except asyncio.CancelledError:
+            # started or about to be: stop it once its pid is known, whatever happens here
+            pending.started.add_done_callback(lambda f: self._kill_late(ident, f))
+            raise
+        return ident, pending
+
+    def _kill_late(self, ident: int, started: asyncio.Future[int]) -> None:
+        if not started.cancelled() and started.exception() is None:
+            self.request_stop(ident, 0)
+
+    def request_stop(self, ident: int, grace: float) -> None:
+        """Ask the launcher to stop call `ident` (grace 0: SIGKILL at once). No wait."""
+        with contextlib.suppress(OSError):
+            self._sock.send(b"K" + STOP.pack(ident, max(0, min(int(grace * 1000), 60_000))))
+
+    async def stop(self, ident: int, grace: float) -> None:
+        """Stop call `ident` and wait until the launcher says it is done (or is gone)."""
+        pending = self._pending.get(ident)
+        if pending is None:
+            self.request_stop(ident, grace)
+            return
+        if pending.stopped is None or pending.stopped.done():
+            pending.stopped = pending.loop.create_future()
+        stopped = pending.stopped
+        self.request_stop(ident, grace)
+        with contextlib.suppress(LauncherGone):
+            await asyncio.shield(stopped)
+
+    def forget(self, ident: int) -> None:
+        """mm waits on nothing more of this call."""
+        self._forget(ident)
+
+    def _forget(self, ident: int) -> None:
+        with self._lock:
+            self._pending.pop(ident, None)
+
+    def retire(self) -> None:
+        """No new call; the launcher exits once it has no child left."""
+        self.retired = True
+        with contextlib.suppress(OSError):
+            self._sock.send(b"Q")
+
+    def close(self, wait: float = 0.0) -> None:
+        """Close mm's end: the launcher kills all it started and exits; wait for that briefly."""
+        self._drop()
+        if wait > 0:
+            self.reap(wait)
+
+    def reap(self, wait: float) -> None:
+        """Wait up to `wait` seconds for the launcher process to end."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._popen.wait(wait)
+
+    # --- what it says -----------------------------------------------------------------------
+
+    def _read(self) -> None:
+        sock = self._sock
+        try:
+            while True:
+                data = sock.recv(64)  # no ancillary buffer: descriptors it might send are dropped
+                if not data:
+                    break
+                kind, ident, value = self._parse(data)
+                if not self._route(kind, ident, value):
+                    break
+        except (OSError, ValueError):
+            pass
+        self._drop()
+
+    def _route(self, kind: bytes, ident: int, value: int) -> bool:
+        """Hand one reply to the call it names; False when it makes no sense (drop the launcher)."""
+        with self._lock:
+            pending = self._pending.get(ident)
+        if pending is None:
+            return kind in (b"X", b"T")  # about a call mm no longer waits on
+        loop = pending.loop
+        if kind == b"P":
+            if value <= 1 or pending.started.done() or pending.pid:
+                return False
+            pending.pid = value
+            if pending.await_start:
+                _call_soon(loop, _settle, pending.started, value)
+        elif kind == b"E":
+            if pending.pid or value <= 0 or value > 4095:
+                return False
+            self._forget(ident)
+            failed = OSError(value, os.strerror(value), pending.argv0)
+            target = pending.started if pending.await_start else pending.exited
+            _call_soon(loop, _settle, target, None, failed)
+        elif kind == b"X":
+            if not pending.pid or value not in _RETURNCODE_RANGE or pending.returncode is not None:
+                return False
+            pending.returncode = value
+            _call_soon(loop, _settle, pending.exited, value)
+        elif kind == b"T":
+            _call_soon(loop, _settle, pending.stopped, None)
+        else:
+            return False
+        return True
+
+    def _drop(self) -> None:
+        """This launcher is done with: its socket closed, every waiting call told."""
+        with self._lock:
+            if self.gone:
+                return
+            self.gone = True
+            pending, self._pending = list(self._pending.values()), {}
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+        _living.discard(self)
+        for p in pending:
+            for future in (p.started, p.exited, p.stopped):
+                _call_soon(p.loop, _settle, future, None, LauncherGone())
+        # reap it (its exit is near: its socket is closed)
+        threading.Thread(target=self._popen.wait, daemon=True).start()
+
+
+class LaunchedProcess:
+    """A child started by a launcher, used as an asyncio process is: `pid` (for showing only),
+    `returncode`, `await wait()`, after `open_streams` its pipes as `stdin`, `stdout`, `stderr`;
+    `await stop(grace)` and `kill()` go through the launcher."""
+
+    def __init__(
+        self,
+        launcher: LauncherProcess,
+        ident: int,
+        pending: _Pending,
+        pipes: tuple[int | None, int | None, int | None],
+    ) -> None:
+        self._launcher = launcher
+        self._ident = ident
+        self._pending = pending
+        self._pipes: list[int | None] = list(pipes)
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._transports: list[asyncio.BaseTransport] = []
+        self.lost = False  # the launcher died before the child's end was known
+
+    @property
+    def pid(self) -> int:
+        """The child's pid as the launcher said it (0 until it did): to show, never to signal."""
+        return self._pending.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._pending.returncode
+
+    async def wait(self) -> int:
+        """The child's returncode once the launcher reaped it; raises `LauncherGone` when the
+        launcher died first."""
+        try:
+            code = await asyncio.shield(self._pending.exited)
+        except LauncherGone:
+            self.lost = True
+            raise
+        if self._pending.stopped is None:
+            self._launcher.forget(self._ident)
+        return code
+
+    async def stop(self, grace: float) -> None:
+        """SIGTERM to the child's group and to what left it, SIGKILL after `grace`; returns when
+        the launcher has done it. Cancelled while it waits, the SIGKILL still comes."""
+        try:
+            await self._launcher.stop(self._ident, grace)
+        except asyncio.CancelledError:
+            self._launcher.request_stop(self._ident, 0)
+            raise
+        with contextlib.suppress(LauncherGone, asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._pending.exited), 5.0)
+        self._launcher.forget(self._ident)
+
+    def kill(self) -> None:
+        """SIGKILL at once to the group and to what left it, even after the child exited (what
+        it left behind goes too). Waits for nothing: serves when the event loop is gone."""
+        self._launcher.request_stop(self._ident, 0)
+
+    async def open_streams(self, limit: int = 2**16) -> None:
+        """Hand mm's ends of the pipes to the event loop: `stdin` a StreamWriter, `stdout` and
+        `stderr` StreamReaders, None for what is no pipe."""
+        loop = asyncio.get_running_loop()
+        fd = self._pipes[0]
+        if fd is not None:
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, open(fd, "wb", buffering=0)
+            )
+            self._pipes[0] = None
+            self._transports.append(transport)
+            self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        for index, name in ((1, "stdout"), (2, "stderr")):
+            fd = self._pipes[index]
+            if fd is None:
+                continue
+            reader = asyncio.StreamReader(limit=limit, loop=loop)
+            read, _ = await loop.connect_read_pipe(
+                lambda reader=reader: asyncio.StreamReaderProtocol(reader, loop=loop),
+                open(fd, "rb", buffering=0),
+            )
+            self._pipes[index] = None
+            self._transports.append(read)
+            setattr(self, name, reader)
+
+    def close_streams(self) -> None:
+        """Close the pipes' transports (the child is gone, or going)."""
+        for transport in self._transports:
+            transport.close()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for index, fd in enumerate(self._pipes):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                self._pipes[index] = None
+
+    def abandon(self) -> None:
+        """Let go of a child whose event loop is gone (kill it first): its pipes are closed
+        without that loop; the launcher reaps it."""
+        for transport in self._transports:
+            with contextlib.suppress(Exception):  # its loop is closed: this cannot finish
+                if isinstance(transport, asyncio.WriteTransport):
+                    transport.abort()
+                else:
+                    transport.close()
+        self._close_pipes()
+        self._launcher.forget(self._ident)
+
+
+class DirectProcess(LaunchedProcess):
+    """Elsewhere than Linux, where nothing is confined and the launcher's means are missing
+    (pipe2, memfd, SOCK_SEQPACKET, prctl): a child asyncio starts in a session of its own, in
+    the shape of a `LaunchedProcess`, stopped with `core/processes.py`. Commands there do not
+    die with a killed mm."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:  # noqa: D107
+        self._proc = proc
+        self.stdin = proc.stdin
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.lost = False
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def wait(self) -> int:
+        return await self._proc.wait()
+
+    async def stop(self, grace: float) -> None:
+        await stop_group(self._proc, grace)
+
+    def kill(self) -> None:
+        kill_group(self._proc)
+
+    async def open_streams(self, limit: int = 2**16) -> None:
+        """asyncio made them already."""
+
+    def close_streams(self) -> None:
+        if self.stdin is not None:
+            self.stdin.close()
+
+    def abandon(self) -> None:
+        kill_group(self._proc)
+
+
+USE_LAUNCHER = sys.platform.startswith("linux")
+
+
+async def launch_direct(argv: list[str], **popen: Any) -> DirectProcess:
+    """`launch` where there is no launcher process (see `DirectProcess`)."""
+    streams = [
+        subprocess.DEVNULL if popen.get(name) is None else popen[name]
+        for name in ("stdin", "stdout", "stderr")
+    ]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=streams[0],
+        stdout=streams[1],
+        stderr=streams[2],
+        cwd=popen.get("cwd"),
+        env=command_env() if popen.get("env") is None else popen["env"],
+        start_new_session=True,
+    )
+    return DirectProcess(proc)
+
+
+_living: set[LauncherProcess] = set()
+
+
+def launch_args(
+    popen: Mapping[str, Any],
+) -> tuple[tuple[int, int, int], tuple[int | None, ...], list[int]]:
+    """The child's three descriptors from Popen-like `stdin`/`stdout`/`stderr` (DEVNULL, PIPE,
+    STDOUT, a descriptor, None: /dev/null, never mm's own terminal); mm's ends of the pipes; and
+    the descriptors to close once they were sent."""
+    close: list[int] = []
+    child: list[int] = []
+    mine: list[int | None] = []
+    try:
+        for index, name in enumerate(("stdin", "stdout", "stderr")):
+            spec = popen.get(name)
+            if spec == subprocess.STDOUT and index == 2:
+                child.append(child[1])
+                mine.append(None)
+            elif spec == subprocess.PIPE:
+                read, write = os.pipe2(os.O_CLOEXEC)
+                ours, theirs = (write, read) if index == 0 else (read, write)
+                child.append(theirs)
+                close.append(theirs)
+                mine.append(ours)
+            elif isinstance(spec, int) and spec >= 0:
+                child.append(spec)
+                mine.append(None)
+            elif hasattr(spec, "fileno"):
+                child.append(cast("IO[bytes]", spec).fileno())
+                mine.append(None)
+            else:  # DEVNULL, None
+                null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+                child.append(null)
+                close.append(null)
+                mine.append(None)
+    except BaseException:
+        for fd in close + [m for m in mine if m is not None]:
+            os.close(fd)
+        raise
+    return (child[0], child[1], child[2]), tuple(mine), close
+
+
+async def launch(
+    launcher: LauncherProcess, argv: list[str], wait_started: bool = True, **popen: Any
+) -> LaunchedProcess:
+    """Start `argv` from `launcher` with Popen-like arguments (`stdin`, `stdout`, `stderr`,
+    `cwd`, `env`; the child always leads a group of its own, in the launcher's session, which
+    has no terminal). `wait_started`: see `LauncherProcess.start`."""
+    stdio, mine, close = launch_args(popen)
+    env = popen.get("env")
+    cwd = popen.get("cwd")
+    try:
+        ident, pending = await launcher.start(
+            [os.fsdecode(a) for a in argv],
+            os.fsdecode(cwd) if cwd is not None else os.getcwd(),
+            command_env() if env is None else env,
+            stdio,
+            wait_started,
+        )
+    except BaseException:
+        for fd in [m for m in mine if m is not None]:
+            os.close(fd)
+        raise
+    finally:
+        for fd in close:
+            os.close(fd)
+    return LaunchedProcess(launcher, ident, pending, (mine[0], mine[1], mine[2]))
+
+
+def stop_all(wait: float = 1.0) -> None:
+    """At mm's exit: close every launcher (each kills what it started), wait for them briefly."""
+    launchers = list(_living)
+    for launcher in launchers:
+        launcher.close()
+    deadline = time.monotonic() + wait
+    for launcher in launchers:
+        launcher.reap(max(0.0, deadline - time.monotonic()))
+
+
+def seccomp_filter(network: bool) -> bytes | None:
+    """The seccomp program a confined launcher installs (raw `struct sock_filter` array), None
+    for none. The hook for `seccomp.network_filter()` when `network` is False; none yet."""
+    return None
+
+
+atexit.register(stop_all)
