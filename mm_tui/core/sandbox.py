@@ -98,6 +98,7 @@ Standard library only (ctypes), like the rest of `core/`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
