@@ -42,7 +42,7 @@ import subprocess
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from mm_tui.config import resolve_dir
+from mm_tui.config import sessions_folders
 from mm_tui.core.command_env import command_env
 from mm_tui.core.processes import stop_group
 from mm_tui.tools import schemas
@@ -243,7 +243,7 @@ class BashTool(Tool):
         settings = ctx.settings
         env = command_env(settings.command_env_exclude, secrets=settings.secret_values())
         env.update(QUIET_ENV)
-        sessions = resolve_dir(settings.sessions_dir, ctx.cwd)
+        sessions = sessions_folders(settings, ctx.cwd)[0]
         from mm_tui.core.sandbox import confine  # at the first command: not needed to start
 
         sandbox = confine(settings.sandbox_config(), ctx.cwd, env, state=(sessions,))
