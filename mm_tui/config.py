@@ -499,17 +499,12 @@ class ProjectConfig:
     def shown(self) -> list[str]:
         """`key: value` of each untrusted key, safe for a terminal (an api key's value hidden:
         it is a secret whoever wrote it)."""
-        import json
-
         from mm_tui.core.trust import visible
 
         lines = []
         for key, value in self.untrusted.items():
-            if key == "apiKey":
-                text = "(hidden)" if value else json.dumps(value)
-            else:
-                text = json.dumps(value, ensure_ascii=False, default=str)
-            lines.append(visible(f"{key}: {text}"))
+            text = "(hidden)" if key == "apiKey" and value else _shown_value(value)
+            lines.append(f"{visible(key)}: {text}")
         return lines
 
     def left_out(self) -> str:
@@ -521,6 +516,24 @@ class ProjectConfig:
             f"mm: {visible(str(self.path))} is not trusted: left out {keys} (the rest of it "
             "applies); run mm or mm --line here to review and trust it"
         )
+
+
+def _shown_value(value: Any) -> str:
+    """A value of a config file as JSON would spell it, but with a string's control characters
+    as `core/trust.visible` shows them (`\\x1b`), a backslash doubled so that none is mistaken
+    for one."""
+    import json
+
+    from mm_tui.core.trust import visible
+
+    if isinstance(value, str):
+        return '"' + visible(value.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown_value(each) for each in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{_shown_value(str(k))}: {_shown_value(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    return visible(json.dumps(value, default=str))
 
 
 def read_project(
