@@ -431,3 +431,12 @@ def test_a_journal_naming_another_server_loses_to_the_configured_one(
         assert result.returncode == 0, result.stderr
         assert theirs.requests == []
         assert "mine" in result.stdout
+
+
+def test_mm_acp_leaves_the_keys_out_and_says_so_on_stderr(places: tuple[Path, Path]) -> None:
+    """The editor shows or logs the agent's stderr; ACP has no moment to ask before it starts."""
+    home, project = places
+    config = plant(project, {"mcpServers": {"planted": stdio(project.parent / "started")}})
+    result = mm("-acp", cwd=project, home=home, stdin="")
+    assert f"mm: {config} is not trusted: left out mcpServers" in result.stderr
+    assert not (project.parent / "started").exists()
