@@ -7,6 +7,9 @@ A diff (the permission prompt's of edit_file and write_file, and the numbered di
 preview of their result) is coloured when the terminal has colours: added lines green, removed
 red, hunk headers cyan, file headers bold; the text stays the same.
 
+Before anything starts, `ask_trust` asks on the terminal about a project config's keys that need
+the person's trust (config.py's NEEDS_TRUST), when line mode runs on a terminal.
+
 Line editing and the history of requests: `line_history.py`."""
 
 from __future__ import annotations

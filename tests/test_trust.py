@@ -201,6 +201,9 @@ def test_a_garbage_record_warns_and_asks_again(places: tuple[Path, Path]) -> Non
     record = record_of(home)
     assert (os.stat(record).st_mode & 0o777) == 0o600
     record.write_bytes(record.read_bytes() + b"\x00garbage{\n")
+    found = read_project(project, home=home, environ=home_variables(home))
+    assert found is not None and found.needs_answer  # a front end that can ask, asks again
+    assert found.warning is not None and "line 2 is not a trust record" in found.warning
     with ScriptedServer("fine") as mine:
         person_config(home, mine)
         result = mm("-p", "hello", cwd=project, home=home)
