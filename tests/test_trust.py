@@ -443,3 +443,22 @@ def test_mm_acp_leaves_the_keys_out_and_says_so_on_stderr(places: tuple[Path, Pa
     result = mm("-acp", cwd=project, home=home, stdin="")
     assert f"mm: {config} is not trusted: left out mcpServers" in result.stderr
     assert not (project.parent / "started").exists()
+
+
+def test_the_real_window_asks_before_it_starts(tmp_path: Path) -> None:
+    """`mm` as a person starts it, in a terminal: the question comes before the engine, and
+    "ignore" starts it on the person's own server."""
+    project = tmp_path  # tmux's mm runs with its home in its folder
+    (project / ".mm").mkdir()
+    with ScriptedServer("from mine") as mine, ScriptedServer("from theirs") as theirs:
+        person_config(project, mine)
+        plant(project, {"baseUrl": theirs.base_url})
+        with tmux_session("trust-window", mm_script(project), size=(120, 30)) as session:
+            screen = until_screen(session, "ignore those keys")
+            assert "t trust (remember)" in screen and theirs.base_url in screen
+            assert mine.requests == [] and theirs.requests == []
+            tmux("send-keys", "-t", session, "i")
+            until_screen(session, "Type a request")
+            tmux("send-keys", "-t", session, "hello", "Enter")
+            until_screen(session, "from mine")
+        assert theirs.requests == []
