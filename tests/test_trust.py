@@ -462,3 +462,31 @@ def test_the_real_window_asks_before_it_starts(tmp_path: Path) -> None:
             tmux("send-keys", "-t", session, "hello", "Enter")
             until_screen(session, "from mine")
         assert theirs.requests == []
+
+
+def test_the_sessions_list_reads_both_folders_and_lists_a_moved_session_once(
+    tmp_path: Path,
+) -> None:
+    from mm_tui.engine.session import list_sessions_in
+
+    new, old = tmp_path / "state", tmp_path / "project" / ".mm" / "sessions"
+
+    def made(folder: Path, text: str, session_id: str | None = None) -> Session:
+        session = Session.new(folder, cwd=str(tmp_path), model="m", provider="p", base_url=None)
+        if session_id is not None:
+            session.id = session_id
+        session.messages += [{"role": "system", "content": "s"}, {"role": "user", "content": text}]
+        session.save()
+        session.close().result(10)  # type: ignore[union-attr]
+        return session
+
+    only_old = made(old, "only in the old folder")
+    moved = made(old, "before the move")
+    made(new, "after the move", moved.id)
+    only_new = made(new, "only in the new folder")
+    listed = {info.id: info.title for info in list_sessions_in([new, old])}
+    assert listed == {
+        only_old.id: "only in the old folder",
+        moved.id: "after the move",
+        only_new.id: "only in the new folder",
+    }
