@@ -45,6 +45,7 @@ from mm_tui.widgets.status_line import StatusLine
 W = TypeVar("W", bound=Widget)
 
 if TYPE_CHECKING:
+    from mm_tui.config import ProjectConfig
     from mm_tui.core.events import Event
     from mm_tui.engine.session import Session
     from mm_tui.engine.turn import Engine
@@ -196,6 +197,16 @@ class MMApp(App[int]):
             self.exit(2)
             return
         self.attach(started)
+
+    async def ask_trust(self, project: ProjectConfig) -> str:
+        """Ask the person about a project config's keys that need trust (`TrustScreen`); runs in
+        the boot's worker, before the engine starts."""
+        from mm_tui.core.trust import visible
+        from mm_tui.screens.trust import TrustScreen
+
+        screen = TrustScreen(visible(str(project.path)), project.shown())
+        answer = await self.push_screen(screen, wait_for_dismiss=True)
+        return answer or "ignore"
 
     def attach(self, started: Started) -> None:
         """The engine is ready: show who is at work, redraw a resumed session, and say what
@@ -475,30 +486,30 @@ class MMApp(App[int]):
     def open_sessions(self) -> None:
         if self.engine is None:
             return
-        from mm_tui.config import resolve_dir
+        from mm_tui.config import sessions_folders
         from mm_tui.screens.sessions import SessionsScreen
 
-        folder = resolve_dir(self.engine.settings.sessions_dir, self.engine.cwd)
+        folders = sessions_folders(self.engine.settings, self.engine.cwd)
 
         def chosen(session_id: str | None) -> None:
             if session_id:
                 self.resume(session_id)
 
-        self.push_screen(SessionsScreen(folder), chosen)
+        self.push_screen(SessionsScreen(folders), chosen)
 
     @work(exclusive=True, group="resume", exit_on_error=False)
     async def resume(self, session_id: str) -> None:
         """Reopen a session: its journal is read in a thread, then the window redraws it."""
         import asyncio
 
-        from mm_tui.config import resolve_dir
-        from mm_tui.engine.session import Session, SessionError
+        from mm_tui.config import sessions_folders
+        from mm_tui.engine.session import SessionError, find_session
 
         assert self.engine is not None
-        folder = resolve_dir(self.engine.settings.sessions_dir, self.engine.cwd)
+        folders = sessions_folders(self.engine.settings, self.engine.cwd)
         self.status.show(None, "opening the session…")
         try:
-            session = await asyncio.to_thread(Session.load, folder, session_id)
+            session = await asyncio.to_thread(find_session, folders, session_id)
         except SessionError as exc:
             self._notice(str(exc), "error")
             return

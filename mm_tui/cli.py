@@ -20,6 +20,7 @@ from mm_tui import __version__
 from mm_tui.core.terminal_text import safe_display
 
 if TYPE_CHECKING:
+    from mm_tui.config import ProjectConfig
     from mm_tui.startup import Started
 
 
@@ -112,10 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.line or args.prompt is not None or args.acp or args.ask):
         return run_window(args, cwd)
     _prepare_tls(args)
-    from mm_tui.config import ConfigError, load_settings
+    from mm_tui.config import ConfigError, load_settings, read_project
 
     try:
-        settings = load_settings(config_file=args.config, overrides=_overrides(args), cwd=cwd)
+        project = read_project(cwd)
+        for line in _review_project(project, ask=args.line and _on_a_terminal()):
+            print(line, file=sys.stderr)
+        settings = load_settings(
+            config_file=args.config, overrides=_overrides(args), cwd=cwd, project=project
+        )
     except ConfigError as exc:
         print(safe_display(str(exc)), file=sys.stderr)
         return 2
@@ -131,6 +137,32 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _on_a_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _review_project(project: ProjectConfig | None, *, ask: bool) -> list[str]:
+    """The project config's keys that need trust, before anything else starts: line mode asks
+    the person on the terminal (`ask`); `-p`, `--ask` and `-acp` ask nobody and leave those
+    keys out. Returns the warnings to print (on stderr: the ACP client shows or logs it)."""
+    from mm_tui.config import answer_project
+
+    if project is None:
+        return []
+    lines = [project.warning] if project.warning else []
+    if not project.needs_answer:
+        return lines
+    if not ask:
+        return [*lines, project.left_out()]
+    from mm_tui.line import ask_trust
+
+    for line in lines:
+        print(line, file=sys.stderr)
+    answer = ask_trust(project)
+    problem = answer_project(project, answer)
+    return [problem] if problem else []
+
+
 def run_window(args: argparse.Namespace, cwd: Path) -> int:
     """Window mode. The configuration and the model load after the first frame (see `MMApp`);
     a start-up error closes the window and is printed as one line.
@@ -144,7 +176,10 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     try:
         from mm_tui.app import MMApp
 
-        app = MMApp(window_boot(args, cwd, gc_paused=True), theme=args.theme)
+        app = MMApp(
+            window_boot(args, cwd, gc_paused=True, ask=lambda project: app.ask_trust(project)),
+            theme=args.theme,
+        )
         code = app.run()
     finally:
         gc.enable()  # in case the boot never ran
@@ -154,28 +189,43 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
 
 
 def window_boot(
-    args: argparse.Namespace, cwd: Path, *, gc_paused: bool = False
+    args: argparse.Namespace,
+    cwd: Path,
+    *,
+    gc_paused: bool = False,
+    ask: Callable[[ProjectConfig], Awaitable[str]] | None = None,
 ) -> Callable[[], Awaitable[Started]]:
     """What window mode runs after its first frame: the configuration, the model, the engine.
     A configuration or start-up error becomes the one line the window closes with.
-    `gc_paused`: `run_window` paused the garbage collector; it resumes when the boot ends."""
+    `gc_paused`: `run_window` paused the garbage collector; it resumes when the boot ends.
+    `ask`: asks the person about a project config's keys that need trust (one of
+    TRUST_ANSWERS) before anything starts; without it they are left out, with a warning."""
 
     async def boot() -> Started:
         try:
             _prepare_tls(args)  # after the first frame: nothing of it is needed for that
-            from mm_tui.config import ConfigError, load_settings
+            from mm_tui.config import ConfigError, answer_project, load_settings, read_project
             from mm_tui.startup import StartupError, start
             from mm_tui.tools import prepare as prepare_tools
 
             try:
+                project = read_project(cwd)
+                warnings = _review_project(project, ask=False) if ask is None else []
+                if ask is not None and project is not None:
+                    warnings = [project.warning] if project.warning else []
+                    if project.needs_answer:
+                        problem = answer_project(project, await ask(project))
+                        warnings += [problem] if problem else []
                 settings = load_settings(
-                    config_file=args.config, overrides=_overrides(args), cwd=cwd
+                    config_file=args.config, overrides=_overrides(args), cwd=cwd, project=project
                 )
                 started = await start(
                     settings, cwd, demo=args.demo, resume=args.resume, playground=True
                 )
             except (ConfigError, StartupError) as exc:
                 raise RuntimeError(str(exc)) from None
+            started.notes[:0] = warnings
+            started.warnings[:0] = warnings
             # What the first request, the first answer and the first tool call need but ready
             # did not load, loaded in threads once the window is ready (this runs after it
             # attaches the engine): the tools' argument classes (pydantic), Markdown's modules,

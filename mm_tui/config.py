@@ -9,6 +9,29 @@ a config file, an MM_* variable, a flag, or settings made in code with values. W
 starts on the defaults without importing pydantic: 60 to 80 ms of window mode's way from its
 first frame to ready (issue 19). The classes keep the pydantic model methods mm and its tests
 use (`model_validate`, `model_dump`, `model_dump_json`, `model_copy`, `model_fields_set`).
+
+A project's own `./.mm/config.yaml` is not the person's: a command the model ran (mm runs them
+without asking by default) may have written it. So the keys that change what runs, with what
+confinement, or where data and the api key go (`NEEDS_TRUST`) are taken from it only once the
+person trusted that file's exact bytes (`core/trust.py` keeps the answer); until then they are
+left out, and the rest of the file applies. Which keys, and why each:
+
+- `sandbox`, `sandboxNetwork`, `sandboxDeny`, `sandboxWrite`: the confinement of commands;
+- `mcpServers`, `lsp`: programs mm starts, unconfined;
+- `mmConfigs`: agents mm starts, each with its own config file and `yolo`;
+- `baseUrl`, `apiKey`: where the conversation and the key go (a project's key would also hide
+  which server is asked);
+- `yolo`: whether anything is asked before it runs;
+- `bashTool`, `editTools`, `fetchContentTool`: which powers the model gets (a person who turned
+  bash off at home is not overruled by a file in the folder);
+- `commandEnvExclude`: which of the person's variables commands see;
+- `skillsDir`: a folder mm reads and hands to the model (one outside the project reads the
+  person's files); `sessionsDir`: where mm, unconfined, writes the conversation.
+
+Not a power over the machine, so applied as before: `model`, `provider`, `systemPrompt`,
+`temperature`, `maxOutput`, `previewLines`, `maxTurns`, `watchdogTimeout`, `contextWindow`,
+`acp`, `theme`. The person's `~/.config/mm/config.yaml`, the file `--config` names, MM_*
+variables and flags are the person's own and always apply.
 """
 
 from __future__ import annotations
@@ -24,7 +47,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeV
 
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
 from mm_tui.core.files import resolve_path
-from mm_tui.core.paths import shown_path, user_config_dir
+from mm_tui.core.paths import shown_path, user_config_dir, user_state_dir
 
 if TYPE_CHECKING:
     import yaml
@@ -356,7 +379,8 @@ class Settings(_Config):
     context_window: Annotated[int | None, _bound(ge=512)] = None
     acp: AcpSettings = field(default_factory=lambda: AcpSettings())
     theme: str = "mm-dark"
-    sessions_dir: str = ".mm/sessions"
+    # None: mm's state folder, one folder a project (`sessions_folders`); never the project.
+    sessions_dir: str | None = None
     # Every api key the layers gave, even those a later layer overrode: each is still a secret
     # (`cat` shows the file that holds it), kept out of what mm shows and writes.
     _read_keys: ClassVar[tuple[str, ...]] = ()
@@ -429,6 +453,154 @@ class _Layer:
             self.data = {**self.data, "apiKey": SecretStr(self.data["apiKey"])}
 
 
+NEEDS_TRUST: tuple[str, ...] = (
+    "sandbox",
+    "sandboxNetwork",
+    "sandboxDeny",
+    "sandboxWrite",
+    "mcpServers",
+    "lsp",
+    "mmConfigs",
+    "baseUrl",
+    "apiKey",
+    "yolo",
+    "bashTool",
+    "editTools",
+    "fetchContentTool",
+    "commandEnvExclude",
+    "skillsDir",
+    "sessionsDir",
+)
+"""The keys a project's `.mm/config.yaml` gives only once the person trusted it (see the
+module's docstring for why each)."""
+
+TRUST_ANSWERS = ("trust", "once", "ignore")
+"""What the person may answer about an untrusted project config: trust it (remembered for these
+bytes), apply it this time only, or start without its untrusted keys."""
+
+
+@dataclass
+class ProjectConfig:
+    """The project's `.mm/config.yaml` as read once: its keys, which of them need trust, and
+    whether they apply. A front end that can ask the person reads it (`read_project`), asks
+    when `needs_answer`, sets `apply_untrusted`, and hands it to `load_settings`, which uses
+    these very bytes: what was shown is what applies."""
+
+    path: Path  # as found: <cwd>/.mm/config.yaml
+    real_path: str  # symbolic links resolved: the record's name for it
+    sha256: str
+    label: str  # in error messages
+    data: dict[str, Any]
+    untrusted: dict[str, Any]  # the keys of NEEDS_TRUST it gives, with their values
+    trusted: bool  # the record names these bytes
+    warning: str | None = None  # the record could not be read
+    apply_untrusted: bool = False
+
+    @property
+    def needs_answer(self) -> bool:
+        return bool(self.untrusted) and not self.trusted
+
+    def shown(self) -> list[str]:
+        """`key: value` of each untrusted key, safe for a terminal (an api key's value hidden:
+        it is a secret whoever wrote it)."""
+        from mm_tui.core.trust import visible
+
+        lines = []
+        for key, value in self.untrusted.items():
+            text = "(hidden)" if key == "apiKey" and value else _shown_value(value)
+            lines.append(f"{visible(key)}: {text}")
+        return lines
+
+    def left_out(self) -> str:
+        """The one line that says the untrusted keys were left out."""
+        from mm_tui.core.trust import visible
+
+        keys = ", ".join(visible(key) for key in self.untrusted)
+        return (
+            f"mm: {visible(str(self.path))} is not trusted: left out {keys} (the rest of it "
+            "applies); run mm or mm --line here to review and trust it"
+        )
+
+
+def _shown_value(value: Any) -> str:
+    """A value of a config file as JSON would spell it, but with a string's control characters
+    as `core/trust.visible` shows them (`\\x1b`), a backslash doubled so that none is mistaken
+    for one."""
+    import json
+
+    from mm_tui.core.trust import visible
+
+    if isinstance(value, str):
+        return '"' + visible(value.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown_value(each) for each in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{_shown_value(str(k))}: {_shown_value(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    return visible(json.dumps(value, default=str))
+
+
+def read_project(
+    cwd: Path | None = None,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ProjectConfig | None:
+    """The project's config file, None when there is none. Raises ConfigError as
+    `load_settings` does for a bad file."""
+    cwd = Path.cwd() if cwd is None else cwd
+    path = cwd / PROJECT_CONFIG
+    raw = _read_bytes(path, str(PROJECT_CONFIG), required=False)
+    if raw is None:
+        return None
+    from mm_tui.core.trust import digest, read_record, record_path
+
+    layer = _parse_yaml(raw, str(PROJECT_CONFIG))
+    untrusted = {key: layer.data[key] for key in NEEDS_TRUST if key in layer.data}
+    real_path, sha = os.path.realpath(path), digest(raw)
+    trusted, warning = False, None
+    if untrusted:
+        record = read_record(record_path(home, environ))
+        trusted, warning = (real_path, sha) in record.entries, record.warning
+    return ProjectConfig(
+        path=path,
+        real_path=real_path,
+        sha256=sha,
+        label=layer.label,
+        data=layer.data,
+        untrusted=untrusted,
+        trusted=trusted,
+        warning=warning,
+        apply_untrusted=trusted,
+    )
+
+
+def trust_project(
+    project: ProjectConfig, *, home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """Remember that the person trusts these bytes of the project's file (the answer
+    "trust"); returns None, or a one-line warning when it could not be remembered."""
+    from mm_tui.core.trust import record_path, remember
+
+    project.apply_untrusted = True
+    return remember(record_path(home, environ), project.real_path, project.sha256)
+
+
+def answer_project(
+    project: ProjectConfig,
+    answer: str,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """Do what the person answered (one of TRUST_ANSWERS) about an untrusted project file;
+    returns a one-line warning when a "trust" could not be remembered (it holds this time)."""
+    if answer == "trust":
+        return trust_project(project, home=home, environ=environ)
+    project.apply_untrusted = answer == "once"
+    return None
+
+
 def load_settings(
     *,
     config_file: str | Path | None = None,
@@ -436,22 +608,30 @@ def load_settings(
     cwd: Path | None = None,
     home: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    project: ProjectConfig | None | Literal["read"] = "read",
 ) -> Settings:
     """Merge defaults, ~/.config/mm (`core/paths.py`: $XDG_CONFIG_HOME/mm when set), ./.mm, the
     --config agent file, MM_* variables and flags.
 
     Later layers win and nested mappings (lsp, acp, mmConfigs) merge key by key, so a project file
     can change one agent of mmConfigs without repeating the others. Raises ConfigError.
+
+    `project`: the project's file as `read_project` read it (and a front end answered); by
+    default it is read here, and its keys of NEEDS_TRUST apply only when the record trusts it.
     """
     cwd = Path.cwd() if cwd is None else cwd
     home = Path.home() if home is None else home
     environ = os.environ if environ is None else environ
+    if project == "read":
+        project = read_project(cwd, home=home, environ=environ)
 
     personal = user_config_dir(home, environ) / HOME_CONFIG.name
-    layers = [
-        _read_yaml(personal, shown_path(personal, home), required=False),
-        _read_yaml(cwd / PROJECT_CONFIG, str(PROJECT_CONFIG), required=False),
-    ]
+    layers = [_read_yaml(personal, shown_path(personal, home), required=False)]
+    if project is not None:
+        data = project.data
+        if not project.apply_untrusted:
+            data = {key: value for key, value in data.items() if key not in project.untrusted}
+        layers.append(_Layer(project.label, data))
     if config_file is not None:
         path = Path(config_file).expanduser()
         layers.append(_read_yaml(cwd / path, str(config_file), required=True))
@@ -470,13 +650,18 @@ def load_settings(
         if value is not None  # a flag not given
     ]
     layers = [layer for layer in layers if layer.data]
+    # A key of an untrusted project file is left out, yet still a secret to keep out of view.
+    left_out = () if project is None or project.apply_untrusted else (project.untrusted,)
     read_keys = tuple(
-        _secret_text(layer.data["apiKey"])
-        for layer in layers
-        if layer.data.get("apiKey") is not None
+        _secret_text(data["apiKey"])
+        for data in [*(layer.data for layer in layers), *left_out]
+        if data.get("apiKey") is not None
     )
     if not layers:
-        return Settings()  # the defaults: nothing to validate, and pydantic is not imported
+        settings = Settings()  # the defaults: nothing to validate, and pydantic is not imported
+        if read_keys:
+            vars(settings)["_read_keys"] = read_keys
+        return settings
     merged: dict[str, Any] = {}
     for layer in layers:
         _merge_into(merged, layer.data)
@@ -520,6 +705,37 @@ def resolve_dir(settings_value: str, cwd: Path) -> Path:
     return resolve_path(settings_value, cwd)
 
 
+OLD_SESSIONS = Path(".mm/sessions")
+"""Where sessions were kept before they moved to mm's state folder: still read, never written."""
+
+
+def project_key(cwd: Path) -> str:
+    """A readable name for a working folder that no other folder gets: its name (letters,
+    digits, `.`, `_`, `-` kept, at most 40) and 12 hex digits of the SHA-256 of its real path."""
+    import hashlib
+
+    real = os.path.realpath(cwd)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real))[:40].lstrip(".") or "root"
+    return f"{name}-{hashlib.sha256(os.fsencode(real)).hexdigest()[:12]}"
+
+
+def sessions_folders(
+    settings: Settings,
+    cwd: Path,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Path, ...]:
+    """Where this folder's sessions are: the first is where new ones are written, the others
+    are only read (`--resume`, `/sessions`). `sessionsDir` names one folder (relative ones start
+    at `cwd`); by default it is `$XDG_STATE_HOME/mm/sessions/<project key>/`, then the project's
+    old `.mm/sessions`."""
+    if settings.sessions_dir:
+        return (resolve_dir(settings.sessions_dir, cwd),)
+    state = user_state_dir(home, environ) / "sessions" / project_key(cwd)
+    return (state, cwd / OLD_SESSIONS)
+
+
 _loader: type | None = None
 
 
@@ -552,14 +768,23 @@ def _unique_key_loader() -> type:
 
 
 def _read_yaml(path: Path, label: str, *, required: bool) -> _Layer:
+    raw = _read_bytes(path, label, required=required)
+    return _Layer(label, {}) if raw is None else _parse_yaml(raw, label)
+
+
+def _read_bytes(path: Path, label: str, *, required: bool) -> bytes | None:
+    """A config file's bytes; None when it is missing and not required."""
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         if required:
             raise ConfigError(label, "no such file") from None
-        return _Layer(label, {})
+        return None
     except OSError as exc:
         raise ConfigError(label, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _parse_yaml(raw: bytes, label: str) -> _Layer:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

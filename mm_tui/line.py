@@ -11,6 +11,9 @@ Every text that comes from a model, a tool, a server, a page or a file goes thro
 `safe_display` before it is printed (commands, paths and the permission question through its
 `exact` form): an escape sequence shows as `\\x1b[…`, it never reaches the terminal.
 
+Before anything starts, `ask_trust` asks on the terminal about a project config's keys that need
+the person's trust (config.py's NEEDS_TRUST), when line mode runs on a terminal.
+
 Line editing and the history of requests: `line_history.py`."""
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from rich.console import Console
 from rich.text import Text
@@ -50,6 +53,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.core.terminal_text import safe_display
 from mm_tui.core.text import agent_header, agent_title
+from mm_tui.core.trust import visible
 from mm_tui.engine.turn import Engine
 from mm_tui.line_history import (
     LineHistory,
@@ -61,8 +65,12 @@ from mm_tui.line_history import (
 )
 from mm_tui.startup import new_session_like
 
+if TYPE_CHECKING:
+    from mm_tui.config import ProjectConfig
+
 PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
 REQUEST_PROMPT = "› "
+TRUST_PROMPT = "trust it?  [t] trust (remember)  [o] this time only  [i] ignore those keys: "
 ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: reject)
 # Tools whose output is not echoed: a skill is for the model, not the screen.
 SILENT_TOOLS = {"read_skill"}
@@ -504,6 +512,32 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
         if terminal is not None and keyboard.busy:
             restore_terminal(terminal)
         await engine.aclose()
+
+
+def trust_question(project: ProjectConfig) -> list[str]:
+    """What the person is shown about a project config that needs trust: its path, and the keys
+    only they can allow, each with its value, control characters made visible."""
+    return [
+        f"mm: {visible(str(project.path))} sets what only you can allow:",
+        *(f"  {line}" for line in project.shown()),
+    ]
+
+
+def ask_trust(project: ProjectConfig) -> str:
+    """Line mode's question about a project config that needs trust, asked on the terminal
+    before anything starts: one of TRUST_ANSWERS, read as a line (`t`, `o`, `i`, or the whole
+    word). The end of input, or Ctrl+C, is "ignore": nothing is allowed without an answer."""
+    answers = {"t": "trust", "o": "once", "i": "ignore"}
+    print("\n".join(trust_question(project)), flush=True)
+    while True:
+        try:
+            line = input(TRUST_PROMPT).strip().lower()
+        except (EOFError, KeyboardInterrupt):
+            print(flush=True)
+            return "ignore"
+        answer = answers.get(line[:1]) if line in (*answers, *answers.values()) else None
+        if answer is not None:
+            return answer
 
 
 def stdout_console() -> Console:

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mm_tui.config import McpServer, Settings, resolve_dir
+from mm_tui.config import McpServer, Settings, sessions_folders
 from mm_tui.core.asking import AgentEntry, AgentRunner
 from mm_tui.core.redact import Redactor
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.instructions import Instructions, load_instructions
 from mm_tui.engine.model_stream import ModelClient
-from mm_tui.engine.session import Session, SessionError
+from mm_tui.engine.session import Session, SessionError, find_session, latest_session
 from mm_tui.engine.turn import Engine
 from mm_tui.tools.registry import ToolRegistry, ToolSource
 
@@ -57,9 +57,17 @@ class Picked:
 
 
 async def pick_model(
-    settings: Settings, *, demo: bool = False, presets: Sequence[Preset] | None = None
+    settings: Settings,
+    *,
+    demo: bool = False,
+    presets: Sequence[Preset] | None = None,
+    resumed: Session | None = None,
 ) -> Picked:
     """The configured server, else the first local server that answers, else the demo model.
+
+    `resumed`: a resumed session, whose model (and provider) is kept when detection finds the
+    very server its journal names; the journal's server itself is never asked for that reason
+    (see `_journal_server_note`).
 
     Its notes and its `StartupError` are redacted with the settings' secrets: they quote the
     base URL (which may carry a password) and what the server answered (a server that echoes
@@ -67,7 +75,7 @@ async def pick_model(
     yet. Every front end starts through here: line mode, `-p`, the window, `mm -acp`."""
     redact = Redactor(settings.secret_values()).text
     try:
-        picked = await _pick_model(settings, demo=demo, presets=presets)
+        picked = await _pick_model(settings, demo=demo, presets=presets, resumed=resumed)
     except StartupError as exc:
         raise StartupError(redact(str(exc))) from None
     picked.notes[:] = [redact(note) for note in picked.notes]
@@ -75,7 +83,11 @@ async def pick_model(
 
 
 async def _pick_model(
-    settings: Settings, *, demo: bool, presets: Sequence[Preset] | None
+    settings: Settings,
+    *,
+    demo: bool,
+    presets: Sequence[Preset] | None,
+    resumed: Session | None,
 ) -> Picked:
     notes: list[str] = []
     if demo:
@@ -122,10 +134,14 @@ async def _pick_model(
     model = settings.model or (found.model if found is not None else None)
     if found is None or not model:
         return Picked(DemoModel(), [DEMO_NOTE])
+    provider = settings.provider or found.name
+    if resumed is not None and _same_server(resumed.base_url, found.base_url):
+        model = settings.model or resumed.model or model
+        provider = settings.provider or resumed.provider or provider
     client = OpenAIProvider(
         found.base_url,
         model,
-        provider=settings.provider or found.name,
+        provider=provider,
         api_key=api_key,
         temperature=settings.temperature,
     )
@@ -145,22 +161,21 @@ async def start(
     the servers detection probes (the built-in table by default; tests give their own ports).
     `playground`: when no server answers, the demo model works in a throw-away playground (the
     interactive front ends: `make run` on a machine with no model server is `mm --demo`)."""
-    folder = resolve_dir(settings.sessions_dir, cwd)
+    folders = sessions_folders(settings, cwd)
     session: Session | None = None
     if resume is not None:
         try:
-            session = Session.load(folder, resume) if resume else Session.latest(folder)
+            session = find_session(folders, resume) if resume else latest_session(folders)
         except SessionError as exc:
             raise StartupError(str(exc)) from None
         if session is None:
-            raise StartupError(f"mm: no session to resume in {folder}")
-        settings = _resumed_model(settings, session, demo)
+            raise StartupError(f"mm: no session to resume in {folders[0]}")
     # The tools and the project's instructions do not depend on the model: they are made in a
     # thread while the model server is asked (network waits on this loop), except for the demo
     # model, which asks nobody.
     local = None if demo else asyncio.ensure_future(asyncio.to_thread(_local_parts, settings, cwd))
     try:
-        picked = await pick_model(settings, demo=demo, presets=presets)
+        picked = await pick_model(settings, demo=demo, presets=presets, resumed=session)
     except BaseException:
         if local is not None:
             await asyncio.gather(local, return_exceptions=True)
@@ -170,6 +185,9 @@ async def start(
     warnings = list(picked.notes) if picked.answering is False else []
     if session is not None:
         notes.append(f"resumed session {session.id}")
+        note = None if demo else _journal_server_note(session, client)
+        if note is not None:
+            notes.append(note)
     else:
         if isinstance(client, DemoModel) and not demo and playground:
             # No model server: the demo model works in a playground, as `mm --demo` does, never
@@ -177,13 +195,13 @@ async def start(
             from mm_tui.playground import make_playground
 
             cwd = make_playground()
-            folder = resolve_dir(settings.sessions_dir, cwd)
+            folders = sessions_folders(settings, cwd)
             notes.append(f"the demo works in a throw-away playground: {cwd}")
             if local is not None:  # made for the folder left behind
                 await asyncio.gather(local, return_exceptions=True)
                 local = None
         session = Session.new(
-            folder,
+            folders[0],
             cwd=str(cwd),
             model=client.model,
             provider=client.provider,
@@ -248,26 +266,38 @@ def tool_registry(settings: Settings, cwd: Path) -> ToolRegistry:
     return ToolRegistry.from_settings(settings, cwd, runners=agent_runners)
 
 
-def _resumed_model(settings: Settings, session: Session, demo: bool) -> Settings:
-    """A resumed session goes on with its own model on its own server, unless the configuration
-    or a flag names a server (then its model too, unless one is named): what the person said
-    wins, and detection does not pick whatever local server answers first."""
-    if demo or settings.base_url or not session.base_url or ":" not in session.base_url:
-        return settings
-    if not session.base_url.startswith(("http://", "https://")):
-        return settings  # the demo model's session
-    update: dict[str, object] = {"base_url": session.base_url}
-    if not settings.model and session.model:
-        update["model"] = session.model
-    if not settings.provider and session.provider:
-        update["provider"] = session.provider
-    return settings.model_copy(update=update)
+def _is_http(url: str | None) -> bool:
+    return url is not None and url.startswith(("http://", "https://"))
+
+
+def _same_server(one: str | None, other: str | None) -> bool:
+    return one is not None and other is not None and one.rstrip("/") == other.rstrip("/")
+
+
+def _journal_server_note(session: Session, client: ModelClient) -> str | None:
+    """A resumed session goes on with the server the person configured (a flag, a variable,
+    their config file) or the one detection found, never with the one its journal names: the
+    journal is a file anyone who can write the session folder may have rewritten, and mm
+    would send the api key and the whole conversation to the server it names. When the two
+    differ, this note says so."""
+    named = session.base_url
+    if named is None or not _is_http(named):
+        return None  # the demo model's session, or none named
+    if _same_server(named, client.base_url):
+        return None
+    from mm_tui.core.trust import visible
+
+    going = client.base_url if _is_http(client.base_url) else "the built-in demo model"
+    return (
+        f"the session was with {visible(named)}, which only its file names: it goes on with "
+        f"{going} (pass --base-url to choose the server)"
+    )
 
 
 def new_session_like(engine: Engine) -> Session:
     """A fresh session in the same folder, for the same model: what `/new` starts."""
     return Session.new(
-        resolve_dir(engine.settings.sessions_dir, engine.cwd),
+        sessions_folders(engine.settings, engine.cwd)[0],
         cwd=str(engine.cwd),
         model=engine.client.model,
         provider=engine.client.provider,

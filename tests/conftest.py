@@ -52,9 +52,11 @@ def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
 def _no_user_instructions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The developer's ~/.config/mm/AGENTS.md must not enter the prompts and start-up notes of
     the engines the tests start in this process: the person's configuration folder is an empty
-    one (tests that start `mm` give it its own, in the home of support/env.py)."""
+    one (tests that start `mm` give it its own, in the home of support/env.py). mm's state
+    folder too: the sessions of the engines started here go there, never to the developer's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
         yield
 
 

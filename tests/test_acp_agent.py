@@ -35,10 +35,12 @@ from acp.schema import (
 )
 from fetch_server import WebServer
 from scripted_server import Reply, ScriptedServer, call
+from session_helpers import sessions_of
 from support.editor import Editor
 from support.env import clean_env
 from support.processes import alive, processes_mentioning
 from support.program import MM
+from support.trusting import trust_project_file
 from support.waiting import await_until, until, wait_until
 
 from mm_tui import __version__
@@ -309,7 +311,8 @@ async def test_session_cwd_is_the_tools_folder(tmp_path: Path) -> None:
     assert pwd.strip() == str(project)
     assert "the notes of the project" in notes
     # the session file lives in the session's folder, under the session's id
-    assert (project / ".mm" / "sessions" / f"{session_id}.jsonl").is_file()
+    assert (sessions_of(project, tmp_path / "home") / f"{session_id}.jsonl").is_file()
+    assert not (project / ".mm").exists()
     assert not (elsewhere / ".mm").exists()
 
     bash = client.start("bash")
@@ -633,7 +636,7 @@ async def test_load_replays_each_call_with_the_status_it_really_had(tmp_path: Pa
             "rejected",
         ]
         # mm compacted the history, then was killed after the model asked for a call.
-        folder = tmp_path / ".mm" / "sessions"
+        folder = sessions_of(tmp_path, tmp_path / "home")
         flush_all()
         session = Session.load(folder, session_id)
         session.compact("The summary of it all.", [{"role": "system", "content": "summary"}])
@@ -782,6 +785,7 @@ async def test_configured_mcp_servers_are_shared_by_the_sessions(tmp_path: Path)
     entry["env"] = {"MCP_TEST_PIDFILE": str(pidfile), "MCP_TEST_LINGER": "1"}
     (tmp_path / ".mm").mkdir()
     (tmp_path / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": {"t": entry}}))
+    trust_project_file(tmp_path, tmp_path / "home")  # mm_acp's home
     client = Recorder()
     with ScriptedServer(
         Reply(tool_calls=[call("t__add", {"a": 1, "b": 2})]),

@@ -12,6 +12,7 @@ import pytest
 from acp.exceptions import RequestError
 from acp.schema import UsageUpdate
 from scripted_server import Reply, ScriptedServer
+from session_helpers import sessions_of
 from test_acp_agent import Recorder, ask, mm_acp, start
 
 
@@ -79,5 +80,5 @@ async def test_a_new_session_is_loadable_and_listed_before_its_first_prompt(
             await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
             server.script(Reply("answered in the loaded session"))
             assert await ask(conn, session_id, "hi") == "end_turn"
-    files = list((tmp_path / ".mm" / "sessions").glob(f"{session_id}*.jsonl"))
+    files = list(sessions_of(tmp_path, tmp_path / "home").glob(f"{session_id}*.jsonl"))
     assert files and "answered in the loaded session" in files[0].read_text()

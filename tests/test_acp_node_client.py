@@ -17,6 +17,7 @@ from pathlib import Path
 import acp
 import pytest
 from scripted_server import Reply, ScriptedServer
+from session_helpers import sessions_of
 from support.env import clean_env
 from support.program import MM
 
@@ -75,5 +76,5 @@ def test_the_official_typescript_sdk_drives_mm_acp(tmp_path: Path) -> None:
     assert seen["text"] == ANSWER
     assert seen["sessionIdsOfUpdates"] == [session_id]
     assert len(chats) == 1 and "hi" in json.dumps(chats[0].messages[-1])
-    files = list((work / ".mm" / "sessions").glob(f"{session_id}*.jsonl"))
+    files = list(sessions_of(work, home).glob(f"{session_id}*.jsonl"))
     assert files and ANSWER in files[0].read_text()

@@ -22,7 +22,7 @@ from ask_helpers import (
     write_agent,
 )
 from scripted_server import Reply, ScriptedServer, call, silence_after, text_chunks
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from session_helpers import saved as saved_session
 from support.processes import alive, processes_mentioning
 from support.waiting import await_until
@@ -244,7 +244,7 @@ async def test_child_reused_with_a_fresh_session_per_call(
     assert [m["role"] for m in second.messages] == ["system", "user"]  # nothing of call one
     assert second.messages[-1]["content"] == "question two"
     assert "question one" not in messages_text(second.messages)
-    sessions = journal_files(work / ".mm" / "sessions")
+    sessions = journal_files(sessions_of(work, work.parent / "home"))  # the child's
     assert len(sessions) == 2
 
 

@@ -15,10 +15,11 @@ from rich.console import Console
 from scripted_model import ScriptedModel, say
 from scripted_model import call as scripted_call
 from scripted_server import Reply, ScriptedServer, call, silence_after, text_chunks
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from session_helpers import saved as saved_session
 from support.processes import alive
 from support.program import mm
+from support.trusting import trust_project_file
 from support.waiting import await_until
 from window_helpers import make_app, screen_text, settle
 
@@ -52,13 +53,14 @@ def configure(work: Path, child_server: ScriptedServer, **entry: object) -> None
     lines += [f"    {key}: {json.dumps(value)}" for key, value in entry.items()]
     (work / ".mm").mkdir(exist_ok=True)
     (work / ".mm" / "config.yaml").write_text("\n".join(lines) + "\n")
+    trust_project_file(work, work.parent / "home")  # the `work` fixture's home
 
 
 def exchanges(work: Path) -> list[list[dict]]:
     """The histories of this agent's session files (its system message left out)."""
     return [
         saved_session(p.parent, p.name.removesuffix(".jsonl"))["messages"][1:]
-        for p in journal_files(work / ".mm" / "sessions")
+        for p in journal_files(sessions_of(work, work.parent / "home"))
     ]
 
 

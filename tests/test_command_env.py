@@ -10,6 +10,7 @@ import pytest
 from lsp_fixtures.support import FAKE_SERVER
 from scripted_server import Reply, ScriptedServer, call
 from support.program import mm
+from support.trusting import trust_project_file
 
 from mm_tui.config import LspServer, Settings, load_settings
 from mm_tui.core.command_env import DEFAULT_EXCLUDE, command_env, excluded
@@ -145,6 +146,7 @@ def test_the_setting_from_files_and_the_environment(tmp_path: Path) -> None:
     assert load(environ={}).command_env_exclude == list(DEFAULT_EXCLUDE)
     (tmp_path / ".mm").mkdir()
     (tmp_path / ".mm" / "config.yaml").write_text("commandEnvExclude: []\n")
+    trust_project_file(tmp_path, tmp_path / "home")  # a key that needs the person's trust
     assert load(environ={}).command_env_exclude == []
     environ = {"MM_COMMAND_ENV_EXCLUDE": "*_TOKEN, AWS_*"}
     assert load(environ=environ).command_env_exclude == ["*_TOKEN", "AWS_*"]

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from mm_tui.config import ENV_NAMES, ConfigError, Settings, load_settings, resolve_dir
+from mm_tui.config import (
+    ENV_NAMES,
+    ConfigError,
+    Settings,
+    load_settings,
+    read_project,
+    resolve_dir,
+)
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
 
 SECRET = "sk-test-0123456789-very-secret"
@@ -49,12 +56,19 @@ def proj_file(proj: Path, text: str | bytes) -> Path:
 
 @pytest.fixture
 def load(home: Path, proj: Path):
-    """load_settings isolated from the machine: no real home, folder or environment."""
+    """load_settings isolated from the machine: no real home, folder or environment. The
+    project's file is applied whole, as after the person trusted it (test_trust.py tests
+    what an untrusted one gives)."""
 
     def _load(**kwargs: Any) -> Settings:
         kwargs.setdefault("cwd", proj)
         kwargs.setdefault("home", home)
         kwargs.setdefault("environ", {})
+        if "project" not in kwargs:
+            project = read_project(kwargs["cwd"], home=kwargs["home"], environ=kwargs["environ"])
+            if project is not None:
+                project.apply_untrusted = True
+            kwargs["project"] = project
         return load_settings(**kwargs)
 
     return _load
@@ -98,7 +112,7 @@ DEFAULTS: dict[str, Any] = {
     "context_window": None,
     "acp": {"title": "mm"},
     "theme": "mm-dark",
-    "sessions_dir": ".mm/sessions",
+    "sessions_dir": None,
 }
 
 

@@ -35,6 +35,7 @@ from mm_tui.core.events import (
 from mm_tui.engine.context import ContextMeter, reserve_for_answer, summary_request
 from mm_tui.engine.context_window import ContextWindow
 from mm_tui.engine.journal import flush_all
+from mm_tui.engine.servers import Preset
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import UNKNOWN_WINDOW
 from mm_tui.startup import start
@@ -338,16 +339,37 @@ def test_measuring_a_grown_history_counts_what_it_grew_by() -> None:
     assert meter.chars(history, []) == sum(map(meter.size, history))
 
 
-async def test_a_resumed_session_keeps_its_model_and_server(tmp_path: Path) -> None:
+async def test_a_resumed_session_keeps_its_model_on_its_server_only_when_the_person_names_it(
+    tmp_path: Path,
+) -> None:
+    """The journal's server is the one a rewritten journal would name: it is never asked for
+    that reason. The session keeps its model where detection finds that very server."""
     with ScriptedServer(models=("model-a",)) as first, ScriptedServer(models=("model-b",)) as other:
         made = await start(Settings(baseUrl=first.base_url, model="model-a"), tmp_path)
         await asyncio.wait_for(turn(made.engine, "hello"), 20)
         await made.engine.aclose()
-        # No server configured: the session's own, not detection's first answer.
-        resumed = await start(Settings(), tmp_path, resume="", presets=())
+        asked = len(first.requests)
+        # No server configured, detection finds another: that one, with a note; not the journal's.
+        resumed = await start(
+            Settings(), tmp_path, resume="", presets=(Preset("llama.cpp", other.base_url),)
+        )
         client = resumed.engine.client
-        assert (client.base_url, client.model) == (first.base_url, "model-a")
+        assert (client.base_url, client.model) == (other.base_url, "model-b")
+        assert f"the session was with {first.base_url}, which only its file names" in " ".join(
+            resumed.notes
+        )
         await resumed.engine.aclose()
+        assert len(first.requests) == asked
+        # Detection finds the journal's own server: the session's model goes on there.
+        again = await start(
+            Settings(), tmp_path, resume="", presets=(Preset("llama.cpp", first.base_url),)
+        )
+        assert (again.engine.client.base_url, again.engine.client.model) == (
+            first.base_url,
+            "model-a",
+        )
+        assert not any("which only its file names" in note for note in again.notes)
+        await again.engine.aclose()
         # A server named by the person wins, with its own model.
         named = await start(Settings(baseUrl=other.base_url), tmp_path, resume="", presets=())
         assert (named.engine.client.base_url, named.engine.client.model) == (

@@ -27,6 +27,7 @@ from support.engine import of, turn
 from support.env import clean_env
 from support.processes import alive
 from support.program import mm
+from support.trusting import trust_project_file
 from support.waiting import await_until, wait_until
 
 from mm_tui.config import ConfigError, Settings, load_settings
@@ -139,6 +140,7 @@ def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def config_error(tmp_path: Path, text: str) -> str:
     (tmp_path / ".mm").mkdir(exist_ok=True)
     (tmp_path / ".mm" / "config.yaml").write_text(text)
+    trust_project_file(tmp_path, tmp_path / "home")
     with pytest.raises(ConfigError) as caught:
         load_settings(cwd=tmp_path, home=tmp_path / "home", environ={})
     return str(caught.value)
@@ -158,6 +160,7 @@ def test_mcp_servers_take_the_shape_every_client_uses(tmp_path: Path) -> None:
             }
         )
     )
+    trust_project_file(tmp_path, tmp_path / "home")
     settings = load_settings(cwd=tmp_path, home=tmp_path / "home", environ={})
     servers = settings.mcp_servers
     assert servers["files"].transport == "stdio" and servers["files"].env == {"A": "b"}
@@ -564,6 +567,7 @@ def test_mm_p_waits_for_the_servers_and_stops_them(tmp_path: Path) -> None:
         }
     }
     (tmp_path / ".mm" / "config.yaml").write_text(json.dumps(config))
+    trust_project_file(tmp_path, tmp_path)  # mm's home is the folder (clean_env)
     with ScriptedServer(
         Reply(tool_calls=[call("t__add", {"a": 3, "b": 4}, id="c1")]), Reply("seven")
     ) as server:
@@ -586,6 +590,7 @@ def test_line_mode_stops_the_servers_when_it_ends(tmp_path: Path) -> None:
     (tmp_path / ".mm").mkdir()
     config = {"mcpServers": {"t": stdio(pidfile, MCP_TEST_LINGER="1")}}
     (tmp_path / ".mm" / "config.yaml").write_text(json.dumps(config))
+    trust_project_file(tmp_path, tmp_path)  # mm's home is the folder (clean_env)
     with ScriptedServer() as server:
         process = subprocess.Popen(
             [*MM, "--line", "--base-url", server.base_url, "--model", MODEL],

@@ -16,7 +16,7 @@ from scripted_server import (
     silence_after,
     text_chunks,
 )
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from session_helpers import saved as saved_session
 from support.env import clean_env
 from support.program import MM, mm
@@ -28,7 +28,7 @@ from mm_tui.startup import pick_model
 
 
 def sessions(cwd: Path) -> list[dict]:
-    folder = cwd / ".mm" / "sessions"
+    folder = sessions_of(cwd)
     return [saved_session(folder, p.name.removesuffix(".jsonl")) for p in journal_files(folder)]
 
 
@@ -112,7 +112,7 @@ def test_kill_9_in_the_middle_of_a_turn_leaves_a_session_that_resumes(tmp_path: 
         roles = [m["role"] for m in saved["messages"]]
         assert roles == ["system", "user", "assistant", "tool"]
         assert saved["messages"][3]["content"] == "step one\n"
-        assert not list((tmp_path / ".mm" / "sessions").glob(".*tmp"))
+        assert not list(sessions_of(tmp_path).glob(".*tmp"))
         # --resume continues it: the whole history goes back to the model.
         server.script(Reply("resumed fine"))
         result = mm(
@@ -161,5 +161,5 @@ def test_session_loads_after_the_run(tmp_path: Path) -> None:
     with ScriptedServer("fine") as server:
         mm("--base-url", server.base_url, "--model", "m", "-p", "hi", cwd=tmp_path)
     (saved,) = sessions(tmp_path)
-    loaded = Session.load(tmp_path / ".mm" / "sessions", saved["id"])
+    loaded = Session.load(sessions_of(tmp_path), saved["id"])
     assert loaded.messages[-1]["content"] == "fine"

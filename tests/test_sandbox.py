@@ -23,6 +23,7 @@ import pytest
 from lsp_fixtures.support import FAKE_SERVER
 from support.folders import snapshot
 from support.processes import launchers, stat_fields
+from support.trusting import trust_project_file
 
 from mm_tui.config import LspServer, Settings
 from mm_tui.core import sandbox
@@ -591,6 +592,7 @@ def test_the_settings_from_files_and_the_environment(tmp_path: Path) -> None:
     (tmp_path / ".mm" / "config.yaml").write_text(
         "sandbox: strict\nsandboxNetwork: false\nsandboxDeny: [~/private]\nsandboxWrite: [~/go]\n"
     )
+    trust_project_file(tmp_path, tmp_path / "home")  # keys that need the person's trust
     assert load({}) == sandbox.SandboxConfig("strict", False, ("~/private",), ("~/go",))
     environ = {"MM_SANDBOX": "off", "MM_SANDBOX_DENY": "~/a, /b"}
     assert load(environ) == sandbox.SandboxConfig("off", False, ("~/a", "/b"), ("~/go",))

@@ -29,3 +29,15 @@ def shown_path(path: Path, home: Path | None = None) -> str:
         return f"~/{path.relative_to(home)}"
     except ValueError:
         return str(path)
+
+
+def user_state_dir(home: Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """mm's state folder: `$XDG_STATE_HOME/mm` when that variable holds an absolute path, else
+    `~/.local/state/mm`. It holds what mm remembers for the person (sessions, the trusted
+    project configs, line mode's history): outside every project, so that nothing a project
+    holds, or a command run in it writes, is read back as the person's own."""
+    environ = os.environ if environ is None else environ
+    home = Path.home() if home is None else home
+    xdg = environ.get("XDG_STATE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".local" / "state"
+    return base / "mm"

@@ -34,7 +34,7 @@ import errno
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
@@ -396,6 +396,47 @@ class Session:
     @staticmethod
     def list_sessions(folder: Path) -> list[SessionInfo]:
         return list_sessions(folder)
+
+    def move_to(self, folder: Path) -> None:
+        """Go on in `folder`: the next save writes the whole session there, as a new journal;
+        the file it was read from is left as it was (an old session folder is only read)."""
+        self.folder = Path(folder)
+        self._journal, self._written, self._reopen_at = None, 0, None
+
+
+def find_session(folders: Sequence[Path], session_id: str) -> Session:
+    """`--resume ID` over the session folders, the first first: a session found in a later one
+    (the project's old `.mm/sessions`) moves to the first (`move_to`). Raises SessionError."""
+    for index, folder in enumerate(folders):
+        folder = Path(folder)
+        if _ID.fullmatch(session_id) and session_id in _session_paths(folder):
+            session = Session.load(folder, session_id)
+            if index:
+                session.move_to(folders[0])
+            return session
+    return Session.load(folders[0], session_id)  # its error: no such session
+
+
+def latest_session(folders: Sequence[Path]) -> Session | None:
+    """`--resume`: the newest session of the first folder that has any (moved to the first
+    folder when found in a later one); None when none has."""
+    for index, folder in enumerate(folders):
+        session = Session.latest(folder)
+        if session is not None:
+            if index:
+                session.move_to(folders[0])
+            return session
+    return None
+
+
+def list_sessions_in(folders: Sequence[Path]) -> list[SessionInfo]:
+    """Every readable session of the folders, newest first; an id in two folders is listed
+    once, as the first folder has it (a moved session's newer copy)."""
+    seen: dict[str, SessionInfo] = {}
+    for folder in folders:
+        for info in list_sessions(folder):
+            seen.setdefault(info.id, info)
+    return sorted(seen.values(), key=lambda info: (info.updated, info.id), reverse=True)
 
 
 def list_sessions(folder: Path) -> list[SessionInfo]:
@@ -784,6 +825,9 @@ __all__ = [
     "SessionError",
     "SessionInfo",
     "answer_interrupted_tool_calls",
+    "find_session",
+    "latest_session",
     "list_sessions",
+    "list_sessions_in",
     "replace_file",
 ]

@@ -1,7 +1,9 @@
-"""SessionsScreen: the sessions of this folder, newest first; Enter reopens one."""
+"""SessionsScreen: the sessions of this folder, newest first; Enter reopens one. They are read
+from the session folders in order (mm's state folder, then the project's old `.mm/sessions`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.text import Text
@@ -13,7 +15,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from mm_tui.core.terminal_text import safe_display
-from mm_tui.engine.session import list_sessions
+from mm_tui.engine.session import list_sessions_in
 
 
 class SessionsScreen(ModalScreen[str | None]):
@@ -27,12 +29,13 @@ class SessionsScreen(ModalScreen[str | None]):
     """
     BINDINGS = [Binding("escape,q", "dismiss", "Close")]
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folders: Path | Sequence[Path]) -> None:
         super().__init__()
-        self.folder = folder
+        self.folders = [folders] if isinstance(folders, Path) else list(folders)
+        self.folder = self.folders[0]
 
     def compose(self) -> ComposeResult:
-        sessions = list_sessions(self.folder)
+        sessions = list_sessions_in(self.folders)
         with Vertical():
             folder = safe_display(str(self.folder), exact=True)
             yield Static(Text(f"Sessions in {folder}", style="bold"))

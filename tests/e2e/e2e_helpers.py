@@ -12,9 +12,10 @@ from typing import Any
 
 import httpx
 import yaml
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from session_helpers import saved as saved_journal
 from support.engine import make_engine
+from support.trusting import trust_project_file
 from support.waiting import await_until
 
 from mm_tui.config import Settings, load_settings
@@ -31,11 +32,14 @@ from mm_tui.startup import start
 
 
 def write_config(folder: Path, **keys: object) -> Path:
-    """`.mm/config.yaml` in `folder` with the given keys (temperature 0 unless said)."""
+    """`.mm/config.yaml` in `folder` with the given keys (temperature 0 unless said), trusted
+    as the person's answer records it for an mm whose home is `folder` (keys such as bashTool
+    need that)."""
     keys.setdefault("temperature", 0)
     path = folder / ".mm" / "config.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(keys), encoding="utf-8")
+    trust_project_file(folder, folder)
     return path
 
 
@@ -90,8 +94,9 @@ def texts(events: list[Event]) -> list[str]:
 
 
 def saved_session(folder: Path) -> dict[str, Any]:
-    """The one session file in `folder`, as written on disk."""
-    (path,) = journal_files(folder / ".mm" / "sessions")
+    """The one session file of `folder`, as written on disk: in mm's state folder (the real
+    program, whose home is `folder`), or in `.mm/sessions` (an engine made here)."""
+    (path,) = journal_files(sessions_of(folder)) or journal_files(folder / ".mm" / "sessions")
     return saved_journal(path.parent, path.name.removesuffix(".jsonl"))
 
 

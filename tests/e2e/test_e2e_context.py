@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import assert_well_formed, write_config
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from support.program import mm
 
 from mm_tui.engine.session import Session
@@ -48,7 +48,7 @@ def test_many_tool_calls_in_a_2048_token_context_end_cleanly(server, project: Pa
         out = result.stdout + result.stderr
         assert "no longer fits the model's context" not in out, out
         assert "maximum context length" not in out, out
-        journal = journal_files(project / ".mm" / "sessions")[-1]  # this run's (ids sort by time)
+        journal = journal_files(sessions_of(project))[-1]  # this run's (ids sort by time)
         session = Session.load(journal.parent, journal.name.removesuffix(".jsonl"))
         assert_well_formed(session.messages)
         (turn,) = session.turns

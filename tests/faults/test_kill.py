@@ -26,6 +26,7 @@ from scripted_server import (
     text_chunks,
     tool_call_chunks,
 )
+from session_helpers import sessions_of
 from support.engine import make_engine
 from support.env import clean_env
 from support.program import MM, mm
@@ -120,7 +121,7 @@ async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
     for n in range(KILLS):
         cwd = tmp_path / f"run{n}"
         cwd.mkdir()
-        folder = cwd / ".mm" / "sessions"
+        folder = sessions_of(cwd)
         with ScriptedServer(*busy_turn()) as server:
             proc = subprocess.Popen(
                 [*MM, *on(server), "-p", "work"],

@@ -29,6 +29,7 @@ from scripted_server import (
     tool_call_chunks,
 )
 from session_helpers import saved as saved_session
+from session_helpers import sessions_of
 from support.engine import make_engine, of, turn
 from support.program import mm
 from support.waiting import await_until
@@ -383,5 +384,6 @@ def test_a_crash_between_a_call_and_its_result_resumes_well_formed(tmp_path: Pat
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
     assert [m["tool_call_id"] for m in sent[3:5]] == ["k1", "k2"]
     assert all("interrupted" in m["content"] for m in sent[3:5])
-    loaded = Session.load(folder, session.id)
+    # The session, found in the project's old folder, goes on in mm's state folder.
+    loaded = Session.load(sessions_of(tmp_path), session.id)
     assert [m["role"] for m in loaded.messages][-2:] == ["user", "assistant"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fault_parts import next_prompt_works, session_loads
 from scripted_server import Reply, ScriptedServer, call
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from session_helpers import saved as saved_session
 from support.engine import make_engine, of, turn
 from support.program import mm
@@ -86,7 +86,7 @@ def test_the_key_printed_by_a_tool_is_never_shown_or_written(tmp_path: Path) -> 
     assert f"    apiKey: {MARK}" in result.stdout
     assert not [k for k in KEYS if k in result.stdout + result.stderr]
     assert files_holding(tmp_path, KEYS, but=(config,)) == []
-    (path,) = journal_files(tmp_path / ".mm" / "sessions")
+    (path,) = journal_files(sessions_of(tmp_path))
     session_loads(path.parent, path.stem)
     # The config file was read and never rewritten.
     assert (config.read_bytes(), config.stat().st_mtime_ns) == before

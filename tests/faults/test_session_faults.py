@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from fault_parts import next_prompt_works, session_loads
 from scripted_server import Reply, ScriptedServer, call
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from support.engine import make_engine, of, turn
 from support.program import mm
 
@@ -298,7 +298,7 @@ def test_resume_refuses_a_damaged_file_and_leaves_it_alone(tmp_path: Path, case:
 
 
 def test_latest_and_new_sessions_leave_damaged_files_alone(tmp_path: Path) -> None:
-    folder = tmp_path / ".mm" / "sessions"
+    folder = sessions_of(tmp_path)
     good = a_saved_session(folder)
     os.utime(good.path, ns=(1_000_000_000, 1_000_000_000))
     kept: dict[Path, bytes] = {}
@@ -338,7 +338,7 @@ def test_latest_and_new_sessions_leave_damaged_files_alone(tmp_path: Path) -> No
 def test_a_format_1_session_resumes_with_the_real_program(tmp_path: Path) -> None:
     """A session file written by an mm before the journal: `--resume` converts it, the model
     gets its history, and the next resume reads the journal."""
-    folder = tmp_path / ".mm" / "sessions"
+    folder = sessions_of(tmp_path)
     folder.mkdir(parents=True)
     session_id = "20250101-100000-abcdef"
     old = {

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from fault_parts import next_prompt_works, session_loads
 from scripted_server import Reply, ScriptedServer, call
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from support.engine import make_engine, of, turn
 from support.env import clean_env
 from support.processes import cmdline, group_members, tool_groups
@@ -123,7 +123,7 @@ def test_ctrl_c_in_line_mode_kills_the_group_and_the_next_prompt_works(tmp_path:
             "tool",
             "user",
         ]
-    (path,) = journal_files(tmp_path / ".mm" / "sessions")
+    (path,) = journal_files(sessions_of(tmp_path))
     saved = session_loads(path.parent, path.stem)
     tools = [m for m in saved.messages if m["role"] == "tool"]
     assert tools == [
@@ -230,7 +230,7 @@ def test_cat_dev_tty_in_a_real_terminal_does_not_read_the_keyboard(tmp_path: Pat
     assert "    " + TTY_REFUSED.split("\n")[0] in text
     assert "    tty_nr=0" in text  # no controlling terminal
     assert elapsed < 10  # mm's start-up included; the 30 s timeout was never reached
-    (path,) = journal_files(tmp_path / ".mm" / "sessions")
+    (path,) = journal_files(sessions_of(tmp_path))
     session_loads(path.parent, path.stem)
 
 
@@ -287,7 +287,7 @@ def test_huge_outputs_keep_mm_memory_bounded(tmp_path: Path) -> None:
         assert marker and len(head) == 30000 and rest.endswith(" more characters ...]")
         content.encode("utf-8")
     assert tools[1]["content"].startswith("1\n2\n3\n")
-    (path,) = journal_files(result.folder / ".mm" / "sessions")  # type: ignore[attr-defined]
+    (path,) = journal_files(sessions_of(result.folder))  # type: ignore[attr-defined]
     path.read_bytes().decode("utf-8")
     saved = session_loads(path.parent, path.stem)
     assert [m["content"] for m in saved.messages if m["role"] == "tool"] == [

@@ -19,6 +19,7 @@ from pathlib import Path
 import acp
 import pytest
 from scripted_server import Reply, ScriptedServer, call
+from session_helpers import sessions_of
 from support.env import clean_env
 from support.program import MM
 from support.terminal import mm_in_tmux, tmux, until_screen
@@ -56,7 +57,7 @@ def assert_stopped(cwd: Path, shell: int) -> None:
 
 def saved_call(cwd: Path) -> dict:
     """The session file's record of the bash call's result: the turn was put in order."""
-    files = list((cwd / ".mm" / "sessions").glob("*.jsonl"))
+    files = list(sessions_of(cwd).glob("*.jsonl"))
     assert len(files) == 1, files
     records = [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
     results = [r for r in records if '"tool_call_id"' in json.dumps(r)]
@@ -146,7 +147,7 @@ def test_closing_the_terminal_stops_the_window_and_its_command(tmp_path: Path) -
             tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP
             assert wait_until(lambda: gone(mm_pid), 30), "mm did not end after SIGHUP"
     assert_stopped(tmp_path, shell)
-    if os.path.exists(tmp_path / ".mm" / "sessions"):
+    if os.path.exists(sessions_of(tmp_path)):
         assert saved_call(tmp_path)
 
 

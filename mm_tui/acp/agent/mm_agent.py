@@ -36,10 +36,10 @@ from mm_tui.acp.agent.acp_session import AcpSession
 from mm_tui.acp.agent.content import prompt_text
 from mm_tui.acp.agent.replay import replay
 from mm_tui.acp.agent.translate import send_events, translate
-from mm_tui.config import McpServer, Settings, resolve_dir
+from mm_tui.config import McpServer, Settings, sessions_folders
 from mm_tui.core.events import EngineError, Event
 from mm_tui.engine.model_stream import ModelClient
-from mm_tui.engine.session import Session, SessionError, list_sessions
+from mm_tui.engine.session import Session, SessionError, find_session, list_sessions_in
 from mm_tui.engine.turn import Engine
 from mm_tui.tools.registry import ToolRegistry, ToolSource
 
@@ -159,7 +159,7 @@ class MMAgent(acp.Agent):
         servers = _mcp_servers(mcp_servers)
         client = await self._model()
         session = Session.new(
-            resolve_dir(self.settings.sessions_dir, folder),
+            sessions_folders(self.settings, folder)[0],
             cwd=str(folder),
             model=client.model,
             provider=client.provider,
@@ -188,7 +188,7 @@ class MMAgent(acp.Agent):
                 {"message": f"session {session_id} is running a prompt; cancel it first"}
             )
         try:
-            session = Session.load(resolve_dir(self.settings.sessions_dir, folder), session_id)
+            session = find_session(sessions_folders(self.settings, folder), session_id)
         except SessionError as exc:
             raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
         client = await self._model()
@@ -204,7 +204,7 @@ class MMAgent(acp.Agent):
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
         folder = _session_cwd(cwd) if cwd else self.cwd
-        infos = list_sessions(resolve_dir(self.settings.sessions_dir, folder))
+        infos = list_sessions_in(sessions_folders(self.settings, folder))
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
