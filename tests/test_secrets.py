@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import Error, Received, Reply, ScriptedServer
-from session_helpers import journal_files
+from session_helpers import journal_files, sessions_of
 from support.program import mm
 from support.terminal import mm_in_tmux, tmux, until_screen
 from support.waiting import until
@@ -107,7 +107,7 @@ def test_mm_p_with_a_key_in_the_prompt_and_the_url_leaves_none_at_rest(tmp_path:
     """The real mm: the first prompt holds the key across the title's 80th character (a title
     shortened before it is redacted keeps the start of the key), the base URL a password."""
     prompt = "x" * 60 + f" key {KEY}, and the server's password {URL_PASSWORD}"
-    folder = tmp_path / ".mm" / "sessions"
+    folder = sessions_of(tmp_path)
     with ScriptedServer(Reply("done"), Reply("again")) as server:
         plain = server.base_url
         base_url = plain.replace("http://", f"http://me:{URL_PASSWORD}@")
@@ -147,7 +147,7 @@ def test_mm_p_prints_a_401_that_echoes_the_key_redacted(tmp_path: Path) -> None:
     assert b"answered 401" in out and MARK.encode() in out, out
     for form in forms(KEY):
         assert form not in out
-    assert_nowhere(session_files(tmp_path / ".mm" / "sessions"), KEY)
+    assert_nowhere(session_files(sessions_of(tmp_path)), KEY)
 
 
 def test_a_start_up_error_that_echoes_the_key_is_redacted(tmp_path: Path) -> None:
@@ -181,7 +181,7 @@ async def test_the_window_shows_a_401_that_echoes_the_key_redacted(tmp_path: Pat
             await pilot.pause()
             assert MARK in notices() and KEY not in notices(), notices()
             assert KEY not in all_text(app) and KEY not in str(app.status.text)
-    assert_nowhere(session_files(tmp_path / ".mm" / "sessions"), KEY)
+    assert_nowhere(session_files(tmp_path / ".mm" / "sessions"), KEY)  # started_app sets it
 
 
 async def test_the_window_closes_on_a_start_up_error_with_the_key_redacted(tmp_path: Path) -> None:
