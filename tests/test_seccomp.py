@@ -440,6 +440,44 @@ results["still open"] = attempt(lambda: make(socket.AF_INET, socket.SOCK_STREAM,
     assert found == {"bad": "EINVAL", "empty": "ValueError", "ragged": "ValueError"}
 
 
+# prctl's and seccomp's numbers, for the filters below that take one of them away.
+PRCTL_SECCOMP = {"x86_64": (157, 317), "aarch64": (167, 277), "riscv64": (167, 277)}
+
+TAKE_AWAY = r"""
+import struct
+def refusing(nr, errno_, arg0=None):
+    "A filter refusing call `nr` (when its first argument is `arg0`, if given) with `errno_`."
+    code = [(0x20, 0, 0, 0), (0x15, 0, 3, nr)]
+    code += [(0x20, 0, 0, 16), (0x15, 0, 1, arg0)] if arg0 is not None else [(0x05, 0, 0, 0)] * 2
+    code += [(0x06, 0, 0, 0x50000 | errno_), (0x06, 0, 0, 0x7FFF0000)]
+    return b"".join(struct.pack("=HBBI", *op) for op in code)
+seccomp.install(refusing(*ARGS["refuse"]))
+seccomp.install(seccomp.network_filter())
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines())
+results["filters"] = status["Seccomp_filters"].strip()
+results["mptcp"] = attempt(lambda: make(socket.AF_INET, socket.SOCK_STREAM, 262))
+results["tcp"] = attempt(lambda: make(socket.AF_INET, socket.SOCK_STREAM))
+"""
+
+
+@needs_filter
+def test_install_uses_the_seccomp_call() -> None:
+    """seccomp(2) carries SECCOMP_FILTER_FLAG_SPEC_ALLOW (no forced speculation mitigations):
+    with prctl(PR_SET_SECCOMP) refused, the filter still goes in."""
+    prctl, _ = PRCTL_SECCOMP[MACHINE]
+    found = results(TAKE_AWAY, filtered=False, refuse=[prctl, errno.EPERM, 22])
+    assert found == {"filters": "2", "mptcp": "EPERM", "tcp": "ok"}
+
+
+@needs_filter
+def test_install_falls_back_to_prctl_without_the_seccomp_call() -> None:
+    """A kernel without seccomp(2) (or without the flag) answers ENOSYS (EINVAL): prctl then."""
+    _, seccomp_nr = PRCTL_SECCOMP[MACHINE]
+    for answer in (errno.ENOSYS, errno.EINVAL):
+        found = results(TAKE_AWAY, filtered=False, refuse=[seccomp_nr, answer])
+        assert found == {"filters": "2", "mptcp": "EPERM", "tcp": "ok"}
+
+
 # --- the rule, over many cases: an interpreter of the emitted BPF against a plain statement ---
 
 

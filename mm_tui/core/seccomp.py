@@ -43,14 +43,17 @@ for anything, connections included), netlink, and every other system call. Only 
 of each argument are read: the kernel takes `int` arguments, so the filter reads what the kernel
 will use and high bits cannot hide a value.
 
-Cost: the kernel runs the filter at every system call of the confined process, but since Linux
-5.11 it first consults a per-call cache of the calls whose verdict is "allow" whatever their
-arguments, and this filter reads the arguments of socket, socketpair and io_uring only, so every
-other call is allowed from the cache. A socket() is judged by about 15 instructions.
+Cost: the kernel runs the filter at every system call of the confined process, but where it
+keeps seccomp's cache of calls allowed whatever their arguments (Linux 5.11 on x86-64), every
+call but socket, socketpair and io_uring's is allowed from that cache without running it; a
+socket() is judged by 14 instructions. Measured here (x86-64, Linux 6.18, through ctypes, medians
+of alternating runs): socket()+close() 8.1 us with the filter against 8.2 us without, getppid()
+503 ns against 493 ns, both within the noise. `install` asks the kernel not to force its
+speculation mitigations on the filtered process (see there), which older kernels would do.
 
 Where: x86-64, aarch64 and riscv64 (little-endian, 64-bit Python only). Elsewhere
-`network_filter` raises `FilterUnavailable`. `install` applies to the calling thread and the
-processes it starts from then on (PR_SET_SECCOMP; a filter is never removed). The program is the
+`network_filter` raises `FilterUnavailable` (an OSError). `install` applies to the calling
+thread and the processes it starts from then on (a filter is never removed). The program is the
 raw array of `struct sock_filter` (8 bytes each, native byte order), so another process can
 install the same bytes with its own few lines.
 
@@ -119,20 +122,22 @@ class _Arch:
         socket: int,
         socketpair: int,
         io_uring: tuple[int, int, int],
+        seccomp: int,
         x32: bool = False,
     ) -> None:
         self.audit = audit
         self.socket = socket
         self.socketpair = socketpair
         self.io_uring = io_uring
+        self.seccomp = seccomp
         self.x32 = x32
 
 
 # The generic numbering (asm-generic/unistd.h) serves aarch64 and riscv64 alike.
 ARCHES: dict[str, _Arch] = {
-    "x86_64": _Arch(0xC000003E, 41, 53, (425, 426, 427), x32=True),
-    "aarch64": _Arch(0xC00000B7, 198, 199, (425, 426, 427)),
-    "riscv64": _Arch(0xC00000F3, 198, 199, (425, 426, 427)),
+    "x86_64": _Arch(0xC000003E, 41, 53, (425, 426, 427), seccomp=317, x32=True),
+    "aarch64": _Arch(0xC00000B7, 198, 199, (425, 426, 427), seccomp=277),
+    "riscv64": _Arch(0xC00000F3, 198, 199, (425, 426, 427), seccomp=277),
 }
 
 
@@ -236,7 +241,9 @@ def network_filter(machine: str | None = None) -> bytes:
 
 _PR_SET_SECCOMP = 22
 _PR_SET_NO_NEW_PRIVS = 38
-_SECCOMP_MODE_FILTER = 2
+_SECCOMP_MODE_FILTER = 2  # prctl's mode
+_SECCOMP_SET_MODE_FILTER = 1  # seccomp(2)'s operation
+_SECCOMP_FILTER_FLAG_SPEC_ALLOW = 4
 _BPF_MAXINSNS = 4096
 
 
@@ -244,7 +251,12 @@ def install(program: bytes) -> None:
     """Install `program` (a `struct sock_filter` array) on the calling thread, after
     PR_SET_NO_NEW_PRIVS, which makes it legal without CAP_SYS_ADMIN. What the thread starts
     from then on inherits it; it cannot be removed. Raises OSError with the errno on failure,
-    ValueError for bytes that are not a whole number of instructions."""
+    ValueError for bytes that are not a whole number of instructions.
+
+    Through seccomp(2) with SECCOMP_FILTER_FLAG_SPEC_ALLOW where the kernel has it (Linux
+    4.17): without it, kernels before 5.16 force the speculative-store-bypass mitigation (and
+    STIBP) on every filtered process, which slows compute-heavy commands (a build, a test run)
+    to protect the command's memory from the command itself. Else prctl."""
     count, rest = divmod(len(program), 8)
     if rest or not 0 < count <= _BPF_MAXINSNS:
         raise ValueError(f"seccomp filter: {len(program)} bytes is not 1 to 4096 instructions")
@@ -263,6 +275,16 @@ def install(program: bytes) -> None:
     if libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), zero, zero, zero) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_NO_NEW_PRIVS): {errno.errorcode.get(err, err)}")
+    arch = ARCHES.get(_native_machine())
+    if arch is not None:
+        libc.syscall.restype = ctypes.c_long
+        operation = ctypes.c_ulong(_SECCOMP_SET_MODE_FILTER)
+        flags = ctypes.c_ulong(_SECCOMP_FILTER_FLAG_SPEC_ALLOW)
+        if libc.syscall(ctypes.c_long(arch.seccomp), operation, flags, ctypes.byref(fprog)) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EINVAL):  # EINVAL: a kernel without the flag
+            raise OSError(err, f"seccomp(SET_MODE_FILTER): {errno.errorcode.get(err, err)}")
     mode = ctypes.c_ulong(_SECCOMP_MODE_FILTER)
     if libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), mode, ctypes.byref(fprog), zero, zero) != 0:
         err = ctypes.get_errno()
