@@ -53,6 +53,15 @@ NUMBERS = {
     "riscv64": (0xC00000F3, 198, 199),
 }
 IO_URING = (425, 426, 427)
+# sendto, sendmsg, sendmmsg (MSG_FASTOPEN connects inside a send) and setsockopt (TCP_ULP).
+_GENERIC_SENDS = {"sendto": 206, "sendmsg": 211, "sendmmsg": 269, "setsockopt": 208}
+SENDS = {
+    "x86_64": {"sendto": 44, "sendmsg": 46, "sendmmsg": 307, "setsockopt": 54},
+    "aarch64": _GENERIC_SENDS,
+    "riscv64": _GENERIC_SENDS,
+}
+MSG_FASTOPEN = 0x20000000
+TCP_ULP = 31
 AUDIT_I386 = 0x40000003
 AUDIT_ARM = 0x40000028
 
@@ -284,6 +293,58 @@ results["udp"] = attempt(udp)
     found = results(body, filtered=True, port=tcp_port, flags=FLAGS)
     assert found == dict.fromkeys(found, "ok")
     assert len(found) == 2 + 2 * 9
+
+
+HIDDEN_CONNECTS = r"""
+def fast_open(send):
+    with socket.socket() as s:  # blocking: with a timeout the send would say EINPROGRESS
+        send(s, b"GET / HTTP/1.0\r\n\r\n", ("127.0.0.1", ARGS["port"]))
+
+def ulp(name):
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_TCP, 31, name)
+
+results["sendto fast open"] = attempt(lambda: fast_open(lambda s, data, to: s.sendto(data, socket.MSG_FASTOPEN, to)))
+results["sendmsg fast open"] = attempt(lambda: fast_open(lambda s, data, to: s.sendmsg([data], [], socket.MSG_FASTOPEN, to)))
+results["ulp smc"] = attempt(lambda: ulp(b"smc"))
+results["ulp mptcp"] = attempt(lambda: ulp(b"mptcp"))
+"""
+
+
+@needs_filter
+def test_connects_hidden_in_a_send_or_an_option_are_refused(tcp_port: int) -> None:
+    """TCP Fast Open connects inside sendto/sendmsg, past the connect hook that some kernels'
+    Landlock relies on; TCP_ULP "smc" turns a TCP socket into an SMC one whose connect Landlock
+    does not judge."""
+    found = results(HIDDEN_CONNECTS, filtered=True, port=tcp_port)
+    assert found == dict.fromkeys(found, "EPERM")
+    assert len(found) == 4
+
+
+@needs_filter
+def test_fast_open_connects_and_ulps_answer_without_the_filter(tcp_port: int) -> None:
+    found = results(HIDDEN_CONNECTS, filtered=False, port=tcp_port)
+    assert found["sendto fast open"] == "ok" and found["sendmsg fast open"] == "ok"
+    assert found["ulp mptcp"] == "ENOTSUP"  # the kernel's own answer: MPTCP's ULP is internal
+    assert found["ulp smc"] in ("ok", "ENOENT")  # ENOENT: no SMC in this kernel
+
+
+ORDINARY_SENDS = r"""
+def talk():
+    with socket.create_connection(("127.0.0.1", ARGS["port"]), timeout=30) as s:
+        s.setsockopt(socket.SOL_TCP, socket.TCP_NODELAY, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        s.sendall(b"a")
+        s.send(b"b", socket.MSG_NOSIGNAL)
+        s.sendmsg([b"c"], [], socket.MSG_NOSIGNAL)
+        s.sendto(b"d", socket.MSG_DONTWAIT, ("127.0.0.1", ARGS["port"]))
+results["talk"] = attempt(talk)
+"""
+
+
+@needs_filter
+def test_ordinary_sends_and_options_still_work(tcp_port: int) -> None:
+    assert results(ORDINARY_SENDS, filtered=True, port=tcp_port) == {"talk": "ok"}
 
 
 OTHER_FAMILIES = r"""
@@ -523,6 +584,14 @@ def rule(machine: str, nr: int, arch: int, args: tuple[int, ...]) -> int:
         return KILL
     if nr in IO_URING:
         return ENOSYS
+    sends = SENDS[machine]
+    low = [value & 0xFFFFFFFF for value in (*args, 0, 0, 0, 0, 0, 0)]  # the kernel's ints
+    if nr in (sends["sendto"], sends["sendmmsg"]):
+        return EPERM if low[3] & MSG_FASTOPEN else ALLOW
+    if nr == sends["sendmsg"]:
+        return EPERM if low[2] & MSG_FASTOPEN else ALLOW
+    if nr == sends["setsockopt"]:
+        return EPERM if (low[1], low[2]) == (socket.SOL_TCP, TCP_ULP) else ALLOW
     if nr not in (socket_nr, socketpair_nr):
         return ALLOW
     family, kind, protocol = (value & 0xFFFFFFFF for value in args[:3])  # the kernel's ints
@@ -593,6 +662,32 @@ def test_every_call_follows_the_rule(data: st.DataObject) -> None:
     args = data.draw(socket_args())
     program = seccomp.network_filter(machine)
     assert run_bpf(program, seccomp_data(nr, arch, args)) == rule(machine, nr, arch, args)
+
+
+def send_args() -> st.SearchStrategy[int]:
+    """An argument of a send or setsockopt: flags, levels and options the rule turns on, or
+    anything, with high bits or not."""
+    values = st.sampled_from(
+        [0, 6, TCP_ULP, MSG_FASTOPEN, MSG_FASTOPEN | socket.MSG_NOSIGNAL, socket.MSG_NOSIGNAL]
+    ) | st.integers(0, 0xFFFFFFFF)
+    return st.builds(int.__or__, values, high_bits())
+
+
+@settings(max_examples=1000)
+@given(
+    st.sampled_from(sorted(NUMBERS)),
+    st.sampled_from(["sendto", "sendmsg", "sendmmsg", "setsockopt"]),
+    st.tuples(*[send_args()] * 6),
+)
+def test_sends_and_setsockopt_follow_the_rule(
+    machine: str, call: str, args: tuple[int, ...]
+) -> None:
+    """A send with MSG_FASTOPEN connects without connect(), where Landlock of some kernels
+    does not look; TCP_ULP "smc" turns a TCP socket into an SMC one Landlock lets connect."""
+    audit = NUMBERS[machine][0]
+    nr = SENDS[machine][call]
+    program = seccomp.network_filter(machine)
+    assert run_bpf(program, seccomp_data(nr, audit, args)) == rule(machine, nr, audit, args)
 
 
 def test_the_interpreter_and_the_rule_tell_a_refusal() -> None:
