@@ -664,26 +664,37 @@ def test_every_call_follows_the_rule(data: st.DataObject) -> None:
     assert run_bpf(program, seccomp_data(nr, arch, args)) == rule(machine, nr, arch, args)
 
 
-def send_args() -> st.SearchStrategy[int]:
-    """An argument of a send or setsockopt: flags, levels and options the rule turns on, or
-    anything, with high bits or not."""
-    values = st.sampled_from(
-        [0, 6, TCP_ULP, MSG_FASTOPEN, MSG_FASTOPEN | socket.MSG_NOSIGNAL, socket.MSG_NOSIGNAL]
-    ) | st.integers(0, 0xFFFFFFFF)
+def weighted(common: list[int]) -> st.SearchStrategy[int]:
+    """Mostly one of `common` (the values the rule turns on), else any 32-bit number; with
+    high bits or not."""
+    values = st.sampled_from(common) | st.sampled_from(common) | st.integers(0, 0xFFFFFFFF)
     return st.builds(int.__or__, values, high_bits())
 
 
+FLAG_VALUES = [0, MSG_FASTOPEN, MSG_FASTOPEN | socket.MSG_NOSIGNAL, socket.MSG_NOSIGNAL]
+
+
+@st.composite
+def sends(draw: st.DrawFn) -> tuple[str, str, tuple[int, ...]]:
+    """(machine, call, its six arguments), the flags, level and option where that call has
+    them drawn from the values that matter."""
+    machine = draw(st.sampled_from(sorted(NUMBERS)))
+    call = draw(st.sampled_from(["sendto", "sendmsg", "sendmmsg", "setsockopt"]))
+    args = list(draw(st.tuples(*[weighted([0, 6, TCP_ULP, MSG_FASTOPEN])] * 6)))
+    if call == "setsockopt":
+        args[1] = draw(weighted([socket.SOL_TCP, socket.SOL_TCP, socket.SOL_SOCKET, 0, 41]))
+        args[2] = draw(weighted([TCP_ULP, TCP_ULP, socket.TCP_NODELAY, 30, 23]))
+    else:
+        args[2 if call == "sendmsg" else 3] = draw(weighted(FLAG_VALUES))
+    return machine, call, tuple(args)
+
+
 @settings(max_examples=1000)
-@given(
-    st.sampled_from(sorted(NUMBERS)),
-    st.sampled_from(["sendto", "sendmsg", "sendmmsg", "setsockopt"]),
-    st.tuples(*[send_args()] * 6),
-)
-def test_sends_and_setsockopt_follow_the_rule(
-    machine: str, call: str, args: tuple[int, ...]
-) -> None:
+@given(sends())
+def test_sends_and_setsockopt_follow_the_rule(case: tuple[str, str, tuple[int, ...]]) -> None:
     """A send with MSG_FASTOPEN connects without connect(), where Landlock of some kernels
     does not look; TCP_ULP "smc" turns a TCP socket into an SMC one Landlock lets connect."""
+    machine, call, args = case
     audit = NUMBERS[machine][0]
     nr = SENDS[machine][call]
     program = seccomp.network_filter(machine)
