@@ -199,7 +199,8 @@ class _Program:
         """A conditional jump: to label `yes` when it holds, else `no` (0: the next one)."""
         self.code.append((code, yes, no, k))
 
-    def bytes(self) -> bytes:
+    def assemble(self) -> bytes:
+        """The instructions as `struct sock_filter`s, each label turned into its offset."""
         out = bytearray()
         for at, (code, yes, no, k) in enumerate(self.code):
             jt, jf, k = (self._offset(at, target) for target in (yes, no, k))
@@ -245,8 +246,8 @@ def network_filter(machine: str | None = None) -> bytes:
         p.jump(JMP_JEQ_K, number, yes="enosys")
     p.op(RET_K, RET_ALLOW)
 
-    for name, index in (("flags in 3", 3), ("flags in 2", 2)):
-        p.label(name)
+    for label, index in (("flags in 3", 3), ("flags in 2", 2)):
+        p.label(label)
         p.op(LD_W_ABS, _arg(index))
         p.jump(JMP_JSET_K, MSG_FASTOPEN, yes="eperm", no="allow")
 
@@ -281,7 +282,7 @@ def network_filter(machine: str | None = None) -> bytes:
     p.op(RET_K, RET_ERRNO | errno.ENOSYS)
     p.label("kill")
     p.op(RET_K, RET_KILL_PROCESS)
-    return p.bytes()
+    return p.assemble()
 
 
 _PR_SET_SECCOMP = 22
