@@ -207,6 +207,43 @@ def test_mptcp_sockets_connect_and_listen_without_the_filter(tcp_port: int) -> N
     assert len(found) == 11
 
 
+UNDER_LANDLOCK = r"""
+import struct
+# Landlock refusing TCP bind and connect (ABI 4): landlock_create_ruleset, then restrict_self.
+attr = struct.pack("=QQ", 0, 3)  # handled_access_fs, handled_access_net: BIND_TCP | CONNECT_TCP
+ruleset = libc.syscall(ctypes.c_long(444), attr, ctypes.c_size_t(16), ctypes.c_uint32(0))
+if ruleset < 0:
+    results["landlock"] = errno.errorcode[ctypes.get_errno()]
+else:
+    assert libc.prctl(38, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0
+    assert libc.syscall(ctypes.c_long(446), ctypes.c_long(ruleset), ctypes.c_uint32(0)) == 0
+    results["landlock"] = "ok"
+
+def connect(protocol):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, protocol) as s:
+        s.settimeout(30)
+        s.connect(("127.0.0.1", ARGS["port"]))
+
+results["tcp"] = attempt(lambda: connect(0))
+results["mptcp"] = attempt(lambda: connect(262))
+"""
+
+
+@needs_filter
+@pytest.mark.parametrize("filtered", [False, True], ids=["landlock alone", "with the filter"])
+def test_mptcp_goes_around_landlock_unless_the_filter_is_there(
+    tcp_port: int, filtered: bool
+) -> None:
+    """The attack as it is: under Landlock's TCP rules a TCP connect is refused (EACCES) and an
+    MPTCP one goes through; with the filter it is refused too (EPERM)."""
+    found = results(UNDER_LANDLOCK, filtered=filtered, port=tcp_port)
+    if found["landlock"] != "ok":
+        pytest.skip(f"this kernel's Landlock does not handle TCP ({found['landlock']})")
+    if not filtered and not mptcp_enabled():
+        pytest.skip("this kernel has no MPTCP (net.mptcp.enabled)")
+    assert found == {"landlock": "ok", "tcp": "EACCES", "mptcp": "EPERM" if filtered else "ok"}
+
+
 OTHER_STREAMS = r"""
 for family in (socket.AF_INET, socket.AF_INET6):
     for type_, protocol in ARGS["cases"]:
