@@ -402,6 +402,38 @@ async def test_network_off_refuses_tcp_and_on_by_default(place: Place) -> None:
         assert "PermissionError" in listen.output
 
 
+MPTCP_CONNECT = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)  # IPPROTO_MPTCP
+s.settimeout(10)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"mptcp")
+print("connected")
+"""
+
+
+@needs_net
+async def test_network_off_refuses_mptcp_which_landlock_alone_lets_through(place: Place) -> None:
+    """Landlock's TCP rights do not cover an MPTCP socket (its connect falls back to TCP on a
+    plain listener): the launcher's seccomp filter refuses the socket itself."""
+    if Path("/proc/sys/net/mptcp/enabled").read_text().strip() != "1":
+        pytest.skip("this kernel has MPTCP turned off (net.mptcp.enabled)")
+    script = place.project / "mptcp.py"
+    script.write_text(MPTCP_CONNECT)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        command = f"{sys.executable} {script} {port}"
+        on = await bash(command, place.project)
+        assert on.output == "connected\n", on.output
+        off = await bash(command, place.project, sandboxNetwork=False)
+        assert "connected" not in off.output
+        assert "PermissionError: [Errno 1] Operation not permitted" in off.output, off.output
+        plain = await bash(
+            f"echo hi > /dev/tcp/127.0.0.1/{port}", place.project, sandboxNetwork=False
+        )
+        assert "connect: Permission denied" in plain.output  # TCP: still Landlock's refusal
+
+
 @needs_scope
 async def test_a_command_signals_its_own_processes_only(place: Place) -> None:
     mine = await bash("sleep 30 & kill $! && wait $!; echo $?", place.project)

@@ -642,8 +642,18 @@ def stop_all(wait: float = 1.0) -> None:
 
 def seccomp_filter(network: bool) -> bytes | None:
     """The seccomp program a confined launcher installs (raw `struct sock_filter` array), None
-    for none. The hook for `seccomp.network_filter()` when `network` is False; none yet."""
-    return None
+    for none: with `sandboxNetwork: false`, `seccomp.network_filter()`, which takes away what
+    Landlock's TCP rights do not cover (MPTCP, SCTP, raw and packet sockets, io_uring, Fast
+    Open sends). None where it cannot be built (an architecture it does not know): Landlock
+    still refuses TCP there, and the README says what stays open."""
+    if network:
+        return None
+    from mm_tui.core import seccomp
+
+    try:
+        return seccomp.network_filter()
+    except seccomp.FilterUnavailable:
+        return None
 
 
 atexit.register(stop_all)

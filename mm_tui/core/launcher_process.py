@@ -61,10 +61,8 @@ _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
 _CAP_SYS_PTRACE = 19
 _CAPABILITY_VERSION_3 = 0x20080522
-_PR_SET_SECCOMP = 22
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
-_SECCOMP_MODE_FILTER = 2
 _SYS_RESTRICT_SELF = 446
 
 STAGE_NO_NEW_PRIVS = 1
@@ -430,6 +428,22 @@ def _leave_terminal() -> None:
         os.setsid()
 
 
+def _seccomp_module() -> Any:
+    """mm's `core/seccomp.py`, loaded by its path beside this file: it imports nothing of mm,
+    and this process runs without mm's package on its path (`-I -S`). Its `install` goes
+    through seccomp(2) with SPEC_ALLOW where the kernel has it (no forced speculation
+    mitigations for the commands), else prctl."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seccomp.py")
+    spec = importlib.util.spec_from_file_location("mm_launcher_seccomp", path)
+    if spec is None or spec.loader is None:
+        raise OSError(errno.ENOENT, "seccomp.py not found beside the launcher")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def confine(ruleset_fd: int, seccomp: bytes, mm_pid: int) -> tuple[int, int]:
     """Leave the session, ask for mm's death signal, become a subreaper, then no new privileges,
     Landlock and seccomp. Returns (stage, errno) of a failure, (0, 0) when all is done."""
@@ -460,15 +474,10 @@ def confine(ruleset_fd: int, seccomp: bytes, mm_pid: int) -> tuple[int, int]:
             os.close(ruleset_fd)
         if seccomp:
             stage = STAGE_SECCOMP
-            if len(seccomp) % 8 or len(seccomp) // 8 > 4096:
+            try:
+                _seccomp_module().install(seccomp)
+            except ValueError:
                 return stage, errno.EINVAL
-
-            class Prog(ctypes.Structure):
-                _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-
-            program = ctypes.create_string_buffer(seccomp, len(seccomp))
-            prog = Prog(len(seccomp) // 8, ctypes.cast(program, ctypes.c_char_p))
-            _prctl(libc, _PR_SET_SECCOMP, ctypes.c_ulong(_SECCOMP_MODE_FILTER), ctypes.byref(prog))
     except OSError as exc:
         return stage, exc.errno or errno.EINVAL
     return 0, 0
