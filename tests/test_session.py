@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.env import clean_env
 
+from mm_tui.engine import session as session_module
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import (
     INTERRUPTED,
@@ -111,6 +112,19 @@ def test_the_journal_format(tmp_path: Path) -> None:
     assert meta["title"] == "hi" and meta["message_count"] == 2
     assert meta["updated"] >= meta["created"] == session.created
     assert "api" not in session.path.read_text().lower()
+
+
+def test_a_reloaded_session_has_the_time_it_was_saved_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clock ticks between a record's time and its save (a loaded machine): loading finds
+    the newest record's time, and so must the session that saved it."""
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(session_module, "_now", lambda: f"2099-01-01T00:00:{next(ticks):06d}Z")
+    session = new(tmp_path, cwd=tmp_path, base_url=None)
+    session.add_message({"role": "user", "content": "hello"})
+    session.add_error("provider", "HTTP 500")
+    assert reload(session).updated == session.updated
 
 
 def test_round_trip(tmp_path: Path) -> None:

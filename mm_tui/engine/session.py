@@ -277,7 +277,10 @@ class Session:
         if self._written == len(self.records):
             return
         if touch:
-            self.updated = _now()
+            # The newest record's own time when it has one: what loading finds again (the
+            # newest of the meta's time and the records'), with no clock tick in between.
+            times = [r["time"] for r in self.records[self._written :] if "time" in r]
+            self.updated = max(times) if times else _now()
         created = False
         if self._journal is None:
             if self._reopen_at is not None:
