@@ -1,6 +1,6 @@
 """With no model server, the interactive front ends run the demo model as `mm --demo` does: in a
 throw-away playground, never in the person's own folder; and the demo never claims a success that
-a tool refused or a person rejected (issue 15, item 2)."""
+a tool refused or a person rejected."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from support.engine import of, turn
 
 from mm_tui.config import Settings
 from mm_tui.core.events import Decision, TextDelta, ToolCallFinished
+from mm_tui.core.paths import user_state_dir
 from mm_tui.engine.demo import DemoModel
 from mm_tui.playground import make_playground
 from mm_tui.startup import start
@@ -22,7 +23,8 @@ async def test_no_server_puts_the_demo_in_a_playground(tmp_path: Path) -> None:
     assert isinstance(engine.client, DemoModel)
     assert engine.cwd != tmp_path and (engine.cwd / "greet.py").is_file()
     assert f"the demo works in a throw-away playground: {engine.cwd}" in started.notes
-    assert engine.session.folder.is_relative_to(engine.cwd)
+    # its sessions go where every session goes, mm's state folder: not in the person's folder
+    assert engine.session.folder.is_relative_to(user_state_dir() / "sessions")
     events = await turn(engine, "fix the typo in greet.py")
     assert of(events, ToolCallFinished)[0].status == "ok"
     assert "Hello" in (engine.cwd / "greet.py").read_text()

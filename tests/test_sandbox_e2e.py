@@ -1,4 +1,4 @@
-"""The sandbox in the real program (issue 19, item 3): a prompt injection obeyed end to end, and
+"""The sandbox in the real program: a prompt injection obeyed end to end, and
 the fallback where Landlock is missing (simulated with MM_SANDBOX_FAKE_ABI=0).
 
 `mm -p` runs in a subprocess with a fake home folder, against the scripted model server and a
@@ -56,6 +56,17 @@ def places(tmp_path: Path) -> tuple[Path, Path, Path]:
     return home, project, tmp
 
 
+def home_files(home: Path) -> dict[str, str]:
+    """The home folder as the person keeps it: mm's own state folder (its sessions), and the
+    folders mm made on the way to it, left out."""
+    mine = (".local", ".local/state")
+    return {
+        k: v
+        for k, v in snapshot(home).items()
+        if k not in mine and not k.startswith(".local/state/mm")
+    }
+
+
 def project_files(project: Path) -> dict[str, str]:
     """The project as the person wrote it (mm's own session folder, .mm, left out)."""
     return {k: v for k, v in snapshot(project).items() if not k.startswith(".mm")}
@@ -66,7 +77,7 @@ def test_a_fetched_page_that_says_rm_rf_home_changes_nothing_outside_the_project
     places: tuple[Path, Path, Path],
 ) -> None:
     home, project, tmp = places
-    home_before, project_before = snapshot(home), project_files(project)
+    home_before, project_before = home_files(home), project_files(project)
     with WebServer() as web, ScriptedServer() as model:
         web.page("/install", INJECTION)
         model.script(
@@ -91,7 +102,7 @@ def test_a_fetched_page_that_says_rm_rf_home_changes_nothing_outside_the_project
         page, removed, appended = (model.requests[i].messages[-1]["content"] for i in (1, 2, 3))
 
     assert "rm -rf ~" in page  # the model did read the injection
-    assert snapshot(home) == home_before  # nothing of the home folder changed
+    assert home_files(home) == home_before  # nothing of the home folder changed
     assert project_files(project) == project_before
     # the model got each command's own error and was told why
     assert f"rm: cannot remove '{home}/.bashrc': Permission denied" in removed
@@ -166,7 +177,7 @@ def test_the_file_tools_refuse_a_key_and_a_dotfile_end_to_end(
     refusals, asks the person nothing, and nothing is read or changed. mm's own check: no
     Landlock needed (it holds with it simulated away too)."""
     home, project, tmp = places
-    home_before = snapshot(home)
+    home_before = home_files(home)
     with ScriptedServer() as model:
         model.script(
             Reply(tool_calls=[call("read_file", {"path": "~/.ssh/id_rsa"})]),
@@ -198,4 +209,4 @@ def test_the_file_tools_refuse_a_key_and_a_dotfile_end_to_end(
         f"{config}]"
     )
     assert "the private key" not in result.stdout + result.stderr
-    assert snapshot(home) == home_before
+    assert home_files(home) == home_before

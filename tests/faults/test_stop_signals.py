@@ -1,6 +1,6 @@
 """SIGTERM and SIGHUP stop mm as closing its input does, in every mode: the command a tool was
 running stops with it (it used to outlive mm, re-parented, still writing files), the session is
-saved, and mm exits with 128 + the signal's number (issue 18, ACP defect 4).
+saved, and mm exits with 128 + the signal's number.
 
 Each test runs the real mm on the scripted server, whose model runs a command that writes a line
 to a file ten times a second and never ends; once the command is running, mm gets the signal."""
@@ -20,7 +20,7 @@ import acp
 import pytest
 from scripted_server import Reply, ScriptedServer, call
 from session_helpers import sessions_of
-from support.env import clean_env
+from support.env import clean_env, home_variables
 from support.program import MM
 from support.terminal import mm_in_tmux, tmux, until_screen
 from support.waiting import wait_until
@@ -55,9 +55,17 @@ def assert_stopped(cwd: Path, shell: int) -> None:
     assert (cwd / "ticks.txt").stat().st_size == size
 
 
+def project_in(home: Path) -> Path:
+    """The project mm works in, a folder of the home folder: a command may write at the top of
+    a project, not at the top of the home folder (which holds mm's state, out of its reach)."""
+    project = home / "project"
+    project.mkdir()
+    return project
+
+
 def saved_call(cwd: Path) -> dict:
     """The session file's record of the bash call's result: the turn was put in order."""
-    files = list(sessions_of(cwd).glob("*.jsonl"))
+    files = list(sessions_of(cwd, cwd.parent).glob("*.jsonl"))
     assert len(files) == 1, files
     records = [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
     results = [r for r in records if '"tool_call_id"' in json.dumps(r)]
@@ -76,12 +84,13 @@ def on(server: ScriptedServer) -> list[str]:
 def test_a_stop_signal_stops_the_running_command(
     tmp_path: Path, mode: str, signum: signal.Signals
 ) -> None:
+    project = project_in(tmp_path)
     with ScriptedServer(command_turn()) as server:
         argv = [*MM, *on(server), "--yolo"]
         argv += ["-p", "run it"] if mode == "-p" else ["--line"]
         proc = subprocess.Popen(
             argv,
-            cwd=tmp_path,
+            cwd=project,
             env=clean_env(tmp_path),
             stdin=subprocess.PIPE,  # kept open: the end of input is not what stops it
             stdout=subprocess.DEVNULL,
@@ -92,7 +101,7 @@ def test_a_stop_signal_stops_the_running_command(
                 assert proc.stdin is not None
                 proc.stdin.write(b"run it\n")
                 proc.stdin.flush()
-            shell = running_command(tmp_path)
+            shell = running_command(project)
             proc.send_signal(signum)
             code = proc.wait(30)
         finally:
@@ -100,13 +109,14 @@ def test_a_stop_signal_stops_the_running_command(
                 proc.kill()
                 proc.wait()
     assert code == 128 + signum, proc.stderr.read() if proc.stderr else ""
-    assert_stopped(tmp_path, shell)
-    assert saved_call(tmp_path)
+    assert_stopped(project, shell)
+    assert saved_call(project)
 
 
 async def test_sigterm_to_mm_acp_stops_the_running_command(tmp_path: Path) -> None:
     from test_acp_agent import MODEL, Recorder
 
+    project = project_in(tmp_path)
     with ScriptedServer(command_turn()) as server:
         async with acp.spawn_agent_process(
             Recorder(),
@@ -118,37 +128,39 @@ async def test_sigterm_to_mm_acp_stops_the_running_command(tmp_path: Path) -> No
             "--model",
             MODEL,
             env=clean_env(tmp_path),
-            cwd=tmp_path,
+            cwd=project,
         ) as (conn, process):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            session = await conn.new_session(cwd=str(project), mcp_servers=[])
             prompt = asyncio.ensure_future(
                 conn.prompt(
                     session_id=session.session_id,
                     prompt=[acp.text_block("run it")],
                 )
             )
-            shell = await asyncio.to_thread(running_command, tmp_path)
+            shell = await asyncio.to_thread(running_command, project)
             process.send_signal(signal.SIGTERM)
             code = await asyncio.wait_for(process.wait(), 30)
             prompt.cancel()
     assert code == 128 + signal.SIGTERM
-    assert_stopped(tmp_path, shell)
+    assert_stopped(project, shell)
 
 
 @pytest.mark.slow  # the real window in tmux: a few seconds
 def test_closing_the_terminal_stops_the_window_and_its_command(tmp_path: Path) -> None:
     """Closing the terminal sends SIGHUP to the window's process: the command stops too."""
+    project = project_in(tmp_path)
+    home = home_variables(tmp_path)
     with ScriptedServer(command_turn()) as server:
-        with mm_in_tmux(tmp_path, "hangup", *on(server), "--yolo") as session:
+        with mm_in_tmux(project, "hangup", *on(server), "--yolo", env=home) as session:
             tmux("send-keys", "-t", session, "run it", "Enter")
-            shell = running_command(tmp_path)
+            shell = running_command(project)
             mm_pid = int(Path(f"/proc/{shell}/stat").read_text().rsplit(")", 1)[1].split()[1])
             tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP
             assert wait_until(lambda: gone(mm_pid), 30), "mm did not end after SIGHUP"
-    assert_stopped(tmp_path, shell)
-    if os.path.exists(sessions_of(tmp_path)):
-        assert saved_call(tmp_path)
+    assert_stopped(project, shell)
+    if os.path.exists(sessions_of(project, tmp_path)):
+        assert saved_call(project)
 
 
 def test_a_stop_signal_ends_mm_even_when_its_shutdown_hangs() -> None:
