@@ -39,7 +39,7 @@ Every round's figures are printed: on a shared two-core machine the server's own
 from round to round, and what mm's process uses the server cannot (its two threads take both
 cores).
 
-Goals (issue 19): mm at most 5% of a core while the answer streams; the tokens per second on
+Goals: mm at most 5% of a core while the answer streams; the tokens per second on
 screen at least 0.95x the bare client's. Token to screen (an earlier goal): median at most 50 ms
 and 95th percentile at most 100 ms; the paced reads trade some of it for CPU (a token waits up
 to 100 ms for its read, about 50 ms on average). The answer is long: SmolLM2 at

@@ -28,7 +28,7 @@ on a shared machine the wall clock mostly measures the neighbours. The peers (ma
 html2text, html-to-markdown) are bench/bench_fetch.py's, installed the same way when missing
 (bench-only).
 
-Goals (issue 18): no page where fetch_content keeps under 90% of the article's words while a peer
+Goals: no page where fetch_content keeps under 90% of the article's words while a peer
 keeps more; overall at least 0.99 of the article's words; at least 1.5x html-to-markdown's speed.
 They are printed with the figures; nothing is asserted, a benchmark informs.
 

@@ -9,7 +9,7 @@ CPU they use is read from /proc (user + system time) over the same span, after t
   placeholder is on screen.
 - floor: a Textual app with one TextArea, focused, as mm's prompt is (its cursor blinks).
 
-Goal (issue 19): mm under 0.5% of a core.
+Goal: mm under 0.5% of a core.
 
 Run: .venv/bin/python bench/bench_window_idle.py [seconds]
 """

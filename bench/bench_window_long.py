@@ -12,7 +12,7 @@ For each size:
   so that a transcript too short to scroll still costs its frame);
 - memory: resident memory (VmRSS) once loaded, appended to and scrolled, minus the figure
   before the items were built (the store's own share is shown apart).
-Every figure at 10,000 lines is set against the same figure at 20 lines. Goal (issue 3): the
+Every figure at 10,000 lines is set against the same figure at 20 lines. Goal: the
 times to append a line, to jump to the end and to the top, each at 10,000 within 1.5x of 20
 lines, and at most 30 MB more memory. Load, which the issue does not list, grows with the
 session: the design pays it once per session (and again on each resize, shown below the table,

@@ -299,7 +299,7 @@ class MMApp(App[int]):
         """The engine's `emit`: every event becomes a message; nothing waits. A run of answer
         (or thought) deltas of one agent that arrive within a frame crosses as one message, its
         texts joined: a fast server sends hundreds a second, and each message costs the window
-        about what a small render does (issue 19). Any other event posts the run first, so the
+        about what a small render does. Any other event posts the run first, so the
         order is kept and nothing is lost. A run waits until the view may draw again (its frame
         interval adapts to what a frame costs): at once when a frame is due, as it is when the
         engine's paced reads (`paced_reads.py`) come no oftener than frames, so the run is

@@ -7,7 +7,7 @@ The settings are plain dataclasses, and pydantic validates them (a `TypeAdapter`
 annotations below, which name the bounds and checks) only when there is something to validate:
 a config file, an MM_* variable, a flag, or settings made in code with values. Without any, mm
 starts on the defaults without importing pydantic: 60 to 80 ms of window mode's way from its
-first frame to ready (issue 19). The classes keep the pydantic model methods mm and its tests
+first frame to ready. The classes keep the pydantic model methods mm and its tests
 use (`model_validate`, `model_dump`, `model_dump_json`, `model_copy`, `model_fields_set`).
 
 A project's own `./.mm/config.yaml` is not the person's: a command the model ran (mm runs them

@@ -1,5 +1,5 @@
 """Secrets stay out of what the model runs: `env` through the real bash tool, a language server's
-environment, the `commandEnvExclude` setting, and `mm -p` end to end (issue 17, item 6)."""
+environment, the `commandEnvExclude` setting, and `mm -p` end to end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Keeping the conversation inside the model's context window (issue 14): the meter's counting
+"""Keeping the conversation inside the model's context window: the meter's counting
 and cutting, and the engine on a scripted server that enforces a window the way real servers do
 (their 400s, their /props, /api/show, /v1/models): long turns under a 2,048-token window finish,
 old outputs are shortened (the journal keeps them whole), the history is compacted when that is

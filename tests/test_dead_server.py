@@ -1,4 +1,4 @@
-"""A model server that is not there, or a base URL that cannot reach it (issue 15, item 10): the
+"""A model server that is not there, or a base URL that cannot reach it: the
 base URL is diagnosed at start-up with the URL to use, a configured server is asked once at
 start-up and the header marked when it does not answer, and retries are said as they happen
 instead of a bare spinner. Everything against real sockets: a closed port, the scripted server."""

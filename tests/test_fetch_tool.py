@@ -190,7 +190,7 @@ async def test_markdown_returned(ctx: ToolContext) -> None:
         assert (result.output, result.status) == ("# Title\n\nOne\n\nTwo\n", "ok")
 
 
-# The shapes of real pages that lost their article (issue 18): a news site's layout classes, a
+# The shapes of real pages that lost their article: a news site's layout classes, a
 # Sphinx page's section ids, a link opening a popup, a text laid out in a one-cell table, code
 # in a table cell, a bold label followed by a no-break space.
 REAL_SHAPES = (

@@ -1,4 +1,4 @@
-"""mm's modules import one another without a cycle (issue 16). import-linter's layers contract
+"""mm's modules import one another without a cycle. import-linter's layers contract
 (pyproject.toml) keeps the layers one-way; this also covers the modules inside one layer, and
 counts every import: at the top, inside a function (mm imports lazily to start fast) and under
 TYPE_CHECKING, since each of those ties two modules together just as much."""

@@ -1,4 +1,4 @@
-"""Project instructions (issue 17, item 4): which AGENTS.md files are read and in what order, the
+"""Project instructions: which AGENTS.md files are read and in what order, the
 size cap, the files that cannot be read, the system prompt they join, the start-up note, /new,
 /help, and `mm -p` end to end. Real folders and files throughout."""
 

@@ -1,4 +1,4 @@
-"""Painting only what changed (issue 19): a partial update asks only the widgets it touches, for
+"""Painting only what changed: a partial update asks only the widgets it touches, for
 only its rows (`screens/cropped_compositor.py`); the view's rows that only moved are not painted
 again (`transcript/painted_rows.py`); the status line paints its own line. And what a terminal
 shows after all those partial updates is what a full paint of the same screen shows, cell by

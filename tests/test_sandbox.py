@@ -1,4 +1,4 @@
-"""The sandbox of the commands (issue 19, item 3): real commands through the real bash tool,
+"""The sandbox of the commands: real commands through the real bash tool,
 confined by the kernel's Landlock, against real files, sockets and processes.
 
 Every test places the fake home folder and the "outside" outside every folder a command may

@@ -1,4 +1,4 @@
-"""Start-up made quicker without changing what it makes (issue 19): the window's boot as `mm`
+"""Start-up made quicker without changing what it makes: the window's boot as `mm`
 runs it, a request typed before mm is ready, a configuration error found after the first frame,
 the tools made while detection waits on the network, the one TLS context, and what importing the
 model client loads."""

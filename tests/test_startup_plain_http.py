@@ -1,4 +1,4 @@
-"""Start-up asks servers on this machine without httpx (issue 19): detection and the context
+"""Start-up asks servers on this machine without httpx: detection and the context
 window go over plain http to loopback addresses as one HTTP/1.1 exchange on an asyncio stream
 (`servers.local_json`), and the model client makes its httpx client at its first request. What
 goes elsewhere (https, another host) still goes through httpx and the verifying TLS context."""

@@ -1,5 +1,5 @@
 """The engine says when a call runs (`ToolCallRunning`), after any question, by its one permission
-rule (`Permissions.without_asking`): front ends no longer guess it (issue 16, item 4)."""
+rule (`Permissions.without_asking`): front ends no longer guess it."""
 
 from __future__ import annotations
 

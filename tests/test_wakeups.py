@@ -1,4 +1,4 @@
-"""A streaming answer wakes the window about once a frame (issue 19).
+"""A streaming answer wakes the window about once a frame.
 
 On a virtual machine each wake-up of the event loop costs a few hundred microseconds of kernel
 and loop time, most of what a streamed answer costs. These count what the window does per text

@@ -1,4 +1,4 @@
-"""The cosmetic items of issue 15: the recap's rule shows in light themes, code blocks follow
+"""Cosmetic details: the recap's rule shows in light themes, code blocks follow
 the theme (and follow a change of it), the Ctrl+C toast leaves the prompt alone, and an ordered
 list streams with the numbers and the alignment it has once finished."""
 

@@ -4,7 +4,7 @@ for what the first request, the first answer and the first tool call would other
 
 Not a daemon thread: a process that ends meanwhile (mm stopping at once on a configuration
 error) waits for the import, at most its length, rather than being torn down in the middle of an
-extension module's start, which crashed in OpenSSL's exit handlers (issue 19)."""
+extension module's start, which crashed in OpenSSL's exit handlers."""
 
 from __future__ import annotations
 

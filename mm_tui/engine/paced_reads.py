@@ -1,4 +1,4 @@
-"""Reads of a streamed answer, at most one per READ_GAP: what a token costs mm (issue 19).
+"""Reads of a streamed answer, at most one per READ_GAP: what a token costs mm.
 
 A local server sends every token as an SSE event of its own, in one or two TCP segments, as
 soon as it is made. Read as it comes, each token costs a wake-up of the event loop, a socket

@@ -38,7 +38,7 @@ from mm_tui.engine.tls import tls_context
 
 if TYPE_CHECKING:
     # Imported where a request is made: start-up makes the provider without loading httpx,
-    # httpcore and anyio (40 to 60 ms), which `prepare` loads after ready (issue 19).
+    # httpcore and anyio (40 to 60 ms), which `prepare` loads after ready.
     import httpx
 
     from mm_tui.engine.paced_reads import PacedBackend

@@ -3,7 +3,7 @@
 httpx makes a new SSL context for every client it builds, and loads certifi's bundle of
 certificate authorities into each: 25 to 40 ms on a two-core machine. Start-up built three
 clients (detection, the context-window lookup, the model client), a third of the time from the
-window's first frame to ready (issue 19). They now share this context: the same one httpx makes
+window's first frame to ready. They now share this context: the same one httpx makes
 by default (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set), so what is trusted does
 not change.
 

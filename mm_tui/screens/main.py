@@ -41,7 +41,7 @@ class MainScreen(Screen[None]):
         on a virtual machine (a bare asyncio loop waking 70 times a second took 2% of a core),
         and through the timer every frame cost one more: the timer's sleep until its next tick,
         after the tick that painted. While an answer streamed from a local server, that was
-        about 10 of 22 wake-ups a second, and half a percent of a core (issue 19, measured).
+        about 10 of 22 wake-ups a second, and half a percent of a core (measured).
         The timer is
         still how Textual caps the rate: an update within UPDATE_PERIOD of the last one made
         here goes to it, as in Textual. This overrides Textual's own `Screen._on_idle`, whose

@@ -717,6 +717,6 @@ class TranscriptView(ScrollView, can_focus=True):
     def _unrendered_in_view(self) -> bool:
         """Whether an item in or near the view has no lines yet (only an estimate). Following
         a streaming answer scrolls the view at every frame, onto lines already drawn: a frame
-        for that would only wake the event loop (issue 19)."""
+        for that would only wake the event loop."""
         lines = self._cache.lines
         return any(lines[index] is None for index in self._visible_range(margin=2))

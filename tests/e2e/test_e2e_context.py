@@ -1,4 +1,4 @@
-"""A turn of many tool calls on the real server with a 2,048-token context (issue 14).
+"""A turn of many tool calls on the real server with a 2,048-token context.
 
 Before mm kept inside the window, this model at `--n_ctx 2048` filled it after about nine calls:
 the server answered `400 … maximum context length is 2048 tokens` and `mm -p` exited 1 with that

@@ -1,4 +1,4 @@
-"""Counting how often an event loop sleeps and wakes: what a streamed answer costs (issue 19).
+"""Counting how often an event loop sleeps and wakes: what a streamed answer costs.
 
 On a virtual machine each wake-up of the event loop costs a few hundred microseconds of kernel
 and loop time, which is most of what a trickled answer costs (`engine/paced_reads.py`). Used by
