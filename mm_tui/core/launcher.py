@@ -118,7 +118,7 @@ def guard_mm() -> None:
       mm, and a debugger attaches to it only with CAP_SYS_PTRACE.
     - a command of root can still open them (the kernel's check for reading lets root through,
       CAP_SYS_PTRACE or not: seen on Linux 6.18), so the values of the secret variables
-      (`command_env.excluded`: mm's key variables, `*_API_KEY`, `*_TOKEN`, `*_SECRET`) are
+      (`command_env.excluded`: mm's key variables and the default exclude list's names) are
       overwritten where /proc/<mm>/environ reads them, the block the kernel gave mm at exec.
       mm keeps them: Python copied them at start-up (`os.environ`), and `os.putenv` gives the
       C library's environment a copy of its own, which children started without `env=` inherit.
