@@ -659,3 +659,35 @@ async def test_without_landlock_strict_starts_no_language_server(
         f"[lsp: fake: hover failed: cannot start {sys.executable}: the sandbox cannot be set up "
         f"({NO_LANDLOCK}) and sandbox is strict]"
     )
+
+
+# --- the policy, kept ----------------------------------------------------------------------------
+
+
+def test_the_policy_is_kept_until_a_folder_it_looked_into_changes(place: Place) -> None:
+    """Every command and file tool call asks for the policy: it is worked out once and kept,
+    and worked out again when what it depends on moves (a new sandboxWrite folder, a secret's
+    folder replaced by a link elsewhere, a `.git` that makes a work tree of the project's
+    parent)."""
+    config = sandbox.SandboxConfig(write=("~/go",))
+    env = dict(os.environ)
+    first = sandbox.make_policy(config, place.project, env)
+    assert sandbox.make_policy(config, place.project, env) is first  # kept
+    assert str(place.home / "go") not in first.write
+    (place.home / "go").mkdir()
+    made = sandbox.make_policy(config, place.project, env)
+    assert str(place.home / "go") in made.write
+    # ~/.aws moved aside and replaced by a link to another place: that place is denied too
+    elsewhere = place.outside / "aws"
+    elsewhere.mkdir()
+    (place.home / ".aws").rename(place.outside / "old-aws")
+    (place.home / ".aws").symlink_to(elsewhere)
+    linked = sandbox.make_policy(config, place.project, env)
+    assert str(elsewhere) in linked.deny and str(elsewhere) not in made.deny
+    # a repository made around the working folder: its work tree becomes writable
+    sub = place.project / "sub"
+    sub.mkdir()
+    before = sandbox.make_policy(config, sub, env)
+    (place.project / ".git").mkdir()
+    tree = sandbox.make_policy(config, sub, env)
+    assert str(place.project) in tree.write and str(place.project) not in before.write

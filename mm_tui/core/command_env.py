@@ -23,8 +23,10 @@ needs the key to reach its model, and keeps the whole environment.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 
 from mm_tui.core.redact import ENV_VARIABLES, MIN_LENGTH
 
@@ -65,7 +67,18 @@ def excluded(name: str, patterns: Iterable[str] = DEFAULT_EXCLUDE) -> bool:
     upper = name.upper()
     if upper in ALWAYS_EXCLUDED:
         return True
-    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in patterns)
+    return _matcher(tuple(patterns))(upper) is not None
+
+
+@functools.lru_cache(maxsize=16)
+def _matcher(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """The patterns as one compiled expression over upper-cased names: a command's environment
+    is some forty names against a dozen globs at every bash call, which fnmatch one pair at a
+    time made a third of a millisecond."""
+    if not patterns:
+        return lambda name: None
+    either = "|".join(f"(?:{fnmatch.translate(p.upper())})" for p in patterns)
+    return re.compile(either).match
 
 
 def command_env(
@@ -77,10 +90,12 @@ def command_env(
     """A copy of `environ` (this process's by default) for a command the model runs: without
     mm's key variables, the variables `exclude` matches, and those holding one of `secrets`."""
     environ = os.environ if environ is None else environ
-    patterns = tuple(exclude)
+    matches = _matcher(tuple(exclude))
     values = {s for s in secrets if s and len(s) >= MIN_LENGTH}
     return {
         name: value
         for name, value in environ.items()
-        if not excluded(name, patterns) and value not in values
+        if (upper := name.upper()) not in ALWAYS_EXCLUDED
+        and matches(upper) is None
+        and value not in values
     }

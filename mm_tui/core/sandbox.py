@@ -292,6 +292,10 @@ def _with_real(paths: Iterable[str]) -> list[str]:
     return found
 
 
+_POLICY_ENV = ("HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME")
+_policies: dict[tuple[Any, ...], tuple[Policy, tuple[int, ...], tuple[str, ...]]] = {}
+
+
 def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) -> Policy:
     """The policy of a command started in `project` with the environment `env` (its HOME,
     TMPDIR and XDG folders are the command's), and of the file tools working there.
@@ -299,7 +303,38 @@ def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) ->
     mm's state folder and the sessions folder are not in it: mm writes its own files itself,
     unconfined, and a command has no business there (a session it could write would be
     replayed to the model as what happened). A `sessionsDir` the person chose inside the project
-    is writable as the rest of the project is."""
+    is writable as the rest of the project is.
+
+    Kept while the folders it looked into stay the same (their modification times: an entry
+    made, removed, renamed or replaced by a link changes them): working it out resolves every
+    denied path and lists /dev, about 2 ms, and every bash command and file tool call asks for
+    it; the check that it still holds is a stat of each of those folders."""
+    key = (config, os.path.abspath(project), *(env.get(name, "") for name in _POLICY_ENV))
+    kept = _policies.get(key)
+    if kept is not None and kept[1] == _folder_stamp(kept[2]):
+        return kept[0]
+    policy, looked = _make_policy(config, project, env)
+    folders = tuple(sorted(_ancestors(looked) | {"/dev", "/dev/mapper"}))
+    if len(_policies) >= _KEEP:
+        _policies.clear()
+    _policies[key] = (policy, _folder_stamp(folders), folders)
+    return policy
+
+
+def _folder_stamp(folders: Iterable[str]) -> tuple[int, ...]:
+    """The modification times of `folders` (0 for one that is not there)."""
+    stamp = []
+    for folder in folders:
+        try:
+            stamp.append(os.stat(folder).st_mtime_ns)
+        except OSError:
+            stamp.append(0)
+    return tuple(stamp)
+
+
+def _make_policy(
+    config: SandboxConfig, project: Path, env: Mapping[str, str]
+) -> tuple[Policy, list[str]]:
     home = env.get("HOME") or os.path.expanduser("~")
     home = os.path.abspath(home)
     homepath = Path(home)
@@ -315,13 +350,18 @@ def make_policy(config: SandboxConfig, project: Path, env: Mapping[str, str]) ->
     deny += [_expand(p, home, Path(project)) for p in config.deny]
     deny += terminals()
     writable = _with_real(p for p in write if os.path.exists(p))
-    return Policy(
+    policy = Policy(
         write=tuple(dict.fromkeys(writable)),
         deny=tuple(dict.fromkeys(_with_real(deny))),
         network=config.network,
         home=home,
         readonly=tuple(dict.fromkeys(_with_real([state_folder(env, home)]))),
     )
+    # every path looked at, as given and as it really is: a folder above one of them that
+    # changes may change the policy
+    looked = [*write, *deny, *policy.write, *policy.deny, *policy.readonly]
+    looked += [str(p / ".git") for p in Path(os.path.abspath(project)).parents]
+    return policy, looked
 
 
 SECRET = "secret"
