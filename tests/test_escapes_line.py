@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from scripted_server import Reply, ScriptedServer, call
+from support.escapes import OSC52, SOURCES, SPOOF, TITLE
 from support.program import mm
 from support.terminal import mm_in_tmux, screen_of, tmux, until_screen
 from support.waiting import wait_until
@@ -24,19 +25,6 @@ from mm_tui.core.events import (
     Usage,
 )
 from mm_tui.line import LinePrinter
-
-# Each source has its own payload, so that what reaches the output says where it came from.
-OSC52 = "\x1b]52;c;{}\x07"
-TITLE = "\x1b]0;{}\x07"
-SOURCES = {
-    "bash output": "QkFTSE9VVA==",
-    "read_file output": "RklMRU9VVA==",
-    "a tool argument": "QVJHVU1FTlQ=",
-    "a file name": "RklMRU5BTUU=",
-    "the answer": "QU5TV0VS",
-    "the reasoning": "UkVBU09OSU5H",
-}
-SPOOF = "rm -f important.txt; echo gone #\x1b[2K\x1b[1G\x1b[1A\x1b[2Kls -la"
 
 
 def visible(text: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import Reply, ScriptedServer, call
+from support.escapes import OSC52, SOURCES, SPOOF, TITLE
 from support.terminal import mm_script, screen_of, tmux, tmux_session, until_screen
 from support.waiting import until
 from textual import events
@@ -19,18 +20,6 @@ from mm_tui.app import MMApp
 from mm_tui.transcript.store import ThoughtItem
 from mm_tui.widgets.agent_header import AgentHeader
 from mm_tui.widgets.permission import PermissionBox
-
-OSC52 = "\x1b]52;c;{}\x07"
-TITLE = "\x1b]0;{}\x07"
-SOURCES = {
-    "bash output": "QkFTSE9VVA==",
-    "read_file output": "RklMRU9VVA==",
-    "a tool argument": "QVJHVU1FTlQ=",
-    "a file name": "RklMRU5BTUU=",
-    "the answer": "QU5TV0VS",
-    "the reasoning": "UkVBU09OSU5H",
-}
-SPOOF = "rm -f important.txt; echo gone #\x1b[2K\x1b[1G\x1b[1A\x1b[2Kls -la"
 
 
 def written(app: MMApp) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fetch_server import WebServer
 from lsp_fixtures.support import fake_server, read_log
-from support.folders import snapshot
+from support.folders import live_in, snapshot
 from support.waiting import await_until
 
 from mm_tui.config import Settings
@@ -99,12 +99,7 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Place:
         folder.mkdir()
     (project / "main.py").write_text("print('hi')\n")
     (out / "keep.txt").write_text("keep\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.delenv(sandbox.FAKE_ABI_VARIABLE, raising=False)
+    live_in(monkeypatch, home, tmp)
     return Place(home, project, tmp, out)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from lsp_fixtures.support import FAKE_SERVER
-from support.folders import snapshot
+from support.folders import live_in, snapshot
 from support.processes import launchers, stat_fields
 from support.trusting import trust_project_file
 
@@ -91,12 +91,7 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Place:
         folder.mkdir()
     (project / "main.py").write_text("print('hi')\n")
     (outside / "keep.txt").write_text("keep\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.delenv(sandbox.FAKE_ABI_VARIABLE, raising=False)
+    live_in(monkeypatch, home, tmp)
     return Place(home, project, tmp, outside)
 
 

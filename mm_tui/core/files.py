@@ -21,7 +21,7 @@ from typing import BinaryIO, NamedTuple
 TEMP_SUFFIX = ".tmp"
 # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
 # O_NOCTTY: a terminal opened by mistake does not become mm's controlling terminal.
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 # O_EXCL: a name that exists, a symbolic link included, is never written through.
 _CREATE_FLAGS = (
     os.O_WRONLY
@@ -67,7 +67,7 @@ def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> 
     symbolic link is NOT followed (ELOOP): the caller checked where the folder really is, and a
     link swapped in for the name since cannot lead elsewhere (`core/file_access.py`)."""
     follow = dir_fd is None
-    flags = _READ_FLAGS if follow else _READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+    flags = READ_FLAGS if follow else READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
     mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow).st_mode
     if stat.S_ISLNK(mode):
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path))

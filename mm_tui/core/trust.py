@@ -24,19 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from mm_tui.core.files import write_atomically
+from mm_tui.core.files import READ_FLAGS, write_atomically
 from mm_tui.core.paths import user_state_dir
 from mm_tui.core.terminal_text import safe_display
 
 RECORD_NAME = "trusted-configs.jsonl"
 _HEX = frozenset("0123456789abcdef")
-_READ_FLAGS = (
-    os.O_RDONLY
-    | os.O_NONBLOCK
-    | os.O_NOCTTY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+# files.READ_FLAGS (no wait on a FIFO, no terminal taken) and never through a link
+_READ_FLAGS = READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 
 
 class Record(NamedTuple):

@@ -122,16 +122,22 @@ async def test_kill_9_at_random_moments_of_a_busy_turn(tmp_path: Path) -> None:
         cwd = tmp_path / f"run{n}"
         cwd.mkdir()
         folder = sessions_of(cwd)
-        with ScriptedServer(*busy_turn()) as server:
+        errors = tmp_path / f"stderr{n}.txt"
+        with ScriptedServer(*busy_turn()) as server, errors.open("wb") as stderr:
             proc = subprocess.Popen(
                 [*MM, *on(server), "-p", "work"],
                 cwd=cwd,
                 env=clean_env(cwd),
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=stderr,
             )
             try:
-                server.wait_for_requests(1, timeout=30)
+                try:
+                    server.wait_for_requests(1, timeout=30)
+                except TimeoutError:  # say what mm was doing: its exit status and its words
+                    raise AssertionError(
+                        f"run {n}: no request; mm {proc.poll()!r}: {errors.read_bytes()!r}"
+                    ) from None
                 # The journal's writer thread renames the first batch into place a moment after
                 # the turn starts (on a busy machine, after the request): from then on there is
                 # a session to keep. A kill before it finds nothing on disk, and loses nothing.

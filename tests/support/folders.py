@@ -16,6 +16,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from mm_tui.playground import PLAYGROUND
 
@@ -68,3 +69,14 @@ def snapshot(folder: Path) -> dict[str, str]:
             else:
                 seen[rel] = path.read_text()
     return seen
+
+
+def live_in(monkeypatch: Any, home: Path, tmp: Path) -> None:
+    """This process's HOME, TMPDIR and XDG folders in a test's own home and temp folder (what a
+    command or a tool then works out from them), no fake Landlock ABI: the sandbox's tests."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("MM_SANDBOX_FAKE_ABI", raising=False)
