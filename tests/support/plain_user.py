@@ -93,18 +93,26 @@ def _world_usable(path: str) -> bool:
 
 def interpreter() -> tuple[str, str] | None:
     """(python, PYTHONPATH) that a plain user may run mm with; None when there is none."""
+    packages = sysconfig.get_paths()["purelib"]
+    if not all(_world_readable_folder(folder) for folder in (packages, str(ROOT))):
+        return None
     if _world_usable(sys.executable):
         return sys.executable, ""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     system = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
-    packages = sysconfig.get_paths()["purelib"]
-    if system is None or not _world_usable(system) or not os.access(packages, os.R_OK):
+    if system is None or not _world_usable(system):
         return None
-    for folder in (packages, str(ROOT)):
-        mode = os.stat(folder).st_mode
-        if not (mode & stat.S_IXOTH and mode & stat.S_IROTH):
-            return None
     return system, f"{ROOT}{os.pathsep}{packages}"
+
+
+def _world_readable_folder(path: str) -> bool:
+    """Whether anyone may list `path` and read what is in it: every folder on the way
+    enterable (a clone under /root is not), the folder itself readable and enterable."""
+    real = Path(os.path.realpath(path))
+    if not all(os.stat(folder).st_mode & stat.S_IXOTH for folder in real.parents):
+        return False
+    mode = os.stat(real).st_mode
+    return bool(mode & stat.S_IXOTH and mode & stat.S_IROTH)
 
 
 def plain_user() -> User:
@@ -115,7 +123,10 @@ def plain_user() -> User:
         pytest.skip("setpriv (util-linux) is missing: cannot run a process as another user")
     found = interpreter()
     if found is None:
-        pytest.skip("no python a plain user may run with mm's dependencies")
+        pytest.skip(
+            "no python a plain user may run with mm's dependencies (the interpreter, the "
+            f"packages or the project, {ROOT}, lie in a folder others may not enter)"
+        )
     try:
         entry = pwd.getpwnam(NAME)
     except KeyError:
