@@ -1,4 +1,4 @@
-"""Child processes that fail (issue #9, scenario 14): a language server that crashes, prints
+"""Child processes that fail: a language server that crashes, prints
 garbage on its stdout, or hangs. The call fails with a clear message, no process is left behind
 (not even a zombie), and the next call starts a fresh server that works."""
 

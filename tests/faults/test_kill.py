@@ -1,4 +1,4 @@
-"""kill -9 of the real `mm -p` at 20 random moments of a busy turn (issue #9, scenario 9).
+"""kill -9 of the real `mm -p` at 20 random moments of a busy turn.
 
 The turn streams text, composes tool calls, runs commands and rewrites the session file many
 times a second; a moment picked at random lands in each of those. Every time, the session file

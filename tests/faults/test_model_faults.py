@@ -1,4 +1,4 @@
-"""Faults of the model connection (issue #9, scenarios 1-5), each through the whole engine against
+"""Faults of the model connection, each through the whole engine against
 the scripted server really listening on 127.0.0.1. Every scenario ends with mm still usable: the
 next prompt works and the session file loads."""
 
