@@ -121,7 +121,9 @@ async def main(calls: int) -> None:
     policy = sandbox.make_policy(confined.settings.sandbox_config(), confined.cwd, dict(os.environ))
     for _ in range(20):
         t = time.perf_counter()
-        ruleset = sandbox.Ruleset(abi, sandbox.plan(policy), policy.network)
+        ruleset = sandbox.Ruleset(
+            abi, policy, sandbox.covers(policy) if sandbox.namespaces_wanted() else None
+        )
         builds.append(time.perf_counter() - t)
         t = time.perf_counter()
         launcher = ruleset.launcher()

@@ -2,8 +2,11 @@
 in tests/test_sandbox_boundary.py): every way into mm's memory, environment, descriptors and
 life, through each of its threads, as an attacker would.
 
-mm is found as the parent of the command's parent (the launcher), or of the command itself
-(what mm did before it had a launcher). Each attempt prints one line, `ALLOWED what` or
+mm's pid is given in the file named by the first argument (an attacker can guess it: pids are
+few), else found as
+the parent of the command's parent (the launcher), or of the command itself (what mm did before
+it had a launcher). A launcher in PID and mount namespaces of its own shows the command no
+process but its own: mm is then not there to be named, and every attempt is refused. Each attempt prints one line, `ALLOWED what` or
 `REFUSED what: error`; what a read returns is scanned for the keys' marker (`MARKER`) and any
 hit printed in full, so that a leak reaches the model's transcript where the test looks. The
 kills come last: a kill that works ends mm.
@@ -19,6 +22,7 @@ import re
 import signal
 import stat
 import sys
+import time
 
 MARKER = b"mmtestkey-"
 KEY = re.compile(rb"mmtestkey-[A-Za-z0-9]+")
@@ -47,6 +51,20 @@ def find_mm() -> int:
             return pid
         pid = parent(pid)
     raise SystemExit("mm not found above this command")
+
+
+def given_mm(path: str) -> int:
+    """The pid the test wrote, once it is there (the test writes it as it starts mm)."""
+    for _ in range(6000):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+            if text:
+                return int(text)
+        except FileNotFoundError:
+            pass
+        time.sleep(0.01)
+    raise SystemExit(f"no pid in {path}")
 
 
 def leak(what: str, data: bytes) -> None:
@@ -116,10 +134,16 @@ def seize(tid: int) -> bytes:
 
 
 def main() -> None:
-    mm = find_mm()
-    launcher = os.getppid() if parent(os.getpid()) != mm else None
+    mm = given_mm(sys.argv[1]) if len(sys.argv) > 1 else find_mm()
+    launcher = os.getppid() if os.getppid() != mm else None
     print(f"mm is {mm}")
-    tids = sorted(int(t) for t in os.listdir(f"/proc/{mm}/task"))
+    seen = [p for p in os.listdir("/proc") if p.isdigit() and is_mm(int(p))]
+    print(f"mm processes seen: {len(seen)}")
+    try:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{mm}/task"))
+    except OSError as exc:
+        print(f"REFUSED task list: {exc.strerror}")
+        tids = [mm]
     attempt("environ", lambda: read(f"/proc/{mm}/environ"))
     for tid in tids:
         attempt(f"task {tid} environ", lambda tid=tid: read(f"/proc/{mm}/task/{tid}/environ"))

@@ -40,10 +40,13 @@ async def run(command: str, cwd: Path, tool: BashTool | None = None, **settings:
 
 @pytest.mark.parametrize("mode", ["auto", "off"])
 async def test_a_command_that_kills_its_launcher_fails_and_the_next_one_runs(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if mode == "auto" and ABI < 1:
         pytest.skip(f"no Landlock here: {WHY}")
+    # Landlock alone, as for a plain user (in namespaces of its own, a launcher is out of a
+    # command's reach: see the next test)
+    monkeypatch.setenv(sandbox.NAMESPACES_VARIABLE, "0")
     # the launcher is the shell's parent; it shares the command's domain, so this is allowed
     killed = await run("kill -KILL $PPID; sleep 60", tmp_path, sandbox=mode)
     assert killed.status == "error"
@@ -53,6 +56,24 @@ async def test_a_command_that_kills_its_launcher_fails_and_the_next_one_runs(
     parent = int(after.output.split("parent=")[1].split()[0])
     assert any(a.endswith("launcher_process.py") for a in cmdline(parent))  # a fresh launcher
     assert parent != os.getpid()
+
+
+@needs_landlock
+async def test_a_command_cannot_stop_a_launcher_in_its_own_namespace(tmp_path: Path) -> None:
+    if not sandbox.namespaces_wanted():
+        pytest.skip("no namespaces for the launcher here (root only)")
+    ctx = ToolContext(cwd=tmp_path, settings=Settings())
+    confinement = sandbox.confine(ctx.settings.sandbox_config(), tmp_path, dict(os.environ))
+    assert confinement.ruleset is not None and confinement.ruleset.hide is not None
+    launcher = confinement.ruleset.launcher()
+    tried = await run(
+        "for s in KILL TERM HUP INT STOP; do kill -$s 1; done; echo parent=$PPID", tmp_path
+    )
+    assert "parent=1" in tried.output, tried.output  # the launcher leads the namespace
+    after = await run("echo still", tmp_path)
+    assert after.output.startswith("still"), after.output
+    assert confinement.ruleset.launcher() is launcher and not launcher.gone
+    assert stat_fields(launcher.pid) is not None
 
 
 @needs_landlock

@@ -95,6 +95,23 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Place:
     return Place(home, project, tmp, outside)
 
 
+@pytest.fixture(params=["namespaces", "landlock"])
+def confinement(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How the commands are confined: as root, the launcher in PID and mount namespaces of its
+    own (the denied items covered); Landlock alone, as for a plain user or in a container."""
+    if request.param == "namespaces" and not sandbox.namespaces_wanted():
+        pytest.skip("no namespaces for the launcher here (root only)")
+    if request.param == "landlock":
+        monkeypatch.setenv(sandbox.NAMESPACES_VARIABLE, "0")
+    return request.param
+
+
+def hidden(confinement: str) -> str:
+    """What a command is told of a file inside a denied folder: Landlock refuses it; in the
+    launcher's namespaces an empty folder covers the denied one."""
+    return "No such file or directory" if confinement == "namespaces" else "Permission denied"
+
+
 async def bash(command: str, cwd: Path, timeout: float = 30.0, **settings: object) -> ToolResult:
     ctx = ToolContext(cwd=cwd, settings=Settings(**settings))  # type: ignore[arg-type]
     return await BashTool(timeout=timeout).run(BashArgs(command=command), ctx)
@@ -159,19 +176,21 @@ async def test_no_device_node_can_be_made_even_in_the_project(place: Place) -> N
 
 
 @needs_landlock
-async def test_the_deny_list_keeps_secrets_and_the_rest_of_home_reads(place: Place) -> None:
-    for path in (
-        "~/.ssh/id_rsa",
-        "~/keys/id_rsa",  # the same file through a link
-        "~/.aws/credentials",
-        "~/.config/mm/config.yaml",
-        "~/.netrc",
+async def test_the_deny_list_keeps_secrets_and_the_rest_of_home_reads(
+    place: Place, confinement: str
+) -> None:
+    for path, error in (
+        ("~/.ssh/id_rsa", hidden(confinement)),
+        ("~/keys/id_rsa", hidden(confinement)),  # the same file through a link
+        ("~/.aws/credentials", hidden(confinement)),
+        ("~/.config/mm/config.yaml", hidden(confinement)),
+        ("~/.netrc", "Permission denied"),  # a file: covered by one that cannot be opened
     ):
         result = await bash(f"cat {path}", place.project)
         expanded = path.replace("~", str(place.home))
-        assert result.output == (
-            f"cat: {expanded}: Permission denied\n[exit code: exit status 1]\n{LINE}"
-        ), path
+        assert result.output == (f"cat: {expanded}: {error}\n[exit code: exit status 1]\n{LINE}"), (
+            path
+        )
     for path, text in (
         ("~/notes.txt", "my notes\n"),
         ("~/docs/readme.txt", "read me\n"),
@@ -182,21 +201,29 @@ async def test_the_deny_list_keeps_secrets_and_the_rest_of_home_reads(place: Pla
         assert result.output == text, path
     listing = await bash("ls -A ~ | sort | tr '\\n' ' '", place.project)
     assert ".ssh" in listing.output and "notes.txt" in listing.output  # names can be listed
+    inside = await bash("ls -A ~/.ssh", place.project)
+    if confinement == "namespaces":  # covered: not even the names inside
+        assert inside.output == "", inside.output
+    else:  # Landlock: the folder above may be listed, and so may this one
+        assert "id_rsa" in inside.output
     found = await bash("grep -r the-key ~ 2>/dev/null; echo $?", place.project)
     assert "the-key" not in found.output.replace("grep -r the-key", "")
 
 
 @needs_landlock
-async def test_sandbox_deny_adds_paths(place: Place) -> None:
+async def test_sandbox_deny_adds_paths(place: Place, confinement: str) -> None:
     before = await bash("cat ~/private/diary.txt", place.project)
     assert before.output == "dear diary\n"
     after = await bash("cat ~/private/diary.txt", place.project, sandboxDeny=["~/private"])
-    assert after.output.startswith(f"cat: {place.home}/private/diary.txt: Permission denied")
+    error = hidden(confinement)
+    assert after.output.startswith(f"cat: {place.home}/private/diary.txt: {error}")
     assert after.output.endswith(LINE)
 
 
 @needs_landlock
-async def test_mm_run_in_the_home_folder_still_keeps_the_secrets(place: Place) -> None:
+async def test_mm_run_in_the_home_folder_still_keeps_the_secrets(
+    place: Place, confinement: str
+) -> None:
     """The project is the home folder: everything in it is writable but the denied items; a
     link in it leads where the policy says of its target (the temp folder: writable; a folder
     outside every write folder: not, though the link is in the project)."""
@@ -211,14 +238,17 @@ async def test_mm_run_in_the_home_folder_still_keeps_the_secrets(place: Place) -
     result = await bash("echo w > elsewhere/w.txt", place.home)
     assert "Permission denied" in result.output and result.output.endswith(LINE)
     assert not (place.outside / "w.txt").exists()
-    for command in (
-        "cat .ssh/id_rsa",
-        "echo k >> .ssh/authorized_keys",
-        "echo k >> keys/authorized_keys",  # through the link to .ssh
-        "rm .aws/credentials",
+    covered = confinement == "namespaces"
+    for command, error in (
+        ("cat .ssh/id_rsa", hidden(confinement)),
+        # covered: the empty folder over .ssh is mounted read-only
+        ("echo k >> .ssh/authorized_keys", "Read-only file system" if covered else None),
+        ("echo k >> keys/authorized_keys", "Read-only file system" if covered else None),
+        ("rm .aws/credentials", hidden(confinement)),
     ):
         result = await bash(command, place.home)
-        assert "Permission denied" in result.output and result.output.endswith(LINE), command
+        assert (error or "Permission denied") in result.output, (command, result.output)
+        assert result.output.endswith(LINE), command
     assert not (place.home / ".ssh" / "authorized_keys").exists()
     assert (place.home / ".aws" / "credentials").exists()
 
@@ -252,14 +282,22 @@ async def test_sandbox_deny_grants_no_link_its_target(place: Place) -> None:
 
 
 @needs_landlock
-async def test_a_denied_file_in_the_project_leaves_its_top_folder_usable(place: Place) -> None:
+async def test_a_denied_file_in_the_project_leaves_its_top_folder_usable(
+    place: Place, confinement: str
+) -> None:
     """The folder above a denied file may make entries (a file, a folder, a link), never
     remove or replace one: the denied file can be neither read, written, removed nor
-    replaced. What a command made at the top is written by the next command (its ruleset
-    knows the new entry); the one that made it can only make it."""
+    replaced. With Landlock alone, what a command made at the top is written by the next
+    command (its ruleset knows the new entry); the one that made it can only make it. In the
+    launcher's namespaces the denied file is covered and the top folder keeps every right."""
     env = place.project / ".env"
     env.write_text("TOKEN=t0k3n\n")
     deny = {"sandboxDeny": [".env"]}
+    if confinement == "namespaces":
+        at_once = await bash(
+            "echo now > now.txt && cat now.txt && rm now.txt", place.project, **deny
+        )
+        assert at_once.output == "now\n"
     made = await bash(
         "touch new.txt && mkdir newdir && ln -s main.py link.py && echo made", place.project, **deny
     )
@@ -289,6 +327,52 @@ async def test_a_denied_file_in_the_project_leaves_its_top_folder_usable(place: 
     assert not (place.project / "moved").exists()
     assert not (place.project / "newdir" / "hard").exists()
     assert "t0k3n" not in (place.project / "main.py").read_text()
+
+
+@needs_landlock
+async def test_a_denied_folder_in_the_project_is_hidden_and_the_rest_stays_writable(
+    place: Place, confinement: str
+) -> None:
+    """`sandboxDeny: [secrets, config/keys]`: what those folders hold can be neither read,
+    written, removed nor moved. In the launcher's namespaces each is covered by an empty,
+    read-only folder and the folders above keep every right. Landlock alone cannot do that: a
+    right on a folder holds for all beneath it, so the folders on the way to a denied folder
+    can only be listed (said in the README)."""
+    secrets = place.project / "secrets"
+    keys = place.project / "config" / "keys"
+    for folder in (secrets, keys):
+        folder.mkdir(parents=True)
+        (folder / "key.pem").write_text("PRIVATE t0k3n\n")
+    deny = {"sandboxDeny": ["secrets", "config/keys"]}
+    for command in (
+        "cat secrets/key.pem",
+        "cat config/keys/key.pem",
+        "cp -r secrets copied",
+        "tar cf - config | strings",
+        "echo x > secrets/new.pem",
+        "rm -rf secrets",
+        "mv config/keys config/moved",
+        "mv secrets gone",
+        "grep -r t0k3n .",
+    ):
+        result = await bash(command, place.project, **deny)
+        assert "t0k3n" not in result.output, command
+    for folder in (secrets, keys):
+        assert sorted(os.listdir(folder)) == ["key.pem"]
+        assert (folder / "key.pem").read_text() == "PRIVATE t0k3n\n"
+    assert (
+        not (place.project / "gone").exists() and not (place.project / "config" / "moved").exists()
+    )
+    work = "echo hi > top.txt && mkdir -p config/more && echo in > config/more/f.txt && cat top.txt"
+    result = await bash(work, place.project, **deny)
+    if confinement == "namespaces":
+        assert result.output == "hi\n", result.output
+        assert (place.project / "config" / "more" / "f.txt").read_text() == "in\n"
+        listed = await bash("ls -A secrets config/keys", place.project, **deny)
+        assert "key.pem" not in listed.output  # not even its name
+    else:  # the limit of Landlock alone: only listing above a denied folder
+        assert "Permission denied" in result.output and result.output.endswith(LINE)
+        assert not (place.project / "top.txt").exists()
 
 
 @needs_landlock
@@ -430,25 +514,30 @@ async def test_network_off_refuses_mptcp_which_landlock_alone_lets_through(place
 
 
 @needs_scope
-async def test_a_command_signals_its_own_processes_only(place: Place) -> None:
+async def test_a_command_signals_its_own_processes_only(place: Place, confinement: str) -> None:
     mine = await bash("sleep 30 & kill $! && wait $!; echo $?", place.project)
     assert mine.output == "143\n"  # its own child: killed
     others = await bash(f"kill -0 {os.getpid()} && echo reached", place.project)
     assert "reached" not in others.output
-    assert f"kill: ({os.getpid()}) - Operation not permitted" in others.output
-    assert others.output.endswith(LINE)
+    if confinement == "namespaces":  # no such process in the launcher's PID namespace
+        assert f"kill: ({os.getpid()}) - No such process" in others.output
+    else:
+        assert f"kill: ({os.getpid()}) - Operation not permitted" in others.output
+        assert others.output.endswith(LINE)
     # mm, outside the sandbox, still stops the command's whole group at the timeout
     stopped = await bash("sleep 30 & sleep 30", place.project, timeout=0.5)
     assert stopped.output == "[error: 0.5s timeout exceeded]"
 
 
 @needs_landlock
-async def test_a_command_cannot_reach_into_mm_through_proc(place: Place) -> None:
-    """mm is outside the command's domain: its file descriptors and memory are out of reach."""
+async def test_a_command_cannot_reach_into_mm_through_proc(place: Place, confinement: str) -> None:
+    """mm is outside the command's domain: its file descriptors and memory are out of reach (in
+    the launcher's PID namespace, mm is not even there)."""
     mm = os.getpid()  # the command's parent is the launcher process: mm is this process
     result = await bash(f"echo stray > /proc/{mm}/fd/1 && echo wrote", place.project)
     assert "wrote" not in result.output
-    assert f"/proc/{os.getpid()}/fd/1: Permission denied" in result.output
+    error = "No such file or directory" if confinement == "namespaces" else "Permission denied"
+    assert f"/proc/{os.getpid()}/fd/1: {error}" in result.output
     assert result.output.endswith(LINE)
 
 

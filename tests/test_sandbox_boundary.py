@@ -51,6 +51,7 @@ ATTACK = Path(__file__).with_name("attack_mm.py")
 ENV_KEY = "mmtestkey-environment" + secrets.token_hex(8)
 CONFIG_KEY = "mmtestkey-configured" + secrets.token_hex(8)
 USERS = ["me", "plain"]
+NO_NAMESPACES = {sandbox.NAMESPACES_VARIABLE: "0"}
 
 
 class Place:
@@ -82,13 +83,19 @@ class Place:
         )
         return self.who.env(env)
 
-    def mm(self, server: ScriptedServer, *args: str, **popen: object) -> subprocess.Popen[str]:
+    def mm(
+        self,
+        server: ScriptedServer,
+        *args: str,
+        env_more: dict[str, str] | None = None,
+        **popen: object,
+    ) -> subprocess.Popen[str]:
         """`mm ARGS...` in the project as the place's user, its output captured."""
         argv = self.who.argv(self.who.python, "-m", "mm_tui.cli", *args)
         return subprocess.Popen(  # type: ignore[call-overload]
             argv,
             cwd=self.project,
-            env=self.env(server),
+            env=self.env(server, **(env_more or {})),
             text=True,
             **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen},
         )
@@ -128,13 +135,22 @@ def kill_sleepers(*durations: str) -> None:
 
 @needs_landlock
 @needs_signal_scope
-def test_a_command_cannot_signal_ptrace_or_read_mm(place: Place) -> None:
+@pytest.mark.parametrize("confinement", ["namespaces", "landlock"])
+def test_a_command_cannot_signal_ptrace_or_read_mm(place: Place, confinement: str) -> None:
+    """As root the launcher enters PID and mount namespaces of its own: mm is not there to be
+    named. Without them (a plain user; root where they are refused, as in a container without
+    CAP_SYS_ADMIN: `MM_SANDBOX_NAMESPACES=0` does the same) Landlock and mm's own guard hold."""
+    namespaced = confinement == "namespaces"
+    if namespaced and (place.who.uid is not None or os.geteuid() != 0):
+        pytest.skip("a plain user's launcher has no namespaces (it would need a user namespace)")
     python = place.who.python
     with ScriptedServer(
-        Reply(tool_calls=[call("bash", {"command": f"{python} attack.py"})]),
+        Reply(tool_calls=[call("bash", {"command": f"{python} attack.py mm.pid"})]),
         Reply("still here"),
     ) as server:
-        proc = place.mm(server, "-p", "go")
+        proc = place.mm(server, "-p", "go", env_more={} if namespaced else NO_NAMESPACES)
+        # the attack knows mm's pid, as an attacker who tries them all would
+        (place.project / "mm.pid").write_text(str(proc.pid))
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, f"mm died: {proc.returncode}\n{err}"
         assert "still here" in out  # mm answered after the attack
@@ -142,18 +158,22 @@ def test_a_command_cannot_signal_ptrace_or_read_mm(place: Place) -> None:
     lines = report.splitlines()
     assert any(line.startswith("REFUSED ptrace seize") for line in lines), report
     allowed = [line for line in lines if line.startswith(("ALLOWED", "LEAKED"))]
-    if place.who.uid is None and os.geteuid() == 0:
-        # root opens what only asks to read (mm's environment, its descriptors' list) even of
-        # a process that is not dumpable and without CAP_SYS_PTRACE (launcher.guard_mm): what
-        # it finds there holds no key (asserted below)
+    if namespaced:
+        assert "mm processes seen: 0" in report, report
+    elif place.who.uid is None and os.geteuid() == 0:
+        # without namespaces, root opens what only asks to read (mm's environment, its
+        # descriptors' list) even of a process that is not dumpable and without CAP_SYS_PTRACE:
+        # what it finds there holds no key (asserted below; launcher.guard_mm)
         readable = re.compile(r"ALLOWED ((task \d+ )?environ|fd list /proc/\d+(/task/\d+)?)$")
         allowed = [line for line in allowed if not readable.match(line)]
     assert allowed == [], report
     tried = " ".join(
         line.split(":")[0] for line in lines if line.startswith(("REFUSED", "ALLOWED"))
     )
-    for what in (" environ", " mem", "ptrace seize", "fd list", "open /proc", "kill"):
+    for what in (" environ", " mem", "ptrace seize", "fd list", "kill"):
         assert what in tried, f"{what} was not tried:\n{report}"  # the attack ran whole
+    if not namespaced:
+        assert "open /proc" in tried, report  # mm's descriptors were there to try
     assert f"REFUSED kill {proc.pid}" in report  # mm's main thread among the killed
     assert ENV_KEY not in report and CONFIG_KEY not in report
     assert "mmtestkey-" not in report
@@ -199,14 +219,19 @@ def test_the_launcher_holds_no_secret_nor_terminal(place: Place) -> None:
                 assert fields is not None
                 assert fields[4] == "0", "the launcher has a controlling terminal"
                 assert fields[2] == str(launcher)  # a group of its own: no Ctrl-C of mm's
-                assert Path(f"/proc/{launcher}/environ").read_bytes() == b""
                 status = Path(f"/proc/{launcher}/status").read_text()
                 assert "NoNewPrivs:\t1" in status
-                targets = [os.readlink(f) for f in Path(f"/proc/{launcher}/fd").iterdir()]
-                assert not [t for t in targets if t.startswith(("/dev/pts", "/dev/tty"))]
-                assert [os.readlink(f"/proc/{launcher}/fd/{n}") for n in (0, 1, 2)] == [
-                    "/dev/null"
-                ] * 3
+                keeper = int(fields[1])  # in namespaces of its own, the launcher's keeper
+                for process in {launcher, keeper} - {proc.pid}:
+                    assert Path(f"/proc/{process}/environ").read_bytes() == b""
+                    targets = [os.readlink(f) for f in Path(f"/proc/{process}/fd").iterdir()]
+                    assert not [t for t in targets if t.startswith(("/dev/pts", "/dev/tty"))]
+                    assert not [t for t in targets if t.startswith("socket:")] or (
+                        process == launcher
+                    )  # the keeper holds no socket to mm
+                    assert [os.readlink(f"/proc/{process}/fd/{n}") for n in (0, 1, 2)] == [
+                        "/dev/null"
+                    ] * 3
                 told = server.requests[1].messages[-1]["content"]
                 assert "no-tty" in told and "opened-tty" not in told
             finally:

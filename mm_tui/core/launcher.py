@@ -57,7 +57,14 @@ READY_TIMEOUT = 30.0  # seconds for a launcher to start and confine itself (a bu
 _PR_SET_DUMPABLE = 4
 SCRIPT = str(Path(__file__).with_name("launcher_process.py"))
 _RETURNCODE_RANGE = range(-128, 256)
-_STAGES = {1: "prctl(PR_SET_NO_NEW_PRIVS)", 2: "landlock_restrict_self", 3: "seccomp", 4: "setup"}
+_STAGES = {
+    1: "prctl(PR_SET_NO_NEW_PRIVS)",
+    2: "landlock_restrict_self",
+    3: "seccomp",
+    4: "setup",
+    5: "namespaces",
+}
+STAGE_NAMESPACES = 5
 
 
 class LauncherGone(OSError):
@@ -70,6 +77,10 @@ class LauncherGone(OSError):
 
 class LauncherFailed(OSError):
     """The launcher could not confine itself: (stage, errno) as it reported."""
+
+    def __init__(self, err: int, text: str, stage: int = 0) -> None:
+        super().__init__(err, text)
+        self.stage = stage
 
 
 class _Pending:
@@ -161,8 +172,19 @@ def _scrub_environment_block() -> None:
 class LauncherProcess:
     """One launcher process and its socket; a thread of mm (never confined) reads its replies."""
 
-    def __init__(self, ruleset_fd: int | None = None, seccomp: bytes | None = None) -> None:
+    def __init__(
+        self,
+        ruleset_fd: int | None = None,
+        seccomp: bytes | None = None,
+        hide: list[str] | None = None,
+        proc_rights: int = 0,
+    ) -> None:
+        """`hide`: when given, the launcher enters PID and mount namespaces of its own and covers
+        these paths (see `launcher_process._enter_namespaces`), and gives its own /proc
+        `proc_rights` in the ruleset; `LauncherFailed` with `stage == STAGE_NAMESPACES` when it
+        cannot."""
         guard_mm()
+        self.hide = hide
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = mine
         self._lock = threading.Lock()
@@ -183,6 +205,7 @@ class LauncherProcess:
                     str(theirs.fileno()),
                     str(-1 if ruleset_fd is None else ruleset_fd),
                     str(os.getpid()),
+                    *(["namespaces"] if hide is not None else []),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -199,6 +222,9 @@ class LauncherProcess:
             theirs.close()
         self.pid = self._popen.pid
         try:
+            if hide is not None:
+                asked = {"hide": hide, "proc": proc_rights}
+                mine.sendall(b"N" + json.dumps(asked).encode())
             mine.sendall(b"I" + (seccomp or b""))
             mine.settimeout(READY_TIMEOUT)
             kind, stage, err = self._parse(mine.recv(64))
@@ -209,12 +235,24 @@ class LauncherProcess:
         if kind == b"F":
             self._drop()
             name = _STAGES.get(stage, "setup")
-            raise LauncherFailed(err, f"{name} failed: {os.strerror(err)}")
+            raise LauncherFailed(err, f"{name} failed: {os.strerror(err)}", stage)
         if kind != b"R":
             self._drop()
             raise LauncherGone()
         threading.Thread(target=self._read, name=f"mm-launcher-{self.pid}", daemon=True).start()
         _living.add(self)
+
+    def outside(self, pid: int) -> int:
+        """The pid, as mm sees it, of the child this launcher numbered `pid`: the same but in a
+        PID namespace of the launcher's own, where it is the pid in the last field of the
+        `NSpid` line of a child of the launcher's first process; that pid when it is gone."""
+        if self.hide is None or pid <= 0:
+            return pid
+        for keeper_child in _children(self.pid):
+            for child in _children(keeper_child):
+                if _namespace_pid(child) == pid:
+                    return child
+        return pid
 
     @staticmethod
     def _parse(data: bytes) -> tuple[bytes, int, int]:
@@ -412,8 +450,10 @@ class LaunchedProcess:
 
     @property
     def pid(self) -> int:
-        """The child's pid as the launcher said it (0 until it did): to show, never to signal."""
-        return self._pending.pid
+        """The child's pid (0 until the launcher said it): to show, never to signal. A launcher
+        in a PID namespace of its own numbers its children there: mm's number is found from it
+        while the child runs (`LauncherProcess.outside`)."""
+        return self._launcher.outside(self._pending.pid)
 
     @property
     def returncode(self) -> int | None:
@@ -562,6 +602,26 @@ async def launch_direct(argv: list[str], **popen: Any) -> DirectProcess:
 
 
 _living: set[LauncherProcess] = set()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _namespace_pid(pid: int) -> int:
+    """The last field of `NSpid` in /proc/PID/status: the pid in the innermost namespace."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def launch_args(

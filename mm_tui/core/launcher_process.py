@@ -45,6 +45,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -63,12 +64,26 @@ _CAP_SYS_PTRACE = 19
 _CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
+_SYS_ADD_RULE = 445
 _SYS_RESTRICT_SELF = 446
+_RULE_PATH_BENEATH = 1
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWPID = 0x20000000
+_MS_RDONLY = 1
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_SLAVE = 1 << 19
+_MNT_DETACH = 2
 
 STAGE_NO_NEW_PRIVS = 1
 STAGE_LANDLOCK = 2
 STAGE_SECCOMP = 3
 STAGE_SETUP = 4
+STAGE_NAMESPACES = 5
 
 
 class Call:
@@ -141,10 +156,10 @@ def _signal_group(pgid: int, sig: int) -> None:
 class Launcher:
     """The loop: requests from mm, the ends of its children, the stops in progress."""
 
-    def __init__(self, sock: socket.socket, mm_pid: int) -> None:
+    def __init__(self, sock: socket.socket, mm_pid: int, namespaced: bool = False) -> None:
         self.sock = sock
         self.mm_pid = mm_pid
-        self.me = os.getpid()
+        self.me = os.getpid()  # 1 in a PID namespace of its own
         self.calls: dict[int, Call] = {}  # id -> call, running or ended (a stop may come late)
         self.by_pid: dict[int, Call] = {}  # the running calls' processes
         self.stops: list[tuple[float, Call, set[int]]] = []  # (when to SIGKILL, call, targets)
@@ -154,8 +169,13 @@ class Launcher:
         self.wake = wake_r
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, self._terminated)
-        signal.signal(signal.SIGHUP, self._terminated)
+        # The first process of a PID namespace gets from its commands only the signals it has
+        # a handler for: SIGKILL and SIGSTOP never, these do nothing (not SIG_IGN: the commands
+        # would inherit it). It goes when mm's end of the socket closes, or with its keeper
+        # (`_keep`, by PDEATHSIG).
+        ending = (lambda *_: None) if namespaced else self._terminated
+        signal.signal(signal.SIGTERM, ending)
+        signal.signal(signal.SIGHUP, ending)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def _terminated(self, *_: Any) -> None:
@@ -400,6 +420,152 @@ def _drop_ptrace(libc: Any) -> None:
         raise OSError(ctypes.get_errno(), "capset")
 
 
+def _mount(libc: Any, source: str | None, target: str, kind: str | None, flags: int) -> None:
+    import ctypes
+
+    def c(text: str | None) -> bytes | None:
+        return None if text is None else os.fsencode(text)
+
+    if libc.mount(c(source), c(target), c(kind), ctypes.c_ulong(flags), None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def _unmount(libc: Any, target: str) -> None:
+    import ctypes
+
+    if libc.umount2(os.fsencode(target), ctypes.c_int(_MNT_DETACH)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"umount {target}: {os.strerror(err)}")
+
+
+def _proc_mounts() -> list[str]:
+    """Where a proc file system is mounted, from this process's mount table."""
+    found = []
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f.read().decode(errors="surrogateescape").splitlines():
+            fields = line.split(" ")
+            if " - proc " in line and len(fields) > 4:
+                # octal escapes: a space is \040 (the kernel escapes space, tab, newline, \\)
+                where = fields[4]
+                for code in ("\\040", "\\011", "\\012", "\\134"):
+                    where = where.replace(code, chr(int(code[1:], 8)))
+                found.append(where)
+    return found
+
+
+def _grant(libc: Any, ruleset_fd: int, path: str, rights: int) -> None:
+    """Add to the ruleset a rule that gives `path` `rights`: for the /proc mounted here, a file
+    system the ruleset mm built has never seen (its rules name the machine's /proc)."""
+    import ctypes
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    target = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        rule = PathBeneath(rights, target)
+        done = libc.syscall(
+            ctypes.c_long(_SYS_ADD_RULE),
+            ctypes.c_long(ruleset_fd),
+            ctypes.c_long(_RULE_PATH_BENEATH),
+            ctypes.byref(rule),
+            ctypes.c_uint32(0),
+        )
+        if done != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
+    finally:
+        os.close(target)
+
+
+def _keep(child: int, mm_pid: int, closing: tuple[int, ...]) -> None:
+    """The launcher's first process, outside the PID namespace its child leads: it holds
+    nothing (its socket and ruleset closed), takes mm's death signal and answers it by exiting,
+    which kills its child (PDEATHSIG) and with it the namespace, every process in it. Exits
+    with the child's status. No command can see, signal or trace it: it is not in their
+    namespace."""
+
+    def gone(*_: Any) -> None:
+        if os.getppid() != mm_pid:  # see Launcher._terminated
+            os._exit(1)
+
+    signal.signal(signal.SIGTERM, gone)
+    signal.signal(signal.SIGHUP, gone)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for fd in closing:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    while True:
+        try:
+            _pid, status = os.waitpid(child, 0)
+        except ChildProcessError:
+            os._exit(1)
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+
+
+def _enter_namespaces(libc: Any, hide: list[str], mm_pid: int, closing: tuple[int, ...]) -> None:
+    """Go on in a PID namespace and a mount namespace of its own, where /proc shows only the
+    launcher and what it started, and where each item of `hide` is covered by an empty,
+    read-only file or folder. Returns in the namespace's first process (pid 1); the process
+    that called it stays outside as its keeper (`_keep`) and never returns.
+
+    Why: Landlock keeps a command from ptracing mm and from reading its memory, but the kernel
+    lets a process of the same user read another's environment and list its descriptors
+    through /proc with no more than PTRACE_MODE_READ, which root passes even without
+    CAP_SYS_PTRACE. In its own PID namespace mm is not there to be named. And Landlock only
+    grants: a denied file or folder inside the project takes from the folder above the rights
+    that would reach it (new files there could not be written), where a mount over it simply
+    hides it and leaves the folder above whole.
+
+    Needs CAP_SYS_ADMIN (root, outside a container that took it away); without it, unshare
+    fails and mm goes on with Landlock alone."""
+    import ctypes
+
+    if libc.unshare(ctypes.c_int(_CLONE_NEWPID | _CLONE_NEWNS)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare: {os.strerror(err)}")
+    alive_r, alive_w = os.pipe()  # the keeper holds its end for as long as it lives
+    child = os.fork()
+    if child:
+        os.close(alive_r)
+        _keep(child, mm_pid, closing)
+    os.close(alive_w)
+    os.setpgid(0, 0)  # a group of its own, as the keeper has
+    _prctl(libc, _PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
+    if select.select([alive_r], [], [], 0)[0]:  # end of file: the keeper went already
+        os._exit(1)
+    os.close(alive_r)
+    # what is mounted here stays here; what the person mounts later still shows
+    _mount(libc, None, "/", None, _MS_REC | _MS_SLAVE)
+    # the machine's /proc (every process on it) goes, with what is mounted below it: nothing
+    # is left under the /proc mounted here (a command cannot unmount, Landlock forbids it,
+    # but there is nothing to find if one could)
+    _unmount(libc, "/proc")
+    # an empty file and folder to cover the hidden items with, in a scratch tmpfs, detached
+    # once the covers are in place
+    plain = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    _mount(libc, "mm", "/proc", "tmpfs", plain)
+    os.mkdir("/proc/folder", 0)
+    # A file is covered by a device node on a mount without devices: opening it is refused
+    # (EACCES, as Landlock answers), where an empty file would read as an empty secret.
+    os.mknod("/proc/file", stat.S_IFCHR, os.makedev(0, 0))
+    for path in hide:
+        if not os.path.isabs(path) or os.path.islink(path) or not os.path.lexists(path):
+            continue  # a link: Landlock judges where it leads
+        cover = "/proc/folder" if os.path.isdir(path) else "/proc/file"
+        _mount(libc, cover, path, None, _MS_BIND)
+        _mount(libc, None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | plain)
+    _unmount(libc, "/proc")
+    _mount(libc, "proc", "/proc", "proc", plain)
+    for where in _proc_mounts():  # another view of the whole machine's processes
+        if where != "/proc":
+            _unmount(libc, where)
+
+
 def _leave_terminal() -> None:
     """No controlling terminal, for this process and all it starts, and a process group of its
     own (a Ctrl-C at mm's terminal does not reach it).
@@ -444,9 +610,17 @@ def _seccomp_module() -> Any:
     return module
 
 
-def confine(ruleset_fd: int, seccomp: bytes, mm_pid: int) -> tuple[int, int]:
-    """Leave the session, ask for mm's death signal, become a subreaper, then no new privileges,
-    Landlock and seccomp. Returns (stage, errno) of a failure, (0, 0) when all is done."""
+def confine(
+    ruleset_fd: int,
+    seccomp: bytes,
+    mm_pid: int,
+    hide: list[str] | None = None,
+    sock_fd: int = -1,
+    proc_rights: int = 0,
+) -> tuple[int, int]:
+    """Leave the session, ask for mm's death signal, become a subreaper, enter namespaces of
+    its own (when `hide` is given, see `_enter_namespaces`), then no new privileges, Landlock
+    and seccomp. Returns (stage, errno) of a failure, (0, 0) when all is done."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -461,6 +635,12 @@ def confine(ruleset_fd: int, seccomp: bytes, mm_pid: int) -> tuple[int, int]:
         _prctl(libc, _PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1))
         if ruleset_fd < 0 and not seccomp:
             return 0, 0  # unconfined (sandbox: off): sudo keeps working
+        if hide is not None:
+            stage = STAGE_NAMESPACES
+            _enter_namespaces(libc, hide, mm_pid, (sock_fd, ruleset_fd))
+            if ruleset_fd >= 0 and proc_rights:
+                _grant(libc, ruleset_fd, "/proc", proc_rights)
+            stage = STAGE_SETUP
         _drop_ptrace(libc)
         stage = STAGE_NO_NEW_PRIVS
         _prctl(libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
@@ -487,11 +667,23 @@ def main(argv: list[str]) -> int:
     sock_fd, ruleset_fd, mm_pid = (int(a) for a in argv[1:4])
     sock = socket.socket(fileno=sock_fd)
     sock.set_inheritable(False)
+    hide = None
+    proc_rights = 0
+    if argv[4:5] == ["namespaces"]:
+        data = sock.recv(MAX_REQUEST)
+        if data[:1] != b"N":
+            return 1
+        try:
+            asked = json.loads(data[1:])
+            hide = [str(path) for path in asked["hide"]]
+            proc_rights = int(asked["proc"])
+        except (ValueError, TypeError, KeyError):
+            return 1
     data = sock.recv(MAX_REQUEST)
     if data[:1] != b"I":
         return 1
-    stage, err = confine(ruleset_fd, data[1:], mm_pid)
-    launcher = Launcher(sock, mm_pid)
+    stage, err = confine(ruleset_fd, data[1:], mm_pid, hide, sock_fd, proc_rights)
+    launcher = Launcher(sock, mm_pid, namespaced=hide is not None)
     if stage:
         launcher.reply(b"F", stage, err)
         return 1

@@ -111,6 +111,7 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.core.launcher import (
+    STAGE_NAMESPACES,
     USE_LAUNCHER,
     LaunchedProcess,
     LauncherFailed,
@@ -123,6 +124,8 @@ from mm_tui.core.paths import shown_path, user_config_dir
 
 MODES = ("auto", "off", "strict")
 FAKE_ABI_VARIABLE = "MM_SANDBOX_FAKE_ABI"
+NAMESPACES_VARIABLE = "MM_SANDBOX_NAMESPACES"
+"""`0` in mm's environment: no namespaces for the commands, Landlock alone (as without root)."""
 
 # --- Landlock's interface (include/uapi/linux/landlock.h) ----------------------------------------
 
@@ -417,7 +420,7 @@ def _ancestors(paths: Iterable[str]) -> set[str]:
     return found
 
 
-def plan(policy: Policy) -> dict[str, int]:
+def plan(policy: Policy, covered: Iterable[str] = ()) -> dict[str, int]:
     """The rules, path -> rights, that make the policy: the whole tree readable but the denied
     items, the write folders writable but the denied and read-only items under them, the
     devices of `DEVICES`.
@@ -431,8 +434,11 @@ def plan(policy: Policy) -> dict[str, int]:
     Never writing or truncating files (the kept file below would get them), never removing an
     entry (`rm .env`, or replacing it by renaming another file over it). A symbolic link among
     the siblings gets no rule: Landlock judges the file it leads to, which has rules of its own
-    where the policy grants any (a link `proj/x -> ~/.bashrc` must not make ~/.bashrc writable)."""
-    denied = {p for p in policy.deny if os.path.lexists(p)}
+    where the policy grants any (a link `proj/x -> ~/.bashrc` must not make ~/.bashrc writable).
+
+    `covered`: denied items the launcher hides under a mount of its own (`covers`): the folders
+    above them need not give anything up."""
+    denied = {p for p in policy.deny if os.path.lexists(p)} - set(covered)
     kept = denied | {p for p in policy.readonly if os.path.lexists(p)}
     to_denied = _ancestors(denied)
     to_kept = _ancestors(kept)
@@ -475,6 +481,41 @@ def plan(policy: Policy) -> dict[str, int]:
 
 
 # --- The kernel ---------------------------------------------------------------------------------
+
+
+def covers(policy: Policy) -> list[str]:
+    """The denied items a launcher in namespaces of its own hides, each under an empty,
+    read-only file or folder: those that exist, by their real path, but links (Landlock judges
+    where one leads) and device nodes (Landlock refuses them, and /dev/pts changes all the
+    time)."""
+    found = []
+    for path in policy.deny:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if _under(path, "/dev") or os.path.realpath(path) != path:
+            continue
+        if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            found.append(path)
+    return found
+
+
+_namespaces_failed = ""
+"""Why a launcher could not enter namespaces of its own, once one could not: the next ones are
+not asked to."""
+
+
+def namespaces_wanted() -> bool:
+    """Whether to start confined launchers in PID and mount namespaces of their own: as root
+    (CAP_SYS_ADMIN; a plain user would need a user namespace, which many systems refuse), unless
+    one failed already or `MM_SANDBOX_NAMESPACES=0`."""
+    return (
+        sys.platform == "linux"
+        and os.geteuid() == 0
+        and not _namespaces_failed
+        and os.environ.get(NAMESPACES_VARIABLE, "1") != "0"
+    )
 
 
 class SandboxUnavailable(Exception):
@@ -555,7 +596,20 @@ def landlock_abi(environ: Mapping[str, str] | None = None) -> tuple[int, str]:
 class Ruleset:
     """A Landlock ruleset built in mm, its descriptor kept open for the children to apply."""
 
-    def __init__(self, abi: int, rules: Mapping[str, int], network: bool) -> None:
+    def __init__(self, abi: int, policy: Policy, hide: list[str] | None = None) -> None:
+        """`hide`: the items the launcher covers in namespaces of its own (`covers`); None: no
+        namespaces, Landlock alone."""
+        self.abi = abi
+        self.policy = policy
+        self.network = policy.network
+        self.hide = hide
+        self._launcher: LauncherProcess | None = None
+        self._launcher_lock = threading.Lock()
+        self.fd = -1
+        self.fd = self._build(plan(policy, hide or ()))
+
+    def _build(self, rules: Mapping[str, int]) -> int:
+        """A new ruleset in the kernel with `rules`; its descriptor."""
         import ctypes
 
         class Attr(ctypes.Structure):
@@ -570,12 +624,13 @@ class Ruleset:
             _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
         libc = _libc()
+        abi = self.abi
         fs = handled_fs(abi)
         attr = Attr(fs, 0, 0)
         size = 8
         if abi >= 4:
             size = 16
-            if not network:
+            if not self.network:
                 attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP  # and no rule: none
         if abi >= 6:
             size = 24
@@ -589,20 +644,16 @@ class Ruleset:
         if fd < 0:
             err = ctypes.get_errno()
             raise SandboxUnavailable(f"landlock_create_ruleset failed: {os.strerror(err)}")
-        self.fd = int(fd)
-        self.abi = abi
-        self.network = network
-        self._launcher: LauncherProcess | None = None
-        self._launcher_lock = threading.Lock()
         self.rules = len(rules)
         try:
             for path, rights in rules.items():
-                self._add(libc, PathBeneath, path, rights & fs)
+                self._add(libc, int(fd), PathBeneath, path, rights & fs)
         except BaseException:
-            self.close()
+            os.close(int(fd))
             raise
+        return int(fd)
 
-    def _add(self, libc: Any, beneath: Any, path: str, rights: int) -> None:
+    def _add(self, libc: Any, fd: int, beneath: Any, path: str, rights: int) -> None:
         import ctypes
 
         try:
@@ -617,7 +668,7 @@ class Ruleset:
             rule = beneath(rights, target)
             done = libc.syscall(
                 ctypes.c_long(_SYS_ADD_RULE),
-                ctypes.c_long(self.fd),
+                ctypes.c_long(fd),
                 ctypes.c_long(_RULE_PATH_BENEATH),
                 ctypes.byref(rule),
                 ctypes.c_uint32(0),
@@ -636,8 +687,26 @@ class Ruleset:
             if self.fd < 0:
                 raise _stale()
             if self._launcher is None or self._launcher.gone:
-                self._launcher = LauncherProcess(self.fd, seccomp_filter(self.network))
+                self._launcher = self._start()
             return self._launcher
+
+    def _start(self) -> LauncherProcess:
+        global _namespaces_failed
+        seccomp = seccomp_filter(self.network)
+        if self.hide is not None:
+            try:
+                proc = READ & handled_fs(self.abi)
+                return LauncherProcess(self.fd, seccomp, self.hide, proc)
+            except LauncherFailed as exc:
+                if exc.stage != STAGE_NAMESPACES:
+                    raise
+                # No namespaces here (a container without CAP_SYS_ADMIN, a kernel without
+                # them): Landlock alone, with the rules that do not count on the covers.
+                _namespaces_failed = str(exc)
+                fd = self._build(plan(self.policy))
+                os.close(self.fd)
+                self.fd, self.hide = fd, None
+        return LauncherProcess(self.fd, seccomp)
 
     def close(self) -> None:
         """Replaced: the launcher takes no new call (its running jobs stay until mm exits)."""
@@ -686,13 +755,13 @@ def _stamp(policy: Policy) -> tuple[int, ...]:
 
 def ruleset_for(policy: Policy, abi: int) -> Ruleset:
     """The ruleset of this policy, built once and kept while the folders it lists stay the same."""
-    key = (policy, abi, _stamp(policy))
+    key = (policy, abi, namespaces_wanted(), _stamp(policy))
     with _lock:
         ruleset = _rulesets.get(key)
         if ruleset is not None:
             return ruleset
-        ruleset = Ruleset(abi, plan(policy), policy.network)
-        stale = [k for k in _rulesets if k[:2] == key[:2]]
+        ruleset = Ruleset(abi, policy, covers(policy) if namespaces_wanted() else None)
+        stale = [k for k in _rulesets if k[:3] == key[:3]]
         if len(_rulesets) - len(stale) >= _KEEP:
             stale = list(_rulesets)
         for old in stale:
@@ -715,9 +784,16 @@ REFUSALS = (
 )
 """How a command's output shows a refusal Landlock makes (EACCES for a file or a port, EPERM for
 a signal), lower-cased. Not "Read-only file system": Landlock never answers EROFS."""
+COVERED = ("no such file or directory", "read-only file system", "device or resource busy")
+"""How a command's output shows that it met a denied item a launcher in namespaces of its own
+covered (`covers`): what a denied folder held is not there, the cover cannot be written nor
+removed. Counted only when the line names a path the sandbox blocks."""
 
 _QUOTED = re.compile(r"""['"`‘“]([^'"`’”\n]+)['"`’”]""")
 _ABSOLUTE = re.compile(r"""(?<![\w.~-])(~?/[^\s'"`’”:,;()]*)""")
+_RELATIVE = re.compile(r"""(?<![\w.~/-])([\w.-]+(?:/[\w.-]+)+)""")
+"""A relative path with a folder in it (`.ssh/id_rsa`): for the covered items' errors, which
+name no path the sandbox blocks otherwise."""
 
 
 def config_file(env: Mapping[str, str] | None = None) -> str:
@@ -770,16 +846,19 @@ class Confinement:
         if self.policy is None or not self.confined:
             return None
         lowered = output.lower()
-        if not any(word in lowered for word in REFUSALS):
+        words = REFUSALS + COVERED
+        if not any(word in lowered for word in words):
             return None
         for line in output.splitlines():
             low = line.lower()
-            if not any(word in low for word in REFUSALS):
+            refused = any(word in low for word in REFUSALS)
+            if not refused and not any(word in low for word in COVERED):
                 continue
             paths = [m.group(1) for m in _QUOTED.finditer(line) if not m.group(1).isspace()]
             paths = [p for p in paths if " " not in p]
             paths += [m.group(1) for m in _ABSOLUTE.finditer(line)]
-            if not paths or any(self.blocked(p) for p in paths):
+            named = paths if refused else paths + [m.group(1) for m in _RELATIVE.finditer(line)]
+            if (refused and not paths) or any(self.blocked(p) for p in named[:16]):
                 return self.line()
         return None
 

@@ -88,9 +88,15 @@ def is_launcher(pid: int) -> bool:
 
 def launchers(pid: int | None = None) -> list[int]:
     """The launcher processes `pid` (this process by default) started: the parents of the
-    commands the tools run."""
+    commands the tools run. A launcher in namespaces of its own is the child of the one `pid`
+    started (which stays outside, its keeper): the child is given."""
     parent = os.getpid() if pid is None else pid
-    return [c for c in children(parent) if is_launcher(c)]
+    found = []
+    for child in children(parent):
+        if is_launcher(child):
+            inner = [c for c in children(child) if is_launcher(c)]
+            found += inner or [child]
+    return found
 
 
 def tool_groups(pid: int | None = None) -> list[int]:
