@@ -11,6 +11,7 @@ sandbox, each test that checks a refusal sees the write happen or the secret rea
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import stat
@@ -642,6 +643,11 @@ async def test_a_language_server_runs_in_the_sandbox(place: Place) -> None:
     assert snapshot(place.home) == home_before
     assert (place.project / "stolen.txt").read_text() == ""  # written in the project; empty
     assert log.exists()  # it wrote its log in the temp folder
+    initialize = json.loads(log.read_text().splitlines()[0])
+    assert initialize["method"] == "initialize"
+    # not mm's pid: in the launcher's PID namespace it names nothing, or another process, and
+    # a server that watches its parent (as vscode-languageserver's do) would exit
+    assert initialize["params"]["processId"] is None
 
 
 @needs_landlock

@@ -24,6 +24,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import termios
 import threading
 from collections.abc import Iterator
@@ -178,6 +179,44 @@ def test_a_command_cannot_signal_ptrace_or_read_mm(place: Place, confinement: st
     assert ENV_KEY not in report and CONFIG_KEY not in report
     assert "mmtestkey-" not in report
     assert "launcher environ: 0 bytes" in report  # the launcher holds no secret
+
+
+@needs_landlock
+def test_where_namespaces_are_refused_landlock_alone_confines(tmp_path: Path) -> None:
+    """Root without CAP_SYS_ADMIN (as in a container that took it away): the launcher cannot
+    make its namespaces, and mm goes on with Landlock alone and the rules that do not count on
+    covers: the denied folder is refused, and the project's top folder above it only listed."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv, to take CAP_SYS_ADMIN away")
+    place = Place(user("me"))
+    try:
+        secrets_folder = place.project / "secrets"
+        secrets_folder.mkdir()
+        (secrets_folder / "key.pem").write_text(f"{CONFIG_KEY}\n")
+        command = "echo parent=$PPID; cat secrets/key.pem; echo x > top.txt"
+        with ScriptedServer(
+            Reply(tool_calls=[call("bash", {"command": command})]), Reply("done")
+        ) as server:
+            env = place.env(server, MM_SANDBOX_DENY="secrets")
+            argv = ["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--"]
+            proc = subprocess.run(
+                [*argv, sys.executable, "-m", "mm_tui.cli", "-p", "go"],
+                cwd=place.project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert proc.returncode == 0, proc.stderr
+            told = server.requests[1].messages[-1]["content"]
+        parent = int(told.split("parent=")[1].split()[0])
+        assert parent != 1, told  # no PID namespace: the launcher is the shell's parent
+        assert "cat: secrets/key.pem: Permission denied" in told, told
+        assert CONFIG_KEY not in told
+        assert "top.txt: Permission denied" in told, told
+        assert not (place.project / "top.txt").exists()
+    finally:
+        shutil.rmtree(place.base, ignore_errors=True)
 
 
 @needs_landlock

@@ -281,7 +281,10 @@ class LspClient:
         ]
         root_uri = path_to_uri(self.root)
         params = {
-            "processId": os.getpid(),
+            # None, not mm's pid: a confined server may run in a PID namespace of its own where
+            # that pid names nothing (or another process), and servers that watch their parent
+            # would exit. The launcher ends the server when mm goes, in every case.
+            "processId": None,
             "clientInfo": {"name": "mm", "version": __version__},
             "rootUri": root_uri,
             "rootPath": str(self.root),
