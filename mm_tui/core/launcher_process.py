@@ -13,6 +13,9 @@ Before it starts anything it:
   parent, when the thread that started it ended or a command sent it, is ignored) and becomes
   the reaper of every orphan below it (`PR_SET_CHILD_SUBREAPER`): a `setsid` grandchild stays its
   descendant whatever happens to the processes between;
+- as root, when mm asks (`namespaces` as its fourth argument, then an `N` message: the items
+  to hide and the rights of /proc), goes on in PID and mount namespaces of its own
+  (`_enter_namespaces`): its first process stays outside as the keeper, the child carries on;
 - takes no new privileges, confines itself with the Landlock ruleset mm built (when given one)
   and installs the seccomp filter mm sent (when given one), in that order.
 
@@ -22,7 +25,8 @@ leader acquires one).
 
 The wire, a SOCK_SEQPACKET socketpair (one message, one request):
 
-- mm -> launcher: `I` + seccomp filter (raw `struct sock_filter` array, may be empty) first;
+- mm -> launcher: with namespaces, `N` + JSON {"hide": [paths], "proc": rights} first; then
+  `I` + seccomp filter (raw `struct sock_filter` array, may be empty);
   `S` + JSON {"id", "argv", "cwd", "env"} with the child's stdin, stdout and stderr passed as
   three descriptors (SCM_RIGHTS), or `L` with a fourth one, a memfd holding that JSON, when it is
   too large for one message; `K` + id + grace in ms: stop that call (SIGTERM to its group and to
@@ -403,9 +407,10 @@ def _prctl(libc: Any, option: int, arg: Any = 0, arg3: Any = 0) -> None:
 
 def _drop_ptrace(libc: Any) -> None:
     """Give up CAP_SYS_PTRACE, for this process and all it starts (its bounding set): with it,
-    root may read the files of /proc that Landlock lets through for reading (a process's
-    environment, its maps, the list of its descriptors) even of a process that is not dumpable,
-    as mm makes itself. A process without the capability cannot."""
+    root may trace and read the memory of a process that is not dumpable, as mm makes itself.
+    Without it, the kernel still lets the same user open that process's environment and list
+    its descriptors (PTRACE_MODE_READ, which Landlock does not refuse): what the PID namespace
+    of `_enter_namespaces` takes away, where it can be made."""
     import ctypes
 
     with contextlib.suppress(OSError):  # no CAP_SETPCAP: the bounding set stays

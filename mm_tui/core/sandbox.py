@@ -79,6 +79,15 @@ retires its launcher (no new call; its jobs run on until mm exits). Files mm ope
 child (the bash output file, a language server's pipes) are passed to the launcher and keep
 working: Landlock checks at open. No new privileges means a set-user-id program (sudo) gains none.
 
+As root (CAP_SYS_ADMIN), a launcher also enters PID and mount namespaces of its own
+(`launcher_process._enter_namespaces`): mm is not in its /proc, and the denied items that exist
+(`covers`: files and folders, not links nor devices) are covered by mounts the commands cannot
+undo, so `plan` takes nothing from the folders above them (`sandboxDeny: [secrets]` leaves the
+project writable). Where that fails (a container without CAP_SYS_ADMIN) the ruleset is built
+again without covers and the launcher started without namespaces; `MM_SANDBOX_NAMESPACES=0`
+asks for that. A plain user would need a user namespace, which many systems refuse: Landlock
+alone there.
+
 `sandbox` setting: `auto` (the default) confines when Landlock works and otherwise runs commands
 unconfined, said once at start-up (`startup_warning`); `strict` refuses to run a command that
 cannot be confined (the text says why); `off` confines nothing.
