@@ -376,6 +376,77 @@ async def test_a_denied_folder_in_the_project_is_hidden_and_the_rest_stays_writa
         assert not (place.project / "top.txt").exists()
 
 
+OPEN_TREE_CLONE = (
+    "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+    "libc.syscall.restype = ctypes.c_long; "
+    'fd = libc.syscall(428, ctypes.c_int(-100), b".", ctypes.c_uint(1)); '
+    'print(open(os.open("secrets/key.pem", os.O_RDONLY, dir_fd=fd)).read() if fd >= 0 '
+    "else os.strerror(ctypes.get_errno()))"
+)
+"""open_tree(AT_FDCWD, ".", OPEN_TREE_CLONE), then the key through the clone."""
+
+
+@needs_landlock
+async def test_root_s_commands_lose_the_powers_that_go_past_landlock(place: Place) -> None:
+    """Loading kernel code, mounts and namespaces, tracing, raw I/O, kexec, the kernel's log,
+    and `chattr +i`: gone from a confined command's capabilities, bounding set included (an
+    exec as root cannot take them back)."""
+    from mm_tui.core.launcher_process import DROPPED_CAPABILITIES
+
+    result = await bash("grep -E '^Cap(Eff|Bnd)' /proc/self/status", place.project)
+    masks = [int(line.split()[1], 16) for line in result.output.splitlines()]
+    assert len(masks) == 2, result.output
+    for cap, name in DROPPED_CAPABILITIES.items():
+        assert all(not mask & (1 << cap) for mask in masks), name
+    if os.geteuid() == 0:
+        (place.outside / "f").write_text("x")
+        immutable = await bash(f"chattr +i {place.outside / 'f'}", place.project)
+        assert immutable.status == "error", immutable.output
+        assert (
+            "i"
+            not in subprocess.run(
+                ["lsattr", str(place.outside / "f")], capture_output=True, text=True
+            ).stdout.split()[0]
+        )
+
+
+@needs_landlock
+async def test_a_command_cannot_undo_the_covers_nor_see_the_machine_s_processes(
+    place: Place,
+) -> None:
+    """In the launcher's namespaces, as root: unmounting a cover or the namespace's /proc,
+    mounting another /proc or the denied folder elsewhere, entering another mount namespace
+    first, reading the cover's real file through a hard link or a descriptor: all fail."""
+    if not sandbox.namespaces_wanted():
+        pytest.skip("no namespaces for the launcher here (root only)")
+    secrets = place.project / "secrets"
+    secrets.mkdir()
+    (secrets / "key.pem").write_text("PRIVATE t0k3n\n")
+    deny = {"sandboxDeny": ["secrets"]}
+    mm = os.getpid()
+    for command in (
+        "umount -l secrets; umount secrets; cat secrets/key.pem",
+        "umount -l /proc; ls /proc; cat secrets/key.pem",
+        f"mkdir -p m; mount -t proc proc m; ls m/{mm}",
+        "mkdir -p b; mount --bind secrets b; cat b/key.pem",
+        "unshare -m --propagation unchanged sh -c 'umount -l secrets; cat secrets/key.pem'",
+        f"unshare -m --propagation unchanged sh -c 'mount -t proc proc /proc'; ls /proc/{mm}",
+        f"nsenter -t {mm} -m cat secrets/key.pem",
+        "ln secrets/key.pem hard.pem; cat hard.pem",
+        # a clone of the project's mount, without the covers mounted on it (CAP_SYS_ADMIN)
+        f"{sys.executable} -c '{OPEN_TREE_CLONE}'",
+        "exec 3<secrets/key.pem; cat <&3",
+        f"cat /proc/{mm}/environ /proc/{mm}/cmdline; ls /proc/{mm}/fd",
+        f"kill -9 {mm}",
+    ):
+        result = await bash(command, place.project, **deny)
+        assert "t0k3n" not in result.output, (command, result.output)
+        # each try at mm finds nothing there (`No such file or directory`, `No such process`)
+        assert result.output.count("No such") >= command.count(str(mm)), (command, result.output)
+    assert (secrets / "key.pem").read_text() == "PRIVATE t0k3n\n"
+    assert Path(f"/proc/{mm}").exists()  # this process, mm here, lives
+
+
 @needs_landlock
 async def test_the_terminal_devices_are_refused(place: Place) -> None:
     """Through a terminal a command could type into mm's (TIOCSTI, as root) or read what the
@@ -600,6 +671,27 @@ async def test_without_landlock_strict_refuses_to_run(
         WARNING
         not in ToolRegistry.from_settings(Settings(sandbox="strict"), place.project).warnings
     )
+
+
+@needs_landlock
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+async def test_a_launcher_that_cannot_confine_itself_runs_nothing(
+    place: Place, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Landlock works here, so even `auto` promised confinement: when the launcher dies before
+    it is ready, the command is refused with the reason, never run unconfined."""
+    from mm_tui.core import launcher as launching
+
+    dies = place.tmp / "dies.py"
+    dies.write_text("raise SystemExit(1)\n")
+    monkeypatch.setattr(launching, "SCRIPT", str(dies))
+    result = await bash("echo ran > ran.txt", place.project, sandbox=mode, sandboxDeny=["x"])
+    assert result.status == "error"
+    assert result.output.startswith(
+        "[error: the sandbox cannot be set up: the launcher of the commands could not confine "
+        "itself: the launcher process of the commands is gone — "
+    ), result.output
+    assert not (place.project / "ran.txt").exists()
 
 
 @needs_landlock

@@ -64,7 +64,21 @@ KEEP_ENDED = 256  # ended calls remembered (a stop may come after the end: a ser
 
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
-_CAP_SYS_PTRACE = 19
+DROPPED_CAPABILITIES = {
+    9: "CAP_LINUX_IMMUTABLE",  # chattr +i of a file outside the project
+    16: "CAP_SYS_MODULE",  # a kernel module: code in the kernel
+    17: "CAP_SYS_RAWIO",  # I/O ports, raw memory
+    19: "CAP_SYS_PTRACE",  # trace and read a process that is not dumpable (mm)
+    21: "CAP_SYS_ADMIN",  # namespaces and mounts (open_tree clones a folder from under a cover)
+    22: "CAP_SYS_BOOT",  # reboot, and kexec: another kernel
+    32: "CAP_MAC_OVERRIDE",
+    33: "CAP_MAC_ADMIN",
+    34: "CAP_SYSLOG",  # the kernel's log, and its addresses
+    38: "CAP_PERFMON",
+    39: "CAP_BPF",  # programs in the kernel
+}
+"""What a confined launcher gives up for itself and all it starts, as root: the powers that go
+past Landlock (it confines paths, TCP and signals, not these)."""
 _CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
@@ -405,22 +419,27 @@ def _prctl(libc: Any, option: int, arg: Any = 0, arg3: Any = 0) -> None:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
-def _drop_ptrace(libc: Any) -> None:
-    """Give up CAP_SYS_PTRACE, for this process and all it starts (its bounding set): with it,
-    root may trace and read the memory of a process that is not dumpable, as mm makes itself.
-    Without it, the kernel still lets the same user open that process's environment and list
-    its descriptors (PTRACE_MODE_READ, which Landlock does not refuse): what the PID namespace
-    of `_enter_namespaces` takes away, where it can be made."""
+def _drop_capabilities(libc: Any) -> None:
+    """Give up `DROPPED_CAPABILITIES`, for this process and all it starts (its bounding set).
+    CAP_SYS_PTRACE: with it, root may trace and read the memory of a process that is not
+    dumpable, as mm makes itself; without it, the kernel still lets the same user open that
+    process's environment and list its descriptors (PTRACE_MODE_READ, which Landlock does not
+    refuse): what the PID namespace of `_enter_namespaces` takes away, where it can be made.
+    CAP_SYS_ADMIN: with it, root in the namespaces could clone a mount without the covers on
+    it (open_tree) and read what they cover. A plain user has none of them: nothing changes."""
     import ctypes
 
-    with contextlib.suppress(OSError):  # no CAP_SETPCAP: the bounding set stays
-        _prctl(libc, _PR_CAPBSET_DROP, ctypes.c_ulong(_CAP_SYS_PTRACE))
+    for cap in DROPPED_CAPABILITIES:
+        with contextlib.suppress(OSError):  # no CAP_SETPCAP, or a kernel without that cap
+            _prctl(libc, _PR_CAPBSET_DROP, ctypes.c_ulong(cap))
     header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
-    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice (64 bits)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: low 32 bits, then high
     if libc.capget(ctypes.byref(header), ctypes.byref(data)) != 0:
         raise OSError(ctypes.get_errno(), "capget")
-    for i in range(3):
-        data[i] &= ~(1 << _CAP_SYS_PTRACE)
+    for cap in DROPPED_CAPABILITIES:
+        base, bit = (0, cap) if cap < 32 else (3, cap - 32)
+        for i in range(3):
+            data[base + i] &= ~(1 << bit)
     if libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
         raise OSError(ctypes.get_errno(), "capset")
 
@@ -646,7 +665,7 @@ def confine(
             if ruleset_fd >= 0 and proc_rights:
                 _grant(libc, ruleset_fd, "/proc", proc_rights)
             stage = STAGE_SETUP
-        _drop_ptrace(libc)
+        _drop_capabilities(libc)
         stage = STAGE_NO_NEW_PRIVS
         _prctl(libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
         if ruleset_fd >= 0:

@@ -124,6 +124,7 @@ from mm_tui.core.launcher import (
     USE_LAUNCHER,
     LaunchedProcess,
     LauncherFailed,
+    LauncherGone,
     LauncherProcess,
     launch,
     launch_direct,
@@ -902,8 +903,13 @@ def confine(config: SandboxConfig, project: Path, env: Mapping[str, str]) -> Con
         ruleset = ruleset_for(policy, abi)
         try:
             ruleset.launcher()  # started now: a failure to confine is said here
-        except LauncherFailed as exc:
-            raise SandboxUnavailable(exc.strerror or str(exc)) from None
+        except (LauncherFailed, LauncherGone) as exc:
+            # Landlock works here, so `auto` promised confinement: the command is not run
+            # unconfined behind the person's back (strict says it its own way)
+            why = f"the launcher of the commands could not confine itself: {exc.strerror or exc}"
+            if config.mode == "strict":
+                return Confinement(refused=refusal(why), why=why)
+            return Confinement(refused=not_confined(why), why=why)
     except (OSError, SandboxUnavailable) as exc:
         if config.mode == "strict":
             return Confinement(refused=refusal(str(exc)), why=str(exc))
@@ -917,6 +923,14 @@ def refusal(why: str) -> str:
         f"[error: the sandbox cannot be set up: {why} — with sandbox: strict the command is not "
         f"run. Ask the person to run it, or to set sandbox: auto (commands then run unconfined "
         f"here) in {config_file()}]"
+    )
+
+
+def not_confined(why: str) -> str:
+    """What a command gets in auto mode when Landlock works but its launcher failed."""
+    return (
+        f"[error: the sandbox cannot be set up: {why} — the command is not run. Ask the person "
+        f"to run it, or to set sandbox: off in {config_file()}]"
     )
 
 
