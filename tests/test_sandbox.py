@@ -786,6 +786,26 @@ async def test_a_language_server_starts_confined_from_the_launcher_process(
         assert "NoNewPrivs:\t0" in (task / "status").read_text()
 
 
+@needs_landlock
+async def test_a_call_whose_ruleset_was_rebuilt_meanwhile_runs_on_the_new_one(
+    place: Place,
+) -> None:
+    """Between a call's confinement and its start, a folder the ruleset lists changed (a new
+    terminal in /dev/pts, a file another call made at the project's top) and a call beside it
+    rebuilt the ruleset: the first call starts from the new one, it is not refused."""
+    config = sandbox.SandboxConfig()
+    first = sandbox.confine(config, place.project, dict(os.environ))
+    (place.home / "new-entry").write_text("x")
+    stamp = os.stat(place.home).st_mtime_ns + 10**9  # changed, even on a coarse clock
+    os.utime(place.home, ns=(stamp, stamp))
+    second = sandbox.confine(config, place.project, dict(os.environ))
+    assert first.ruleset is not None and second.ruleset is not None
+    assert second.ruleset is not first.ruleset and first.ruleset.fd < 0  # the old one closed
+    proc = await first.start(["sh", "-c", "exit 7"], cwd=str(place.project))
+    assert await proc.wait() == 7
+    assert first.ruleset is second.ruleset
+
+
 async def test_concurrent_commands_each_finish(place: Place) -> None:
     """Several calls at once through the sandbox's one thread: each gets its own output."""
     results = await asyncio.gather(*(bash(f"echo {i}", place.project) for i in range(8)))

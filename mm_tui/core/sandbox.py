@@ -833,8 +833,22 @@ class Confinement:
         `wait_started` False: a failure to start is raised by the wait for its end instead."""
         if not USE_LAUNCHER:  # not Linux: nothing is confined, and no launcher is built
             return await launch_direct(argv, **popen)
-        launcher = self.ruleset.launcher() if self.ruleset is not None else plain_launcher()
+        launcher = self._launcher() if self.ruleset is not None else plain_launcher()
         return await launch(launcher, argv, wait_started, **popen)
+
+    def _launcher(self) -> LauncherProcess:
+        """The ruleset's launcher; when the ruleset was rebuilt since this confinement was made
+        (a folder it lists changed: a new terminal in /dev/pts, a new entry at the project's
+        top, perhaps made by a call running beside this one), the new ruleset's."""
+        assert self.ruleset is not None and self.policy is not None
+        for _ in range(3):
+            try:
+                return self.ruleset.launcher()
+            except OSError as exc:
+                if exc.errno != errno.ESTALE:
+                    raise
+                self.ruleset = ruleset_for(self.policy, self.ruleset.abi)
+        return self.ruleset.launcher()
 
     @property
     def confined(self) -> bool:
