@@ -533,8 +533,9 @@ def _keep(child: int, mm_pid: int, closing: tuple[int, ...]) -> None:
 
 def _enter_namespaces(libc: Any, hide: list[str], mm_pid: int, closing: tuple[int, ...]) -> None:
     """Go on in a PID namespace and a mount namespace of its own, where /proc shows only the
-    launcher and what it started, and where each item of `hide` is covered by an empty,
-    read-only file or folder. Returns in the namespace's first process (pid 1); the process
+    launcher and what it started, and where each item of `hide` is covered: a file by a device
+    node on a mount without devices (opening it is refused), a folder by an empty read-only
+    one. Returns in the namespace's first process (pid 1); the process
     that called it stays outside as its keeper (`_keep`) and never returns.
 
     Why: Landlock keeps a command from ptracing mm and from reading its memory, but the kernel
