@@ -126,3 +126,31 @@ def processes_mentioning(text: str) -> list[int]:
         if text in line and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def host_group(pgid: int) -> int:
+    """A process group as a command numbered it (`$$` printed by the tool's shell), as this
+    process numbers it. The same number, unless the launcher runs in a PID namespace of its
+    own (as root), where it is found by the `NSpgid` line of a live member's
+    /proc/<pid>/status among the processes of that namespace: the newest launcher's first.
+    `pgid` unchanged when no live member is found."""
+    for launcher in sorted(
+        launchers(), key=lambda p: int((stat_fields(p) or [0] * 20)[19]), reverse=True
+    ):
+        try:
+            namespace = os.readlink(f"/proc/{launcher}/ns/pid")
+        except OSError:
+            continue
+        for pid in all_pids():
+            try:
+                if os.readlink(f"/proc/{pid}/ns/pid") != namespace or not alive(pid):
+                    continue
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("NSpgid:"):
+                    numbers = [int(n) for n in line.split()[1:]]
+                    if len(numbers) > 1 and numbers[-1] == pgid:
+                        return numbers[0]
+    return pgid
