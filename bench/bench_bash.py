@@ -3,9 +3,10 @@
 The floor is the least any implementation must do: a temporary file, `bash -c true` started by
 Popen (vfork and exec) with its output going to that file, a blocking wait and a read-back.
 asyncio's own start of the same child is printed beside it: the tool starts its commands from a
-launcher process instead (core/launcher.py: one message out, two back, the pid and the status). The tool adds its process
-group, its quiet environment and its markers; the goal is at most 1.3x the floor. Both are
-measured in the same run, interleaved, so that a busy machine slows both alike.
+launcher process instead (core/launcher.py: one message out and one back, the status). The
+tool adds its process group, its quiet environment and its markers; the goal is at most 1.3x
+the floor. Both are measured in the same run, interleaved, so that a busy machine slows both
+alike.
 
 The sandbox (core/sandbox.py, `sandbox: auto`) against none (`sandbox: off`): the same tool call,
 confined and not, interleaved too; the goal is at most 1.3x + 2 ms. Building a ruleset (once per

@@ -125,6 +125,25 @@ async def test_secrets_under_other_names_stay_out_of_a_bash_command(
     assert KEPT <= shown, KEPT - shown
 
 
+def test_a_kept_environment_follows_changes_to_mm_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filtered environment is kept between calls: a variable set, changed or removed in
+    mm's environment since, and other secrets or patterns, are seen at the next call, and what
+    a caller does to its copy reaches nobody else."""
+    monkeypatch.setenv("MM_KEPT_TEST", "one")
+    first = command_env()
+    assert first["MM_KEPT_TEST"] == "one"
+    first["MM_KEPT_TEST"] = "changed by a caller"
+    assert command_env()["MM_KEPT_TEST"] == "one"
+    second = "two-0123456789"  # long enough to be taken for a key
+    monkeypatch.setenv("MM_KEPT_TEST", second)
+    assert command_env()["MM_KEPT_TEST"] == second
+    assert "MM_KEPT_TEST" not in command_env(secrets=[second, None])
+    assert "MM_KEPT_TEST" not in command_env(["MM_KEPT_*"])
+    assert command_env()["MM_KEPT_TEST"] == second
+    monkeypatch.delenv("MM_KEPT_TEST")
+    assert "MM_KEPT_TEST" not in command_env()
+
+
 def test_patterns_are_globs_without_case() -> None:
     assert excluded("MM_API_KEY", []) and excluded("openai_api_key", [])
     assert excluded("GITLAB_TOKEN") and excluded("aws_secret") and excluded("X_API_KEY")

@@ -226,6 +226,35 @@ async def test_a_request_too_large_for_one_message_goes_in_a_memfd(tmp_path: Pat
         launcher.close(wait=10)
 
 
+async def test_a_call_that_does_not_wait_for_its_pid_gets_its_end_and_its_failure(
+    tmp_path: Path,
+) -> None:
+    """`launch_sent`, as the bash tool starts its commands: the launcher does not say the pid
+    (one reply less), the end and its code arrive, each call gets its own environment though
+    an unchanged one is encoded once, and a command that cannot start fails in its wait."""
+    launcher = launching.LauncherProcess()
+    path = os.environ["PATH"]
+    try:
+        for value in ("one", "two", "two", "one"):
+            out = tmp_path / "out"
+            with out.open("wb") as f:
+                argv = ["sh", "-c", 'echo "$X"; exit 3']
+                env = {"X": value, "PATH": path}
+                proc = launching.launch_sent(launcher, argv, stdout=f, cwd=tmp_path, env=env)
+                assert await asyncio.wait_for(proc.wait(), 60) == 3
+            assert out.read_text() == f"{value}\n"
+            assert proc.pid == 0  # never said: a reply `P` would have set it
+        missing = launching.launch_sent(launcher, [str(tmp_path / "missing")], cwd=tmp_path)
+        with pytest.raises(FileNotFoundError):
+            await asyncio.wait_for(missing.wait(), 60)
+        started = await launching.launch(launcher, ["true"], cwd=tmp_path)  # and the next runs
+        assert started.pid > 1
+        assert await asyncio.wait_for(started.wait(), 60) == 0
+        assert not launcher.gone
+    finally:
+        launcher.close(wait=10)
+
+
 async def test_stopping_a_server_spares_the_jobs_later_commands_left(tmp_path: Path) -> None:
     """An orphan (its parent gone) belongs to the last call that had started when it did: a
     language server's stop does not reach the background job of a command started after it."""

@@ -12,7 +12,8 @@ it, ptracing it or reading its /proc files.
 One launcher per ruleset (and one unconfined, for `sandbox: off` or a kernel without Landlock),
 started at first need. A call is one message out (`S`: argv, cwd, environment, and the child's
 stdin, stdout and stderr as descriptors mm made and keeps its ends of) and two back (its pid,
-then its returncode once the launcher reaped it). Stopping a call is a request (`K`): the
+then its returncode once the launcher reaped it); the bash tool asks for no pid (`launch_sent`),
+which spares a reply and a wake-up of mm per call. Stopping a call is a request (`K`): the
 launcher signals the call's group and every descendant that left it (`setsid`), SIGKILL after
 the grace; mm never signals a pid the launcher reported.
 
@@ -91,9 +92,8 @@ class _Pending:
         self.started: asyncio.Future[int] = loop.create_future()
         self.exited: asyncio.Future[int] = loop.create_future()
         self.stopped: asyncio.Future[None] | None = None
-        self.await_start = (
-            True  # False: a failure to start goes to `exited`; the pid is not awaited
-        )
+        # False: a failure to start goes to `exited`, and the launcher does not send the pid
+        self.await_start = True
         self.argv0 = ""
         self.pid = 0
         self.returncode: int | None = None
@@ -190,6 +190,7 @@ class LauncherProcess:
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._next = 1
+        self._env: tuple[dict[str, str], bytes] | None = None
         self.gone = False
         self.retired = False
         pass_fds = [theirs.fileno()]
@@ -263,24 +264,39 @@ class LauncherProcess:
     # --- what mm asks ------------------------------------------------------------------------
 
     async def start(
+        self, argv: list[str], cwd: str, env: Mapping[str, str], stdio: tuple[int, int, int]
+    ) -> tuple[int, _Pending]:
+        """Start `argv`; returns (call id, what to wait on) once the launcher reported its pid.
+        Raises OSError as Popen would (the launcher's errno), `LauncherGone` when it died."""
+        ident, pending = self.send(argv, cwd, env, stdio, await_start=True)
+        try:
+            await asyncio.shield(pending.started)
+        except asyncio.CancelledError:
+            # started or about to be: stop it once its pid is known, whatever happens here
+            pending.started.add_done_callback(lambda f: self._kill_late(ident, f))
+            raise
+        return ident, pending
+
+    def send(
         self,
         argv: list[str],
         cwd: str,
         env: Mapping[str, str],
         stdio: tuple[int, int, int],
-        wait_started: bool = True,
+        await_start: bool = False,
     ) -> tuple[int, _Pending]:
-        """Start `argv`; returns (call id, what to wait on) once the launcher reported its pid.
-        Raises OSError as Popen would (the launcher's errno), `LauncherGone` when it died.
-        `wait_started` False: returns once the request is sent (one wake-up of mm less a call);
-        a failure to start then comes out of the wait for the end."""
-        loop = asyncio.get_running_loop()
-        pending = _Pending(loop)
-        pending.await_start = wait_started
+        """Ask for `argv` to be started, without waiting: (call id, what to wait on). Not a
+        coroutine, so nothing can come between the request and its record (a cancellation
+        there would leave a command running that nobody waits on), and a call that does not
+        need the pid saves a wake-up of mm. `await_start` False: a failure to start comes out
+        of the wait for the end. Raises `LauncherGone` when the launcher died."""
+        pending = _Pending(asyncio.get_running_loop())
+        pending.await_start = await_start
         pending.argv0 = argv[0] if argv else ""
-        payload = json.dumps(
-            {"id": 0, "argv": argv, "cwd": cwd, "env": dict(env)}, ensure_ascii=True
-        ).encode()
+        # the pid is only shown: a call that does not wait for it is not told (a reply, and a
+        # wake-up of mm, less per call)
+        request = {"id": 0, "argv": argv, "cwd": cwd, "pid": await_start}
+        payload = json.dumps(request, ensure_ascii=True).encode()[:-1] + self._encoded(env)
         with self._lock:
             if self.gone:
                 raise LauncherGone()
@@ -304,15 +320,18 @@ class LauncherProcess:
         finally:
             if memfd >= 0:
                 os.close(memfd)
-        if not wait_started:
-            return ident, pending
-        try:
-            await asyncio.shield(pending.started)
-        except asyncio.CancelledError:
-            # started or about to be: stop it once its pid is known, whatever happens here
-            pending.started.add_done_callback(lambda f: self._kill_late(ident, f))
-            raise
         return ident, pending
+
+    def _encoded(self, env: Mapping[str, str]) -> bytes:
+        """`, "env": {…}}`: the end of a request, kept while the environment is the same from
+        call to call (as a bash call's is), which spares encoding forty variables each time."""
+        last = self._env
+        if last is not None and last[0] == env:
+            return last[1]
+        copy = dict(env)
+        encoded = b', "env": ' + json.dumps(copy, ensure_ascii=True).encode() + b"}"
+        self._env = (copy, encoded)
+        return encoded
 
     def _kill_late(self, ident: int, started: asyncio.Future[int]) -> None:
         if not started.cancelled() and started.exception() is None:
@@ -391,14 +410,18 @@ class LauncherProcess:
             if pending.await_start:
                 _call_soon(loop, _settle, pending.started, value)
         elif kind == b"E":
-            if pending.pid or value <= 0 or value > 4095:
+            if pending.pid or pending.returncode is not None or value <= 0 or value > 4095:
                 return False
             self._forget(ident)
             failed = OSError(value, os.strerror(value), pending.argv0)
             target = pending.started if pending.await_start else pending.exited
             _call_soon(loop, _settle, target, None, failed)
         elif kind == b"X":
-            if not pending.pid or value not in _RETURNCODE_RANGE or pending.returncode is not None:
+            if (
+                (pending.await_start and not pending.pid)
+                or value not in _RETURNCODE_RANGE
+                or pending.returncode is not None
+            ):
                 return False
             pending.returncode = value
             _call_soon(loop, _settle, pending.exited, value)
@@ -450,7 +473,8 @@ class LaunchedProcess:
 
     @property
     def pid(self) -> int:
-        """The child's pid (0 until the launcher said it): to show, never to signal. A launcher
+        """The child's pid (0 until the launcher said it, and always for `launch_sent`, whose
+        launcher does not say it): to show, never to signal. A launcher
         in a PID namespace of its own numbers its children there: mm's number is found from it
         while the child runs (`LauncherProcess.outside`)."""
         return self._launcher.outside(self._pending.pid)
@@ -624,6 +648,17 @@ def _namespace_pid(pid: int) -> int:
     return 0
 
 
+_null = -1
+
+
+def _devnull() -> int:
+    """/dev/null, opened once for every call's stdin (an open and a close less per call)."""
+    global _null
+    if _null < 0:
+        _null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    return _null
+
+
 def launch_args(
     popen: Mapping[str, Any],
 ) -> tuple[tuple[int, int, int], tuple[int | None, ...], list[int]]:
@@ -652,9 +687,7 @@ def launch_args(
                 child.append(cast("IO[bytes]", spec).fileno())
                 mine.append(None)
             else:  # DEVNULL, None
-                null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-                child.append(null)
-                close.append(null)
+                child.append(_devnull())
                 mine.append(None)
     except BaseException:
         for fd in close + [m for m in mine if m is not None]:
@@ -663,31 +696,48 @@ def launch_args(
     return (child[0], child[1], child[2]), tuple(mine), close
 
 
-async def launch(
-    launcher: LauncherProcess, argv: list[str], wait_started: bool = True, **popen: Any
-) -> LaunchedProcess:
+async def launch(launcher: LauncherProcess, argv: list[str], **popen: Any) -> LaunchedProcess:
     """Start `argv` from `launcher` with Popen-like arguments (`stdin`, `stdout`, `stderr`,
     `cwd`, `env`; the child always leads a group of its own, in the launcher's session, which
-    has no terminal). `wait_started`: see `LauncherProcess.start`."""
+    has no terminal); returns once the launcher reported its pid."""
     stdio, mine, close = launch_args(popen)
-    env = popen.get("env")
-    cwd = popen.get("cwd")
     try:
-        ident, pending = await launcher.start(
-            [os.fsdecode(a) for a in argv],
-            os.fsdecode(cwd) if cwd is not None else os.getcwd(),
-            command_env() if env is None else env,
-            stdio,
-            wait_started,
-        )
+        ident, pending = await launcher.start(*_request(argv, popen), stdio)
     except BaseException:
-        for fd in [m for m in mine if m is not None]:
-            os.close(fd)
+        _close([m for m in mine if m is not None])
         raise
     finally:
-        for fd in close:
-            os.close(fd)
+        _close(close)
     return LaunchedProcess(launcher, ident, pending, (mine[0], mine[1], mine[2]))
+
+
+def launch_sent(launcher: LauncherProcess, argv: list[str], **popen: Any) -> LaunchedProcess:
+    """`launch` without waiting for the pid (`LauncherProcess.send`): a failure to start comes
+    out of `wait()`."""
+    stdio, mine, close = launch_args(popen)
+    try:
+        ident, pending = launcher.send(*_request(argv, popen), stdio)
+    except BaseException:
+        _close([m for m in mine if m is not None])
+        raise
+    finally:
+        _close(close)
+    return LaunchedProcess(launcher, ident, pending, (mine[0], mine[1], mine[2]))
+
+
+def _request(argv: list[str], popen: Mapping[str, Any]) -> tuple[list[str], str, Mapping[str, str]]:
+    env = popen.get("env")
+    cwd = popen.get("cwd")
+    return (
+        [os.fsdecode(a) for a in argv],
+        os.fsdecode(cwd) if cwd is not None else os.getcwd(),
+        command_env() if env is None else env,
+    )
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def stop_all(wait: float = 1.0) -> None:

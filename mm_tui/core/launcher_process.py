@@ -107,17 +107,23 @@ STAGE_NAMESPACES = 5
 class Call:
     """One started command: its process (which leads its own group) and when it started."""
 
-    def __init__(self, ident: int, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, ident: int, popen: subprocess.Popen[bytes], start: int) -> None:
         self.ident = ident
         self.popen = popen
         self.pid = popen.pid
-        self.start = _starttime(popen.pid)
+        self.start = start  # no later than its process's start time in /proc (`_stat`)
         self.running = True
 
 
-def _starttime(pid: int) -> int:
-    fields = _stat(pid)
-    return fields[3] if fields else 0
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _ticks_now() -> int:
+    """The clock that /proc's start times count (clock ticks since boot, sleep included).
+    Taken before a start, it is no later than the started process's: reading the time from
+    /proc/<pid>/stat instead waited for the new process's exec (that read takes its memory
+    map's lock) and cost a tenth of a millisecond of every call."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _TICKS)
 
 
 def _stat(pid: int) -> tuple[int, int, str, int] | None:
@@ -282,6 +288,7 @@ class Launcher:
                 raise OSError(errno.EINVAL, "three descriptors expected")
             if self.retired:
                 raise OSError(errno.ESTALE, "this launcher takes no more work")
+            start = _ticks_now()
             popen = subprocess.Popen(
                 [str(a) for a in request["argv"]],
                 stdin=fds[0],
@@ -299,7 +306,7 @@ class Launcher:
         except (ValueError, TypeError, KeyError, subprocess.SubprocessError):
             self.reply(b"E", ident, errno.EINVAL)
         else:
-            call = Call(ident, popen)
+            call = Call(ident, popen, start)
             old = self.calls.pop(ident, None)
             if old is not None:
                 self.by_pid.pop(old.pid, None)
@@ -307,7 +314,8 @@ class Launcher:
                 del self.calls[other.ident]  # an ended call whose pid came round again
             self.calls[ident] = call
             self.by_pid[popen.pid] = call
-            self.reply(b"P", ident, popen.pid)
+            if request.get("pid", True):
+                self.reply(b"P", ident, popen.pid)
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):

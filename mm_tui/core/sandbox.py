@@ -128,6 +128,7 @@ from mm_tui.core.launcher import (
     LauncherProcess,
     launch,
     launch_direct,
+    launch_sent,
     seccomp_filter,
 )
 from mm_tui.core.paths import shown_path, user_config_dir
@@ -824,17 +825,24 @@ class Confinement:
     policy: Policy | None = None
     cwd: str = ""
 
-    async def start(
-        self, argv: list[str], wait_started: bool = True, **popen: Any
-    ) -> LaunchedProcess:
+    async def start(self, argv: list[str], **popen: Any) -> LaunchedProcess:
         """Start `argv` with Popen-like `stdin`, `stdout`, `stderr`, `cwd`, `env` from the
         launcher process (confined when this is), as the leader of a group of its own.
-        Raises OSError as Popen would; `LauncherGone` when the launcher died meanwhile.
-        `wait_started` False: a failure to start is raised by the wait for its end instead."""
+        Raises OSError as Popen would; `LauncherGone` when the launcher died meanwhile."""
         if not USE_LAUNCHER:  # not Linux: nothing is confined, and no launcher is built
             return await launch_direct(argv, **popen)
-        launcher = self._launcher() if self.ruleset is not None else plain_launcher()
-        return await launch(launcher, argv, wait_started, **popen)
+        return await launch(self._launcher_for_call(), argv, **popen)
+
+    def start_sent(self, argv: list[str], **popen: Any) -> LaunchedProcess | None:
+        """`start` without waiting for the pid (a failure to start comes out of `wait()`), and
+        not a coroutine: nothing can cancel it between the request and the process's record.
+        None where commands are not started from a launcher (then use `start`)."""
+        if not USE_LAUNCHER:
+            return None
+        return launch_sent(self._launcher_for_call(), argv, **popen)
+
+    def _launcher_for_call(self) -> LauncherProcess:
+        return self._launcher() if self.ruleset is not None else plain_launcher()
 
     def _launcher(self) -> LauncherProcess:
         """The ruleset's launcher; when the ruleset was rebuilt since this confinement was made

@@ -261,36 +261,40 @@ class BashTool(Tool):
         # Unlinked at once (O_TMPFILE on Linux): nothing is left behind whatever happens.
         with tempfile.TemporaryFile(buffering=0) as out:
             fd = out.fileno()
-            # From the launcher process (confined, or unconfined when the sandbox is off).
-            starting = asyncio.ensure_future(
-                sandbox.start(
-                    ["bash", "-c", args.command],
-                    stdin=subprocess.DEVNULL,
-                    stdout=fd,
-                    stderr=subprocess.STDOUT,
-                    cwd=ctx.cwd,
-                    env=env,
-                    wait_started=False,  # a failure to start comes out of the wait
-                )
-            )
+            # From the launcher process (confined, or unconfined when the sandbox is off),
+            # without waiting for the pid: a failure to start comes out of the wait.
+            popen: dict[str, Any] = {
+                "stdin": subprocess.DEVNULL,
+                "stdout": fd,
+                "stderr": subprocess.STDOUT,
+                "cwd": ctx.cwd,
+                "env": env,
+            }
+            argv = ["bash", "-c", args.command]
             try:
-                proc = await asyncio.shield(starting)
-            except asyncio.CancelledError:
-                # Cancelled while the launcher started it: the pid is a moment away; stop the
-                # command as any cancelled one, with what it wrote so far.
-                try:
-                    proc = await starting
-                except OSError:
-                    raise ToolCancelled(CANCELLED) from None
-                try:
-                    await proc.stop(KILL_GRACE)
-                finally:
-                    output = truncate(read_back(fd), limit)
-                raise ToolCancelled(append_marker(output, CANCELLED)) from None
+                proc = sandbox.start_sent(argv, **popen)
             except LauncherGone:
                 return ToolResult(LAUNCHER_GONE, status="error")
             except OSError as exc:
                 return ToolResult(f"[error: cannot run bash: {exc}]", status="error")
+            if proc is None:  # started here (no launcher): a start cancelled midway is awaited
+                starting = asyncio.ensure_future(sandbox.start(argv, **popen))
+                try:
+                    proc = await asyncio.shield(starting)
+                except asyncio.CancelledError:
+                    # Cancelled while it started: stop the command as any cancelled one, with
+                    # what it wrote so far.
+                    try:
+                        proc = await starting
+                    except OSError:
+                        raise ToolCancelled(CANCELLED) from None
+                    try:
+                        await proc.stop(KILL_GRACE)
+                    finally:
+                        output = truncate(read_back(fd), limit)
+                    raise ToolCancelled(append_marker(output, CANCELLED)) from None
+                except OSError as exc:
+                    return ToolResult(f"[error: cannot run bash: {exc}]", status="error")
 
             try:
                 async with asyncio.timeout(self.timeout):
