@@ -101,7 +101,7 @@ def confinement(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     """How the commands are confined: as root, the launcher in PID and mount namespaces of its
     own (the denied items covered); Landlock alone, as for a plain user or in a container."""
     if request.param == "namespaces" and not sandbox.namespaces_wanted():
-        pytest.skip("no namespaces for the launcher here (root only)")
+        pytest.skip("no namespaces for the launcher here (refused to this user, or disabled)")
     if request.param == "landlock":
         monkeypatch.setenv(sandbox.NAMESPACES_VARIABLE, "0")
     return request.param
@@ -418,7 +418,7 @@ async def test_a_command_cannot_undo_the_covers_nor_see_the_machine_s_processes(
     mounting another /proc or the denied folder elsewhere, entering another mount namespace
     first, reading the cover's real file through a hard link or a descriptor: all fail."""
     if not sandbox.namespaces_wanted():
-        pytest.skip("no namespaces for the launcher here (root only)")
+        pytest.skip("no namespaces for the launcher here (refused to this user, or disabled)")
     secrets = place.project / "secrets"
     secrets.mkdir()
     (secrets / "key.pem").write_text("PRIVATE t0k3n\n")

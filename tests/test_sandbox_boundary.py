@@ -55,6 +55,14 @@ USERS = ["me", "plain"]
 NO_NAMESPACES = {sandbox.NAMESPACES_VARIABLE: "0"}
 
 
+def needs_namespaces(place: Place) -> None:
+    """Skips, saying why, where the place's user gets no namespaces for its launcher."""
+    if place.who.uid is None and os.geteuid() == 0:
+        return
+    if not sandbox.user_namespaces_allowed():
+        pytest.skip("this system refuses user namespaces to plain users: Landlock alone")
+
+
 class Place:
     """A home folder (mm's configuration with a key), a project and a temp folder, owned by
     the user who runs mm, under /tmp (pytest's folders are closed to a plain user)."""
@@ -138,12 +146,13 @@ def kill_sleepers(*durations: str) -> None:
 @needs_signal_scope
 @pytest.mark.parametrize("confinement", ["namespaces", "landlock"])
 def test_a_command_cannot_signal_ptrace_or_read_mm(place: Place, confinement: str) -> None:
-    """As root the launcher enters PID and mount namespaces of its own: mm is not there to be
-    named. Without them (a plain user; root where they are refused, as in a container without
-    CAP_SYS_ADMIN: `MM_SANDBOX_NAMESPACES=0` does the same) Landlock and mm's own guard hold."""
+    """The launcher enters PID and mount namespaces of its own (a plain user's in a user
+    namespace first): mm is not there to be named. Without them (where they are refused, as in
+    a container without CAP_SYS_ADMIN, or a system that refuses user namespaces to plain users:
+    `MM_SANDBOX_NAMESPACES=0` does the same) Landlock and mm's own guard hold."""
     namespaced = confinement == "namespaces"
-    if namespaced and (place.who.uid is not None or os.geteuid() != 0):
-        pytest.skip("a plain user's launcher has no namespaces (it would need a user namespace)")
+    if namespaced:
+        needs_namespaces(place)
     python = place.who.python
     with ScriptedServer(
         Reply(tool_calls=[call("bash", {"command": f"{python} attack.py mm.pid"})]),
@@ -400,3 +409,73 @@ def test_a_background_job_outlives_its_call_and_dies_with_mm(place: Place) -> No
         finally:
             proc.kill()
             kill_sleepers(job)
+
+
+LIFTS = (
+    ("umount -l secrets; umount secrets; cat secrets/key.pem", False),
+    ("umount -l /proc; ls /proc; cat secrets/key.pem", False),
+    ("mkdir -p m; mount -t proc proc m; ls m/$MM", True),
+    ("mkdir -p b; mount --bind secrets b; cat b/key.pem", False),
+    ("unshare -m --propagation unchanged sh -c 'umount -l secrets; cat secrets/key.pem'", False),
+    # a user namespace of the command's own, where it may mount and unmount what is its own
+    ("unshare -Urm --propagation unchanged sh -c 'umount -l secrets; cat secrets/key.pem'", False),
+    ("unshare -Urm --propagation unchanged sh -c 'umount -l /proc; ls /proc/$MM'", False),
+    ("unshare -Urpf --mount-proc sh -c 'ls /proc/$MM; cat secrets/key.pem'", False),
+    # a clone of the project's mount, without the covers mounted on it
+    ('$PYTHON -c "$CLONE"', False),
+    ('unshare -Urm $PYTHON -c "$CLONE"', False),
+    ("nsenter -t $MM -m cat secrets/key.pem", True),
+    ("ln secrets/key.pem hard.pem; cat hard.pem", False),
+    ("exec 3<secrets/key.pem; cat <&3", False),
+    ("cat /proc/1/root$PWD/secrets/key.pem", False),
+    ("cat /proc/$MM/environ /proc/$MM/cmdline; ls /proc/$MM/fd", True),
+    ("kill -9 $MM", True),
+    ("ls -A secrets", False),
+)
+"""Ways a command might lift the covers of the launcher's mount namespace, or reach mm (True:
+it names mm's pid, `$MM`, and must find nothing there)."""
+
+CLONE = (
+    "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+    "libc.syscall.restype = ctypes.c_long; "
+    "fd = libc.syscall(428, ctypes.c_int(-100), b'.', ctypes.c_uint(1)); "
+    "print(open(os.open('secrets/key.pem', os.O_RDONLY, dir_fd=fd)).read() if fd >= 0 "
+    "else os.strerror(ctypes.get_errno()))"
+)
+"""open_tree(AT_FDCWD, ".", OPEN_TREE_CLONE), then the key through the clone."""
+
+
+@needs_landlock
+def test_the_covers_hold_and_the_project_stays_writable(place: Place) -> None:
+    """`sandboxDeny: [secrets]` in the launcher's namespaces, as root and as a plain user (in a
+    user namespace of the launcher's own): the folder is covered, every way to lift the cover
+    or reach mm fails, and the project's top keeps every right: a file made there is written
+    at once, one there is removed. Through the real `mm -p`, each way one bash call."""
+    needs_namespaces(place)
+    folder = place.project / "secrets"
+    folder.mkdir()
+    (folder / "key.pem").write_text(f"PRIVATE {CONFIG_KEY}\n")
+    (place.project / "old.txt").write_text("old\n")
+    place.who.own(place.project)
+    work = "echo hi > top.txt && cat top.txt && rm old.txt && echo removed"
+    commands = [f"MM=$(cat mm.pid); {c}" for c, _ in LIFTS] + [work]
+    replies = [Reply(tool_calls=[call("bash", {"command": c})]) for c in commands]
+    with ScriptedServer(*replies, Reply("done")) as server:
+        more = {"MM_SANDBOX_DENY": "secrets", "PYTHON": place.who.python, "CLONE": CLONE}
+        proc = place.mm(server, "-p", "go", env_more=more)
+        (place.project / "mm.pid").write_text(str(proc.pid))
+        place.who.own(place.project / "mm.pid")
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        told = [r.messages[-1]["content"] for r in server.requests[1:]]
+    assert len(told) == len(commands)  # every call was made, and mm lived to the end
+    for (command, names_mm), result in zip(LIFTS, told, strict=False):
+        assert CONFIG_KEY not in result and "PRIVATE" not in result, (command, result)
+        assert "unexpectedly" not in result, (command, result)  # an answer, not mm's error
+        if names_mm:  # mm is not there to be named
+            assert "No such" in result, (command, result)
+    assert "key.pem" not in told[len(LIFTS) - 1]  # not even the name
+    assert told[len(LIFTS)].startswith("hi\nremoved"), told[len(LIFTS)]
+    assert (place.project / "top.txt").read_text() == "hi\n"
+    assert not (place.project / "old.txt").exists()
+    assert (folder / "key.pem").read_text() == f"PRIVATE {CONFIG_KEY}\n"

@@ -86,6 +86,7 @@ _SYS_ADD_RULE = 445
 _SYS_RESTRICT_SELF = 446
 _RULE_PATH_BENEATH = 1
 _CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _MS_RDONLY = 1
 _MS_NOSUID = 2
@@ -427,24 +428,27 @@ def _prctl(libc: Any, option: int, arg: Any = 0, arg3: Any = 0) -> None:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
-def _drop_capabilities(libc: Any) -> None:
-    """Give up `DROPPED_CAPABILITIES`, for this process and all it starts (its bounding set).
+def _drop_capabilities(libc: Any, every: bool = False) -> None:
+    """Give up `DROPPED_CAPABILITIES` (`every`: all of them, as a plain user's launcher does
+    in the user namespace it made), for this process and all it starts (its bounding set).
     CAP_SYS_PTRACE: with it, root may trace and read the memory of a process that is not
     dumpable, as mm makes itself; without it, the kernel still lets the same user open that
     process's environment and list its descriptors (PTRACE_MODE_READ, which Landlock does not
     refuse): what the PID namespace of `_enter_namespaces` takes away, where it can be made.
     CAP_SYS_ADMIN: with it, root in the namespaces could clone a mount without the covers on
-    it (open_tree) and read what they cover. A plain user has none of them: nothing changes."""
+    it (open_tree) and read what they cover. A plain user has none of them outside a user
+    namespace: nothing changes then."""
     import ctypes
 
-    for cap in DROPPED_CAPABILITIES:
+    dropped = range(64) if every else DROPPED_CAPABILITIES
+    for cap in dropped:
         with contextlib.suppress(OSError):  # no CAP_SETPCAP, or a kernel without that cap
             _prctl(libc, _PR_CAPBSET_DROP, ctypes.c_ulong(cap))
     header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: low 32 bits, then high
     if libc.capget(ctypes.byref(header), ctypes.byref(data)) != 0:
         raise OSError(ctypes.get_errno(), "capget")
-    for cap in DROPPED_CAPABILITIES:
+    for cap in dropped:
         base, bit = (0, cap) if cap < 32 else (3, cap - 32)
         for i in range(3):
             data[base + i] &= ~(1 << bit)
@@ -541,10 +545,10 @@ def _keep(child: int, mm_pid: int, closing: tuple[int, ...]) -> None:
 
 def _enter_namespaces(libc: Any, hide: list[str], mm_pid: int, closing: tuple[int, ...]) -> None:
     """Go on in a PID namespace and a mount namespace of its own, where /proc shows only the
-    launcher and what it started, and where each item of `hide` is covered: a file by a device
-    node on a mount without devices (opening it is refused), a folder by an empty read-only
-    one. Returns in the namespace's first process (pid 1); the process
-    that called it stays outside as its keeper (`_keep`) and never returns.
+    launcher and what it started, and where each item of `hide` is covered: a file by one that
+    cannot be opened, a folder by an empty read-only one. Returns in the namespace's first
+    process (pid 1); the process that called it stays outside as its keeper (`_keep`) and
+    never returns.
 
     Why: Landlock keeps a command from ptracing mm and from reading its memory, but the kernel
     lets a process of the same user read another's environment and list its descriptors
@@ -554,13 +558,30 @@ def _enter_namespaces(libc: Any, hide: list[str], mm_pid: int, closing: tuple[in
     that would reach it (new files there could not be written), where a mount over it simply
     hides it and leaves the folder above whole.
 
-    Needs CAP_SYS_ADMIN (root, outside a container that took it away); without it, unshare
-    fails and mm goes on with Landlock alone."""
+    Root has the right to make them (CAP_SYS_ADMIN, outside a container that took it away). A
+    plain user first enters a user namespace of its own, where it is itself (its uid and gid
+    map to themselves) with every capability over these namespaces and none over the machine;
+    the commands it starts have none at all (a uid other than 0 loses them at exec). There the
+    mounts it inherits are locked to it: the machine's /proc is covered by the new one instead
+    of unmounted, and a cover could not be lifted by a command that made a user namespace of
+    its own either (the kernel refuses to unmount a locked mount, or to copy a mount without
+    the locked mounts on it). Where any of it fails (user namespaces refused, as some systems
+    do to plain users, or a /proc partly hidden, as in a container), mm goes on with Landlock
+    alone."""
     import ctypes
 
-    if libc.unshare(ctypes.c_int(_CLONE_NEWPID | _CLONE_NEWNS)) != 0:
+    user = os.geteuid() != 0
+    flags = _CLONE_NEWPID | _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(ctypes.c_int(flags)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"unshare: {os.strerror(err)}")
+    if user:
+        for name, text in (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"{gid} {gid} 1")
     alive_r, alive_w = os.pipe()  # the keeper holds its end for as long as it lives
     child = os.fork()
     if child:
@@ -574,19 +595,28 @@ def _enter_namespaces(libc: Any, hide: list[str], mm_pid: int, closing: tuple[in
     os.close(alive_r)
     # what is mounted here stays here; what the person mounts later still shows
     _mount(libc, None, "/", None, _MS_REC | _MS_SLAVE)
-    # the machine's /proc (every process on it) goes, with what is mounted below it: nothing
-    # is left under the /proc mounted here (a command cannot unmount, Landlock forbids it,
-    # but there is nothing to find if one could)
-    _unmount(libc, "/proc")
+    # other views of the whole machine's processes: covered (a plain user), or unmounted at
+    # the end (root)
+    others = [where for where in _proc_mounts() if where != "/proc"] if user else []
+    if not user:
+        # the machine's /proc (every process on it) goes, with what is mounted below it:
+        # nothing is left under the /proc mounted here (a command cannot unmount, Landlock
+        # forbids it, but there is nothing to find if one could)
+        _unmount(libc, "/proc")
     # an empty file and folder to cover the hidden items with, in a scratch tmpfs, detached
     # once the covers are in place
     plain = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     _mount(libc, "mm", "/proc", "tmpfs", plain)
     os.mkdir("/proc/folder", 0)
-    # A file is covered by a device node on a mount without devices: opening it is refused
-    # (EACCES, as Landlock answers), where an empty file would read as an empty secret.
-    os.mknod("/proc/file", stat.S_IFCHR, os.makedev(0, 0))
-    for path in hide:
+    # A file is covered by one that cannot be opened (EACCES, as Landlock answers), where an
+    # empty file would read as an empty secret: root's commands keep CAP_DAC_OVERRIDE, so for
+    # them a device node on a mount without devices; a plain user's cannot pass a mode of 0
+    # (and cannot make a device node).
+    if user:
+        os.close(os.open("/proc/file", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0))
+    else:
+        os.mknod("/proc/file", stat.S_IFCHR, os.makedev(0, 0))
+    for path in hide + others:
         if not os.path.isabs(path) or os.path.islink(path) or not os.path.lexists(path):
             continue  # a link: Landlock judges where it leads
         cover = "/proc/folder" if os.path.isdir(path) else "/proc/file"
@@ -594,9 +624,10 @@ def _enter_namespaces(libc: Any, hide: list[str], mm_pid: int, closing: tuple[in
         _mount(libc, None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | plain)
     _unmount(libc, "/proc")
     _mount(libc, "proc", "/proc", "proc", plain)
-    for where in _proc_mounts():  # another view of the whole machine's processes
-        if where != "/proc":
-            _unmount(libc, where)
+    if not user:
+        for where in _proc_mounts():
+            if where != "/proc":
+                _unmount(libc, where)
 
 
 def _leave_terminal() -> None:
@@ -674,7 +705,7 @@ def confine(
             if ruleset_fd >= 0 and proc_rights:
                 _grant(libc, ruleset_fd, "/proc", proc_rights)
             stage = STAGE_SETUP
-        _drop_capabilities(libc)
+        _drop_capabilities(libc, every=hide is not None and os.geteuid() != 0)
         stage = STAGE_NO_NEW_PRIVS
         _prctl(libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
         if ruleset_fd >= 0:

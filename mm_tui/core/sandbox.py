@@ -292,6 +292,15 @@ def terminals() -> list[str]:
     return found
 
 
+def _real(path: str) -> str:
+    """`os.path.realpath` that does not raise: a link it may not read (`/proc/1/root` of a
+    process of another user) stays as it is, as a path that leads nowhere would."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.abspath(path)
+
+
 def _with_real(paths: Iterable[str]) -> list[str]:
     """Each path normalized, followed by its real path when that differs (an existing one
     reached through a link)."""
@@ -300,7 +309,7 @@ def _with_real(paths: Iterable[str]) -> list[str]:
         path = os.path.normpath(path)
         found.append(path)
         if os.path.lexists(path):
-            real = os.path.realpath(path)
+            real = _real(path)
             if real != path:
                 found.append(real)
     return found
@@ -482,7 +491,7 @@ def plan(policy: Policy, covered: Iterable[str] = ()) -> dict[str, int]:
 
     grant("/", READ, to_denied, denied)
     # By real path: a write folder reached through a link is judged where it really is.
-    for path in dict.fromkeys(os.path.realpath(p) for p in policy.write):
+    for path in dict.fromkeys(_real(p) for p in policy.write):
         if not any(_under(path, k) for k in kept):  # a write folder inside a kept item: none
             grant(path, WRITE, to_kept, kept)
     for device in DEVICES:
@@ -505,7 +514,7 @@ def covers(policy: Policy) -> list[str]:
             mode = os.lstat(path).st_mode
         except OSError:
             continue
-        if _under(path, "/dev") or os.path.realpath(path) != path:
+        if _under(path, "/dev") or _real(path) != path:
             continue
         if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
             found.append(path)
@@ -518,15 +527,35 @@ not asked to."""
 
 
 def namespaces_wanted() -> bool:
-    """Whether to start confined launchers in PID and mount namespaces of their own: as root
-    (CAP_SYS_ADMIN; a plain user would need a user namespace, which many systems refuse), unless
-    one failed already or `MM_SANDBOX_NAMESPACES=0`."""
+    """Whether to start confined launchers in PID and mount namespaces of their own (a plain
+    user's in a user namespace too), unless one failed already, the system refuses user
+    namespaces to plain users, or `MM_SANDBOX_NAMESPACES=0`."""
     return (
         sys.platform == "linux"
-        and os.geteuid() == 0
         and not _namespaces_failed
         and os.environ.get(NAMESPACES_VARIABLE, "1") != "0"
+        and (os.geteuid() == 0 or user_namespaces_allowed())
     )
+
+
+def user_namespaces_allowed() -> bool:
+    """What the system's switches say of user namespaces for plain users: none allowed at all,
+    Debian's and Ubuntu's own switches, Ubuntu's AppArmor rule. Spares a launcher started in
+    vain where they say no; where they do not say, trying tells (and fails over to Landlock
+    alone)."""
+    refusals = (
+        ("/proc/sys/user/max_user_namespaces", "0"),
+        ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+        ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
+    )
+    for path, refused in refusals:
+        try:
+            with open(path) as f:
+                if f.read().strip() == refused:
+                    return False
+        except OSError:
+            continue
+    return True
 
 
 class SandboxUnavailable(Exception):
@@ -869,7 +898,7 @@ class Confinement:
         if policy is None:
             return False
         path = _expand(path, policy.home, Path(self.cwd or "/"))
-        return judge(policy, path, os.path.realpath(path), write=True) is not None
+        return judge(policy, path, _real(path), write=True) is not None
 
     def explain(self, output: str) -> str | None:
         """The line that tells the model the sandbox refused something, when the output shows
