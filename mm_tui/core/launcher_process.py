@@ -490,27 +490,34 @@ def _proc_mounts() -> list[str]:
     return found
 
 
-def _grant(libc: Any, ruleset_fd: int, path: str, rights: int) -> None:
-    """Add to the ruleset a rule that gives `path` `rights`: for the /proc mounted here, a file
-    system the ruleset mm built has never seen (its rules name the machine's /proc)."""
+def add_rule(libc: Any, ruleset_fd: int, target: int, rights: int) -> int:
+    """landlock_add_rule: `rights` beneath the file or folder open as `target` (O_PATH); 0, or
+    the errno. Here, for the launcher's own /proc, and for mm's rulesets (core/sandbox.py):
+    this file imports nothing of mm, so mm takes it from here."""
     import ctypes
 
     class PathBeneath(ctypes.Structure):
         _pack_ = 1
         _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
+    rule = PathBeneath(rights, target)
+    done = libc.syscall(
+        ctypes.c_long(_SYS_ADD_RULE),
+        ctypes.c_long(ruleset_fd),
+        ctypes.c_long(_RULE_PATH_BENEATH),
+        ctypes.byref(rule),
+        ctypes.c_uint32(0),
+    )
+    return ctypes.get_errno() if done != 0 else 0
+
+
+def _grant(libc: Any, ruleset_fd: int, path: str, rights: int) -> None:
+    """Add to the ruleset a rule that gives `path` `rights`: for the /proc mounted here, a file
+    system the ruleset mm built has never seen (its rules name the machine's /proc)."""
     target = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
-        rule = PathBeneath(rights, target)
-        done = libc.syscall(
-            ctypes.c_long(_SYS_ADD_RULE),
-            ctypes.c_long(ruleset_fd),
-            ctypes.c_long(_RULE_PATH_BENEATH),
-            ctypes.byref(rule),
-            ctypes.c_uint32(0),
-        )
-        if done != 0:
-            err = ctypes.get_errno()
+        err = add_rule(libc, ruleset_fd, target, rights)
+        if err:
             raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
     finally:
         os.close(target)

@@ -79,14 +79,14 @@ retires its launcher (no new call; its jobs run on until mm exits). Files mm ope
 child (the bash output file, a language server's pipes) are passed to the launcher and keep
 working: Landlock checks at open. No new privileges means a set-user-id program (sudo) gains none.
 
-As root (CAP_SYS_ADMIN), a launcher also enters PID and mount namespaces of its own
-(`launcher_process._enter_namespaces`): mm is not in its /proc, and the denied items that exist
-(`covers`: files and folders, not links nor devices) are covered by mounts the commands cannot
-undo, so `plan` takes nothing from the folders above them (`sandboxDeny: [secrets]` leaves the
-project writable). Where that fails (a container without CAP_SYS_ADMIN) the ruleset is built
-again without covers and the launcher started without namespaces; `MM_SANDBOX_NAMESPACES=0`
-asks for that. A plain user would need a user namespace, which many systems refuse: Landlock
-alone there.
+A launcher also enters PID and mount namespaces of its own (as root with CAP_SYS_ADMIN, as a
+plain user inside a user namespace of its own: `launcher_process._enter_namespaces`): mm is
+not in its /proc, and the denied items that exist (`covers`: files and folders, not links nor
+devices) are covered by mounts the commands cannot undo, so `plan` takes nothing from the
+folders above them (`sandboxDeny: [secrets]` leaves the project writable). Where that fails (a
+container without CAP_SYS_ADMIN, a system that refuses user namespaces to plain users) the
+ruleset is built again without covers and the launcher started without namespaces;
+`MM_SANDBOX_NAMESPACES=0` asks for that.
 
 `sandbox` setting: `auto` (the default) confines when Landlock works and otherwise runs commands
 unconfined, said once at start-up (`startup_warning`); `strict` refuses to run a command that
@@ -131,21 +131,18 @@ from mm_tui.core.launcher import (
     launch_sent,
     seccomp_filter,
 )
+from mm_tui.core.launcher_process import add_rule
 from mm_tui.core.paths import shown_path, user_config_dir
 
 MODES = ("auto", "off", "strict")
 FAKE_ABI_VARIABLE = "MM_SANDBOX_FAKE_ABI"
 NAMESPACES_VARIABLE = "MM_SANDBOX_NAMESPACES"
-"""`0` in mm's environment: no namespaces for the commands, Landlock alone (as without root)."""
+"""`0` in mm's environment: no namespaces for the commands, Landlock alone."""
 
 # --- Landlock's interface (include/uapi/linux/landlock.h) ----------------------------------------
 
 _SYS_CREATE_RULESET = 444  # the same number on every architecture since Linux 5.13
-_SYS_ADD_RULE = 445
-_SYS_RESTRICT_SELF = 446
 _CREATE_RULESET_VERSION = 1
-_RULE_PATH_BENEATH = 1
-_PR_SET_NO_NEW_PRIVS = 38
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -659,10 +656,6 @@ class Ruleset:
                 ("scoped", ctypes.c_uint64),
             ]
 
-        class PathBeneath(ctypes.Structure):
-            _pack_ = 1
-            _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
         libc = _libc()
         abi = self.abi
         fs = handled_fs(abi)
@@ -687,15 +680,13 @@ class Ruleset:
         self.rules = len(rules)
         try:
             for path, rights in rules.items():
-                self._add(libc, int(fd), PathBeneath, path, rights & fs)
+                self._add(libc, int(fd), path, rights & fs)
         except BaseException:
             os.close(int(fd))
             raise
         return int(fd)
 
-    def _add(self, libc: Any, fd: int, beneath: Any, path: str, rights: int) -> None:
-        import ctypes
-
+    def _add(self, libc: Any, fd: int, path: str, rights: int) -> None:
         try:
             target = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
@@ -705,16 +696,8 @@ class Ruleset:
                 rights &= FILE_RIGHTS
             if not rights:
                 return
-            rule = beneath(rights, target)
-            done = libc.syscall(
-                ctypes.c_long(_SYS_ADD_RULE),
-                ctypes.c_long(fd),
-                ctypes.c_long(_RULE_PATH_BENEATH),
-                ctypes.byref(rule),
-                ctypes.c_uint32(0),
-            )
-            if done != 0:
-                err = ctypes.get_errno()
+            err = add_rule(libc, fd, target, rights)
+            if err:
                 raise SandboxUnavailable(f"landlock_add_rule {path}: {os.strerror(err)}")
         finally:
             os.close(target)
