@@ -21,6 +21,7 @@ import pytest
 from scripted_server import Reply, ScriptedServer, call
 from session_helpers import sessions_of
 from support.env import clean_env, home_variables
+from support.processes import cmdline, host_pid, mm_above
 from support.program import MM
 from support.terminal import mm_in_tmux, tmux, until_screen
 from support.waiting import wait_until
@@ -42,9 +43,12 @@ def gone(pid: int) -> bool:
 
 
 def running_command(cwd: Path) -> int:
-    """The pid of the model's command once it runs and writes."""
+    """The pid of the model's command once it runs and writes, as this process numbers it (its
+    launcher may number it otherwise, in a PID namespace of its own)."""
     wait_until(lambda: (cwd / "ticks.txt").exists() and (cwd / "shell.pid").read_text(), 30)
-    return int((cwd / "shell.pid").read_text())
+    shell = host_pid(int((cwd / "shell.pid").read_text()), cwd)
+    assert not gone(shell), "the command runs"
+    return shell
 
 
 def assert_stopped(cwd: Path, shell: int) -> None:
@@ -155,7 +159,8 @@ def test_closing_the_terminal_stops_the_window_and_its_command(tmp_path: Path) -
         with mm_in_tmux(project, "hangup", *on(server), "--yolo", env=home) as session:
             tmux("send-keys", "-t", session, "run it", "Enter")
             shell = running_command(project)
-            mm_pid = int(Path(f"/proc/{shell}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            mm_pid = mm_above(shell)
+            assert any("mm" in part for part in cmdline(mm_pid)), cmdline(mm_pid)
             tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP
             assert wait_until(lambda: gone(mm_pid), 30), "mm did not end after SIGHUP"
     assert_stopped(project, shell)

@@ -154,3 +154,33 @@ def host_group(pgid: int) -> int:
                     if len(numbers) > 1 and numbers[-1] == pgid:
                         return numbers[0]
     return pgid
+
+
+def host_pid(pid: int, cwd: Path) -> int:
+    """A command's own pid (`$$` printed by the tool's shell, working in `cwd`) as this process
+    numbers it: the same, unless its launcher runs in a PID namespace of its own, where it is
+    the live process of that number there (the last of its `NSpid` line) working in `cwd`.
+    `pid` unchanged when none is found."""
+    where = os.path.realpath(cwd)
+    for candidate in all_pids():
+        try:
+            if os.readlink(f"/proc/{candidate}/cwd") != where:
+                continue
+            status = Path(f"/proc/{candidate}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("NSpid:"):
+                numbers = [int(n) for n in line.split()[1:]]
+                if len(numbers) > 1 and numbers[-1] == pid and alive(candidate):
+                    return candidate
+    return pid
+
+
+def mm_above(pid: int) -> int:
+    """The mm process that `pid`, a command, runs for: its first ancestor that is not one of
+    mm's launchers (nor a namespaced launcher's keeper)."""
+    parent = int((stat_fields(pid) or ["", "0"])[1])
+    while parent > 1 and is_launcher(parent):
+        parent = int((stat_fields(parent) or ["", "0"])[1])
+    return parent
