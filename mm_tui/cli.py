@@ -11,10 +11,11 @@ import argparse
 import asyncio
 import gc
 import os
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from mm_tui import __version__
 from mm_tui.core.terminal_text import safe_display
@@ -111,7 +112,17 @@ def main(argv: list[str] | None = None) -> int:
         cwd = make_playground()
         os.chdir(cwd)
     if not (args.line or args.prompt is not None or args.acp or args.ask):
+        missing = _not_a_terminal()
+        if missing:
+            print(f"mm: {missing}", file=sys.stderr)
+            return 2
         return run_window(args, cwd)
+    if args.prompt is not None:
+        request = with_piped_input(args.prompt, getattr(sys.stdin, "buffer", None))
+        if request is None:
+            print("mm: -p -: no text came on stdin", file=sys.stderr)
+            return 2
+        args.prompt = request
     _prepare_tls(args)
     from mm_tui.config import ConfigError, load_settings, read_project
 
@@ -139,6 +150,53 @@ def main(argv: list[str] | None = None) -> int:
 
 def _on_a_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _not_a_terminal() -> str:
+    """Why window mode cannot run here, or "": it reads keys from stdin and draws on stdout, so
+    both must be a terminal. Without one (`echo x | mm`, `ssh host mm` without `-t`) the window
+    would wait for keys that never come, and outlive a closed connection."""
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+        if stream is None or not stream.isatty():
+            return (
+                f"window mode needs a terminal, and {name} is not one. For one request: "
+                'mm -p "…" (text piped in is added to it); for a conversation: mm --line '
+                "(or ssh -t for a terminal over SSH)"
+            )
+    return ""
+
+
+PIPED_LIMIT = 4 * 1024 * 1024
+"""The most of piped input `-p` takes (bytes); more is cut, and said."""
+
+
+def with_piped_input(prompt: str, stdin: BinaryIO | None) -> str | None:
+    """`-p`'s request: the prompt, followed by what is piped in (`git diff | mm -p "review
+    this"`), as other agents take it; `-p -` is stdin's text alone (a terminal's too, up to an
+    end of input), None when none came. Otherwise only a pipe or a file is read, never a
+    terminal (a person would have to type an end of input to go on) nor anything else a
+    program may leave as stdin (/dev/null, a socket)."""
+    if stdin is None:
+        return None if prompt == "-" else prompt
+    if prompt != "-":
+        try:
+            mode = os.fstat(stdin.fileno()).st_mode
+        except (OSError, ValueError):
+            return prompt
+        if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+            return prompt
+    try:
+        data = stdin.read(PIPED_LIMIT + 1)
+    except OSError:
+        data = b""
+    text = data[:PIPED_LIMIT].decode("utf-8", errors="replace")
+    if len(data) > PIPED_LIMIT:
+        print(f"mm: piped input cut at {PIPED_LIMIT // 1024 // 1024} MiB", file=sys.stderr)
+    if prompt == "-":
+        return text if text.strip() else None
+    if not text.strip():
+        return prompt
+    return f"{prompt}\n\n{text}"
 
 
 def _review_project(project: ProjectConfig | None, *, ask: bool) -> list[str]:

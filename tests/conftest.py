@@ -1,3 +1,4 @@
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,14 @@ settings.load_profile("mm")
 sys.path.insert(0, str(Path(__file__).parent))
 
 from support import folders, processes  # noqa: E402
+
+# `mm -p` reads what is piped to it: a test's child that inherits the tests' own stdin must not
+# wait on a pipe whoever started the tests left open (a CI runner's). A terminal stays: mm never
+# reads one unasked, and a person debugging with pdb needs it.
+if not os.isatty(0):
+    _null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(_null, 0)
+    os.close(_null)
 from support.env import isolate  # noqa: E402
 from support.waiting import wait_until  # noqa: E402
 

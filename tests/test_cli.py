@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from scripted_server import Reply, ScriptedServer
 from support.program import mm
+
+
+def on(server: ScriptedServer) -> list[str]:
+    return ["--base-url", server.base_url, "--model", "m"]
 
 
 def test_print_on_the_demo_model_lists_the_files(tmp_path: Path) -> None:
@@ -73,3 +79,44 @@ def test_line_mode_permission_prompt(tmp_path: Path) -> None:
 def test_end_of_input_quits(tmp_path: Path) -> None:
     result = mm("--demo", "--line", cwd=tmp_path, stdin="")
     assert result.returncode == 0
+
+
+def test_window_mode_without_a_terminal_says_so_and_ends(tmp_path: Path) -> None:
+    """`echo x | mm`, or `ssh host mm` without -t: window mode would wait for keys that never
+    come (and outlive the connection): it says why it cannot run, and what can, and ends."""
+    for args in ([], ["--demo"]):
+        result = mm(*args, cwd=tmp_path, stdin="x\n", timeout=30)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("mm: window mode needs a terminal, and stdin is not one")
+        assert 'mm -p "…"' in result.stderr and "mm --line" in result.stderr
+        assert result.stdout == ""
+    leader, follower = os.openpty()  # a terminal for stdin, a pipe for stdout
+    try:
+        result = mm(cwd=tmp_path, stdin=None, stdin_fd=follower, timeout=30)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert result.returncode == 2
+    assert "and stdout is not one" in result.stderr
+
+
+def test_print_adds_what_is_piped_in(tmp_path: Path) -> None:
+    """`git diff | mm -p "review this"`: the request is the prompt, then the piped text;
+    `mm -p -` sends the piped text alone, and says so when none came; nothing piped (a
+    terminal, /dev/null) leaves the prompt as it is."""
+    piped = "line one\nline two €\n"
+    cases = [
+        (["-p", "summarize this"], piped, f"summarize this\n\n{piped}"),
+        (["-p", "-"], piped, piped),
+        (["-p", "just this"], None, "just this"),
+    ]
+    for args, stdin, sent in cases:
+        with ScriptedServer(Reply("done")) as server:
+            result = mm(*args, *on(server), cwd=tmp_path, stdin=stdin)
+            assert result.returncode == 0, result.stderr
+            assert server.requests[0].messages[-1]["content"] == sent
+    with ScriptedServer(Reply("done")) as server:
+        result = mm("-p", "-", *on(server), cwd=tmp_path, stdin="")
+        assert result.returncode == 2
+        assert result.stderr.strip() == "mm: -p -: no text came on stdin"
+        assert server.requests == []

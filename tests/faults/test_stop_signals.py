@@ -96,7 +96,9 @@ def test_a_stop_signal_stops_the_running_command(
             argv,
             cwd=project,
             env=clean_env(tmp_path),
-            stdin=subprocess.PIPE,  # kept open: the end of input is not what stops it
+            # line mode: kept open (the end of input is not what stops it); -p reads what is
+            # piped in, so it gets none
+            stdin=subprocess.PIPE if mode == "--line" else subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
