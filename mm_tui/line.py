@@ -414,7 +414,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
     console.print(
         Text(
             "Type a request; /ask AGENT … hands one to an agent of mmConfigs, /new starts over, "
-            f"/quit leaves. Ctrl-C cancels a turn.{recall}",
+            f"/help lists the commands, /quit leaves. Ctrl-C cancels a turn.{recall}",
             style="dim",
         )
     )
@@ -490,6 +490,16 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
                 engine.new_session(new_session_like(engine))
                 console.print(Text("new session", style="dim"))
                 continue
+            if text == "/compact":
+                try:
+                    await engine.compact(printer)
+                except Exception as exc:  # noqa: BLE001 - said, the session goes on
+                    console.print(Text(safe_display(f"/compact failed: {exc}"), style="red"))
+                continue
+            if text.startswith("/") and text.split()[0] != "/ask":
+                said = await line_command(engine, text)
+                console.print(Text(safe_display(said), style="dim"))
+                continue
             if text == "/ask" or text.startswith("/ask "):
                 from mm_tui.tools.ask_agent import ask_usage, split_ask
 
@@ -512,6 +522,67 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
         if terminal is not None and keyboard.busy:
             restore_terminal(terminal)
         await engine.aclose()
+
+
+LINE_COMMANDS = {
+    "/new": "start a new session",
+    "/compact": "summarise the conversation to free the model's context",
+    "/ask AGENT …": "hand one request to an agent of mmConfigs",
+    "/sessions": "list this project's sessions; /sessions ID reopens one",
+    "/help": "these commands and keys",
+    "/quit": "leave mm (/exit too)",
+}
+"""Line mode's commands: what the window has, but for its screens (themes, the keys panel)."""
+
+
+async def line_command(engine: Engine, text: str) -> str:
+    """What a line that starts with `/` does in line mode, other than /quit, /new, /compact and
+    /ask (run by the loop): the words to print. Never a request: a command mistyped, or the
+    window's that line mode has not, costs no turn (a line of text that starts with a slash
+    can start with a space instead)."""
+    command, _, rest = text.partition(" ")
+    rest = rest.strip()
+    if command == "/help":
+        width = max(len(name) for name in LINE_COMMANDS)
+        lines = [f"  {name.ljust(width)}  {what}" for name, what in LINE_COMMANDS.items()]
+        keys = (
+            "Ctrl-C cancels a turn; at the prompt Ctrl-C twice or Ctrl-D quits; Up/Down recall "
+            "earlier requests; a permission question takes a (allow), s (allow for the session), "
+            "r (reject) or n (never)."
+        )
+        return "\n".join(["commands:", *lines, keys])
+    if command == "/sessions":
+        return await _sessions(engine, rest)
+    if command == "/abort":
+        return "no turn is running: Ctrl-C cancels one while it runs"
+    if command == "/theme":
+        return "themes are the window's: line mode prints in your terminal's own colours"
+    return f"unknown command {command} — /help lists them"
+
+
+async def _sessions(engine: Engine, wanted: str) -> str:
+    """`/sessions`: this project's sessions, newest first; `/sessions ID` reopens one here."""
+    from mm_tui.config import sessions_folders
+    from mm_tui.engine.session import SessionError, find_session, list_sessions_in
+
+    folders = sessions_folders(engine.settings, engine.cwd)
+    if wanted:
+        try:
+            session = await asyncio.to_thread(find_session, folders, wanted)
+        except SessionError as exc:
+            return str(exc)
+        engine.new_session(session)
+        return "\n".join([f"resumed session {session.id}", *session.warnings])
+    found = await asyncio.to_thread(list_sessions_in, folders)
+    if not found:
+        return "no sessions yet"
+    shown = [
+        f"  {info.id}  {info.updated[:16].replace('T', ' ')}  {info.message_count:>4} "
+        f"{'message ' if info.message_count == 1 else 'messages'}  {info.title or '(empty)'}"
+        for info in found[:20]
+    ]
+    more = [f"  … and {len(found) - 20} more"] if len(found) > 20 else []
+    return "\n".join(["sessions (newest first; /sessions ID reopens one):", *shown, *more])
 
 
 def trust_question(project: ProjectConfig) -> list[str]:

@@ -120,3 +120,36 @@ def test_print_adds_what_is_piped_in(tmp_path: Path) -> None:
         assert result.returncode == 2
         assert result.stderr.strip() == "mm: -p -: no text came on stdin"
         assert server.requests == []
+
+
+def test_line_mode_commands_never_reach_the_model(tmp_path: Path) -> None:
+    """The window's commands, and a mistyped one, are line mode's too, or say why not: none is
+    sent to the model as a request."""
+    typed = "/help\n/theme\n/abort\n/bogus thing\n/sessions\n/quit\n"
+    with ScriptedServer() as server:
+        result = mm("--line", *on(server), cwd=tmp_path, stdin=typed)
+        assert result.returncode == 0, result.stderr
+        assert server.requests == []
+    out = result.stdout
+    assert "/compact      summarise the conversation" in out  # /help
+    assert "themes are the window's" in out
+    assert "no turn is running: Ctrl-C cancels one while it runs" in out
+    assert "unknown command /bogus — /help lists them" in out
+    assert "no sessions yet" in out
+
+
+def test_line_mode_lists_and_reopens_sessions(tmp_path: Path) -> None:
+    """/sessions lists this project's sessions; /sessions ID reopens one in place: the next
+    request carries its history."""
+    with ScriptedServer(Reply("first answer"), Reply("second answer")) as server:
+        first = mm("--line", *on(server), cwd=tmp_path, stdin="remember the word zebra\n/quit\n")
+        assert first.returncode == 0, first.stderr
+        listed = mm("--line", *on(server), cwd=tmp_path, stdin="/sessions\n/quit\n")
+        line = next(x for x in listed.stdout.splitlines() if "remember the word zebra" in x)
+        assert " 3 messages " in line, line  # the system prompt, the request, the answer
+        session = line.split()[0]
+        typed = f"/sessions {session}\nwhat was the word?\n/quit\n"
+        again = mm("--line", *on(server), cwd=tmp_path, stdin=typed)
+        assert f"resumed session {session}" in again.stdout, again.stdout
+        sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
+        assert sent[-2:] == ["remember the word zebra", "what was the word?"]
