@@ -109,6 +109,37 @@ async def test_fold_and_unfold_with_enter_click_and_ctrl_o(folder: Path) -> None
         assert not item.folded
 
 
+HEREDOC = "cat <<'EOF'\nline a\nline b\nEOF"
+
+
+async def test_a_command_of_several_lines_keeps_its_tool_line_whole(folder: Path) -> None:
+    """A heredoc's tool line is one row, waiting for its answer and done: its first line and
+    how many more, the state at the right; unfolded, the rest of the command above the output.
+    (A resumed session's lines are drawn by the same renderer.)"""
+    model = ScriptedModel(call("bash", {"command": HEREDOC}), say("done"))
+    app = make_app(model, folder, yolo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "go")
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await settle(pilot, app, idle=False)
+        rows = screen_text(app).splitlines()
+        (row,) = [r for r in rows if r.startswith("‣ bash")]
+        assert row.startswith("‣ bash  cat <<'EOF' … +3 lines") and "waiting for a/s/r/n" in row
+        assert not any(r.startswith(("line a", "EOF")) for r in rows)  # nothing out of place
+        await pilot.press("a")
+        await settle(pilot, app)
+        (item,) = tools(app)
+        rows = screen_text(app).splitlines()
+        (row,) = [r for r in rows if r.startswith("‣ bash")]
+        assert row.startswith("‣ bash  cat <<'EOF' … +3 lines") and row.endswith("✓ 0.0s")
+        await pilot.press("tab", "up", "enter")  # the transcript, the line, open it
+        await settle(pilot, app)
+        assert not item.folded
+        text = screen_text(app)
+        assert "    line a\n    line b\n    EOF\n    line a\n    line b" in text, text
+
+
 @pytest.mark.parametrize(
     ("key", "status", "output"),
     [

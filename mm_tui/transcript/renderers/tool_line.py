@@ -1,5 +1,6 @@
 """ToolLine: one tool call as one line, `‣ bash  <command>`, its status mark and elapsed time at
-the right, and its output (a coloured diff for the tools that change files) folded beneath.
+the right, and its output (a coloured diff for the tools that change files) folded beneath. A
+command of several lines shows its first and how many more; unfolded, the rest above the output.
 The title (a command, a path) and the output are drawn through `safe_display`: an escape
 sequence from the model or the command shows as `\\x1b[…`."""
 
@@ -26,6 +27,18 @@ def spinner_frame(now: float) -> str:
     return SPINNER[int(now * 10) % len(SPINNER)]
 
 
+def split_title(title: str) -> tuple[str, list[str]]:
+    """A title's first line, and the lines after it: a command with a newline (a heredoc, a
+    script), which the header shows as its first line and a count, and the unfolded call in
+    full above its output."""
+    first, *rest = title.split("\n")
+    return first, rest
+
+
+def more_lines(count: int) -> str:
+    return f" … +{count} line" if count == 1 else f" … +{count} lines"
+
+
 class ToolLine:
     """Renders a `ToolItem`. `style(name)` gives the theme's style of a component class
     (`tool--ok`, `tool--error`, ...). The view draws the header row itself, live (`header`):
@@ -40,8 +53,10 @@ class ToolLine:
 
     def header(self, item: ToolItem, width: int, now: float, selected: bool = False) -> Strip:
         title_style = self.style("tool--title")
-        title = safe_display(item.title, exact=True)
+        title, rest = split_title(safe_display(item.title, exact=True))
         left = Text.assemble(("‣ ", self.style("tool--bullet")), (title, title_style))
+        if rest:
+            left.append(more_lines(len(rest)), style=self.style("tool--time"))
         if item.running:
             elapsed = now - item.started
             if item.waiting:
@@ -75,12 +90,17 @@ class ToolLine:
         if item.folded:
             return 1
         body = item.diff if item.diff and item.status == "ok" else item.output
-        return 2 + wrapped_lines(body or "", width - len(OUTPUT_INDENT))
+        rest = split_title(item.title)[1]
+        inner = width - len(OUTPUT_INDENT)
+        return 2 + wrapped_lines("\n".join([*rest, body or ""]), inner)
 
     def body(self, item: ToolItem, width: int) -> list[Strip]:
         """The unfolded output, indented; a diff coloured line by line."""
         inner = max(1, width - len(OUTPUT_INDENT))
         text = Text(no_wrap=False, end="")
+        rest = split_title(safe_display(item.title, exact=True))[1]
+        if rest:  # the command's lines after the first, which the header does not show
+            text.append("\n".join(rest) + "\n", style=self.style("tool--title"))
         if item.diff and item.status == "ok":
             headline = safe_display(item.output.split("\n", 1)[0])
             text.append(headline + "\n", style=self.style("tool--output"))
