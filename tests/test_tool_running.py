@@ -72,3 +72,35 @@ async def test_running_comes_after_the_answer_and_never_for_a_rejected_call(
     finished = {e.call_id: e.status for e in of(events, ToolCallFinished)}
     assert finished == {"c1": "ok", "c2": "rejected", "c3": "ok", "c4": "error"}
     assert [e.tool for e in of(events, ToolCallRunning)] == ["bash", "read_file", "edit_file"]
+
+
+async def test_a_call_s_time_is_its_run_not_the_wait_for_the_answer(tmp_path: Path) -> None:
+    """An `ls` allowed after six seconds took no six seconds: the time a call reports counts
+    from its start after the answer; a rejected call ran for none. The window's live line
+    counts from the same moment (`ToolCallRunning`)."""
+    now = [100.0]
+    model = ScriptedModel(
+        calls(("bash", {"command": "true"}, "c1"), ("bash", {"command": "true"}, "c2")),
+        say("done"),
+    )
+    engine = make_engine(tmp_path, model, yolo=False, clock=lambda: now[0])
+    answers = iter([Decision.ALLOW_ONCE, Decision.REJECT])
+
+    def after_six_seconds(request: PermissionRequested) -> Decision:
+        now[0] += 6.0  # the person takes their time
+        return next(answers)
+
+    events = await run(engine, "go", after_six_seconds)
+    elapsed = {e.call_id: e.elapsed for e in of(events, ToolCallFinished)}
+    assert elapsed == {"c1": 0.0, "c2": 0.0}, elapsed
+
+    from mm_tui.transcript.store import Transcript
+
+    clock = [0.0]
+    transcript = Transcript(clock=lambda: clock[0])
+    for event in events:
+        if isinstance(event, ToolCallStarted | ToolCallRunning) and event.call_id == "c1":
+            transcript.apply(event)
+            clock[0] = 6.0
+    (item,) = [i for i in transcript.items if getattr(i, "call_id", "") == "c1"]
+    assert item.started == 6.0  # its live time counts from the run, not from the question

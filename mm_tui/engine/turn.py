@@ -760,6 +760,9 @@ class Engine:
                 decision = await self._ask(call, tool, args, ctx, emit)
                 if decision is not None:  # None: nothing to ask (the call fails by itself)
                     self.permissions.record(tool.name, decision)
+            # the call's time is its run's: the wait for the person's answer is not in it (an
+            # `ls` allowed after 6 s took no 6 s), and a rejected call ran for none
+            started = self.clock()
             if decision is not None and not decision.allows:
                 self._finish(call, "rejected", tool.rejection(), None, started, emit, state)
                 state.count(tool.counter)

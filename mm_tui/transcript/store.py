@@ -370,7 +370,14 @@ class Transcript:
                 changed.append(self.add(item))
                 return changed
             case ToolCallRunning():
-                return []  # the line already shows the call as running
+                # its time counts from here: the wait for the person's answer is not the call's
+                item = self._tools.get((agent, event.call_id))
+                if item is None:
+                    return []
+                item.started = self.clock()
+                item.waiting = False
+                item.touch()
+                return [item]
             case ToolCallFinished():
                 item = self._tools.get((agent, event.call_id))
                 if item is None:
