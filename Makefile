@@ -96,10 +96,14 @@ e2e: $(TEST_STAMP) $(E2E_STAMP)
 	MM_E2E_PYTHON=$(abspath $(E2E_PYTHON)) $(BIN)/python -m pytest -q tests/e2e $(PYTEST_ARGS)
 
 # mm in window mode on the embedded server: no account, no model server of your own. It asks before
-# bash and file writes (--no-yolo): a 135M model should not be trusted with your files.
+# bash and file writes (--no-yolo): a 135M model should not be trusted with your files. It works
+# in a throw-away playground folder, as the demo does, never in the clone.
 run-local: $(STAMP) $(E2E_STAMP)
-	$(BIN)/python tests/e2e/llama_server.py --python $(E2E_PYTHON) --alias SmolLM2-135M-Instruct \
-		-- $(BIN)/mm --base-url '{base_url}' --no-yolo $(ARGS)
+	@playground=$$($(BIN)/python -c 'from mm_tui.playground import make_playground as m; print(m())') \
+	&& echo "mm: working in the playground $$playground" \
+	&& cd "$$playground" && $(abspath $(BIN))/python $(CURDIR)/tests/e2e/llama_server.py \
+		--python $(abspath $(E2E_PYTHON)) --alias SmolLM2-135M-Instruct \
+		-- $(abspath $(BIN))/mm --base-url '{base_url}' --no-yolo $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(NODE_ACP)/node_modules

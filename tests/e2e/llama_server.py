@@ -29,6 +29,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -277,6 +278,17 @@ class LlamaServer:
         self.stop()
 
 
+def command_environment(n_ctx: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """The command's environment: the provider's name, and the context window the server was
+    started with (mm cannot ask llama.cpp's server for it), so that mm shows `ctx N / 2,048` and
+    shortens the history in time. What the person set wins."""
+    return {
+        **environ,
+        "MM_PROVIDER": environ.get("MM_PROVIDER", "llama.cpp"),
+        "MM_CONTEXT_WINDOW": environ.get("MM_CONTEXT_WINDOW", str(n_ctx)),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--python", type=Path, default=None, help="the e2e virtual environment's python")
@@ -310,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         if not command:
             while True:
                 time.sleep(3600)
-        env = {**os.environ, "MM_PROVIDER": os.environ.get("MM_PROVIDER", "llama.cpp")}
+        env = command_environment(server.n_ctx, os.environ)
         return subprocess.call([a.replace("{base_url}", server.base_url) for a in command], env=env)
     except KeyboardInterrupt:
         return 130
