@@ -398,6 +398,11 @@ class MMApp(App[int]):
         self.prompt.focus()
         self.prompt.insert(message.character)
 
+    @on(PermissionBox.Typed)
+    def on_permission_typed(self, message: PermissionBox.Typed) -> None:
+        """Typed while the box is up: kept in the prompt; the box keeps the focus."""
+        self.prompt.insert(message.character)
+
     @on(Prompt.Submitted)
     def on_prompt_submitted(self, message: Prompt.Submitted) -> None:
         self.view.action_scroll_end()  # what the request starts shows at the bottom
@@ -551,7 +556,7 @@ class MMApp(App[int]):
         elif self.engine is not None and self.engine.busy:
             self.engine.cancel()
         elif self.box.request is not None:
-            self.box.action_decide("r")
+            self.box.answer("r")
 
     def action_interrupt(self) -> None:
         """Ctrl+C: copy the text selected with the mouse when there is some (as in a terminal,

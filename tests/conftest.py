@@ -43,6 +43,16 @@ else:
 
 
 @pytest.fixture(autouse=True)
+def _answers_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pilot presses a/s/r/n the moment a permission box opens, which a person's typing does
+    not: the window takes them as answers at once in the tests (widgets/permission.py's guard
+    against typing into the box is tested on its own, with its own clock)."""
+    from mm_tui.widgets import permission
+
+    monkeypatch.setattr(permission, "ARMED_AFTER", 0.0)
+
+
+@pytest.fixture(autouse=True)
 def _direct(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every server of the tests is on 127.0.0.1: a proxy configured on the machine must not
     be used."""

@@ -6,6 +6,7 @@ Textual's own escape sequences in it, is searched for each payload next to its e
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,9 @@ def test_the_window_in_a_real_terminal_keeps_its_title_and_shows_the_spoof(
             until_screen(session, "allow bash for the session", "the permission box")
             shown = "rm -f important.txt; echo gone #\\x1b[2K\\x1b[1G\\x1b[1A\\x1b[2Kls -la"
             until_screen(session, shown, "the whole command in the box")
+            # a/s/r/n answer once the box has been up a moment without typing (a key at once
+            # would be taken for typing): the person reads it first
+            time.sleep(0.6)  # widgets/permission.py's ARMED_AFTER, 0.5 s, in the real mm
             tmux("send-keys", "-t", session, "r")
             until_screen(session, "command(s)", "the recap")
     assert (tmp_path / "important.txt").read_text() == "keep me\n"

@@ -192,6 +192,57 @@ async def test_permission_box_each_answer(folder: Path, key: str, status: str, o
             await settle(pilot, app)
 
 
+async def test_typing_while_a_permission_box_is_up_goes_to_the_prompt(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A box that opens while the person types: `xyz` and `yes` land in the prompt (its `s` is
+    no answer), a letter within half a second of the box opening is typing too; a/s/r/n on its
+    own after a moment answers. Esc cancels at once, as it always does."""
+    from mm_tui.widgets import permission
+
+    monkeypatch.setattr(permission, "ARMED_AFTER", 0.5)
+    model = ScriptedModel(
+        call("bash", {"command": "echo hi"}),
+        say("ok"),
+        call("bash", {"command": "echo again"}, "c2"),
+        say("ok"),
+    )
+    app = make_app(model, folder, yolo=False)
+    now = [0.0]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        box = app.screen.query_one(PermissionBox)
+        box.clock = lambda: now[0]
+        await type_and_send(pilot, "go")
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await settle(pilot, app, idle=False)
+        await pilot.press("r")  # the box opened a moment ago: typing, not a rejection
+        now[0] += 0.2
+        await pilot.press(*"xyz", "space", *"yes")
+        await settle(pilot, app, idle=False)
+        assert app.box.request is not None and box.has_focus
+        assert app.prompt.text == "rxyz yes"
+        assert app.engine.permissions.standing() == {}
+        now[0] += 0.3  # still within half a second of the last key typed
+        await pilot.press("a")
+        await settle(pilot, app, idle=False)
+        assert app.box.request is not None and app.prompt.text == "rxyz yesa"
+        now[0] += 0.6  # a pause: the next a/s/r/n is an answer
+        await pilot.press("a")
+        await settle(pilot, app)
+        (item,) = tools(app)
+        assert (item.status, item.output) == ("ok", "hi\n")
+        assert app.prompt.text == "rxyz yesa"  # what was typed is kept
+        app.prompt.clear()
+        await type_and_send(pilot, "again")
+        await until(lambda: app.box.request is not None, "the second question", pilot=pilot)
+        await settle(pilot, app, idle=False)
+        await pilot.press("escape")  # at once: the turn is cancelled, the call never ran
+        await settle(pilot, app)
+        assert tools(app)[1].status == "cancelled"
+        assert tools(app)[1].output != "again\n"
+
+
 @pytest.mark.parametrize("how", ["escape", "ctrl+c", "/abort"])
 async def test_cancellation(folder: Path, how: str) -> None:
     model = ScriptedModel(call("bash", {"command": "echo started; sleep 30"}), say("after"))

@@ -6,6 +6,12 @@ this tool for the session), r (reject this call) or n (never this tool this sess
 and the a/s/r/n line are docked: in a small terminal the details scroll between them, and the
 choices are always on screen.
 
+Typing is not answering. A box that opens while the person types their next request would
+otherwise take its letters as answers (`yes` allowing bash for the session by its `s`): what
+is typed while it is up goes to the prompt, and a/s/r/n answers only when pressed on its own,
+`ARMED_AFTER` after the box opened and after the last key typed to the prompt. Esc cancels
+at once, as it always did.
+
 What it shows is exactly what will run: the title and the details go through `safe_display`'s
 `exact` form, so an escape sequence, a carriage return, a bidirectional override or an
 invisible character in a command or a path shows as `\\x1b`, `\\r`, `\\u202e`, and cannot erase
@@ -14,9 +20,12 @@ in the box, with its scrollbar."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -31,6 +40,10 @@ if TYPE_CHECKING:  # the engine's events load after the first frame
 
 
 DIFF_TOOLS = {"write_file", "edit_file", "lsp"}
+ANSWER_KEYS = "asrn"
+ARMED_AFTER = 0.5
+"""Seconds of quiet (since the box opened, since the last key typed to the prompt) before
+a/s/r/n answers: a key within them is taken for typing, and goes to the prompt."""
 
 
 def details_text(tool: str, details: str) -> Text:
@@ -82,10 +95,24 @@ class PermissionBox(Widget, can_focus=True):
             self.request = request
             self.decision = decision
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's spelling
+    class Typed(Message):
+        """A character typed while the box is up, for the prompt: not an answer."""
+
+        def __init__(self, character: str) -> None:
+            super().__init__()
+            self.character = character
+
+    def __init__(
+        self,
+        *,
+        id: str | None = None,  # noqa: A002 - Textual's spelling
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(id=id)
         self.request: PermissionRequested | None = None
         self._shown: tuple[Static, Static, Static] | None = None
+        self.clock = clock
+        self._quiet_since = 0.0  # when the box opened, or the last key went to the prompt
 
     def _parts(self) -> tuple[Static, Static, Static]:
         """The title, details and keys, mounted at the first request: a box most sessions
@@ -125,12 +152,36 @@ class PermissionBox(Widget, can_focus=True):
         )
         self.add_class("-open")
         self.focus()
+        self._quiet_since = self.clock()
 
     def close(self) -> None:
         self.request = None
         self.remove_class("-open")
 
+    def on_key(self, event: events.Key) -> None:
+        """Every printable key is handled here, before the a/s/r/n bindings: an answer when it
+        comes on its own, else a character for the prompt."""
+        character = event.character
+        if self.request is None or not event.is_printable or not character:
+            return
+        event.stop()
+        event.prevent_default()
+        if character in ANSWER_KEYS and self._armed():
+            self.answer(character)
+            return
+        self._quiet_since = self.clock()
+        self.post_message(self.Typed(character))
+
+    def _armed(self) -> bool:
+        return self.clock() - self._quiet_since >= ARMED_AFTER
+
     def action_decide(self, key: str) -> None:
+        """a/s/r/n through its binding (the key bar's click): an answer when armed."""
+        if self._armed():
+            self.answer(key)
+
+    def answer(self, key: str) -> None:
+        """Decide the call: `a`, `s`, `r` or `n`, unguarded."""
         request = self.request
         if request is None:
             return
