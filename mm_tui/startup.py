@@ -110,12 +110,15 @@ async def _pick_model(
             notes.append(check.note)
         model = settings.model
         if not model:
+            if check.answering is False:  # it is down: naming a model would not help
+                raise StartupError(f"mm: {check.note.rstrip('.')}.")
             try:
                 models = await list_models(base_url, api_key=api_key)
             except Exception as exc:
+                said = str(exc).rstrip(".")
                 raise StartupError(
-                    f"mm: no model given and {base_url}/models cannot be listed ({exc}) — "
-                    "set model in the config or pass --model"
+                    f"mm: no model given, and {base_url}/models cannot be listed ({said}). "
+                    "Set model in the config or pass --model."
                 ) from None
             if not models:
                 raise StartupError(
@@ -129,6 +132,7 @@ async def _pick_model(
             api_key=api_key,
             temperature=settings.temperature,
         )
+        client.answering = check.answering  # a server found down is not retried for seconds
         return Picked(client, notes, check.answering)
     found = await detect_local_server(presets=presets)
     model = settings.model or (found.model if found is not None else None)

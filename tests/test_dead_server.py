@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from scripted_server import Error, Reply, ScriptedServer, closed_port_url
+from scripted_server import Error, Raw, Reply, ScriptedServer, closed_port_url
 from support.engine import make_engine
 from support.waiting import await_until, until
 from window_helpers import started_app
@@ -248,10 +248,25 @@ async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Pat
         assert "no answer" in header.render().plain
         text = "\n".join(i.text for i in app.transcript.items if hasattr(i, "text"))
         assert "could not connect to the model server" in text
-        # slow retries, so that the status line can be seen saying one
-        app.engine.client.backoff = 0.5
-        seen = ""
+        # known dead: a request is not retried for seconds, its refusal is said at once
+        states: list[str] = []
         app.submit("hi")
+
+        def failed() -> bool:
+            states.append(app.transcript.state or "")
+            return app.engine is not None and not app.engine.busy and len(app.transcript.items) > 3
+
+        await await_until(failed, 30, pilot=pilot)
+        said = "\n".join(
+            getattr(i, "text", "") or getattr(i, "message", "") for i in app.transcript.items
+        )
+        assert said.count("could not connect to the model server") >= 2, said
+        assert not any(state.startswith("Retrying") for state in states)
+        # a server that answered once and went away is retried, each retry said
+        app.engine.client.answering = True
+        app.engine.client.backoff = 0.5  # slow retries, so that the status line shows one
+        seen = ""
+        app.submit("again")
 
         def retrying() -> bool:
             nonlocal seen
@@ -263,3 +278,80 @@ async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Pat
         assert "Retrying in" in seen and "attempt 2/5" in seen, seen
         assert "connection refused" in seen
         app.action_cancel()
+
+
+# --------------------------------------------------------------------------- what is said
+
+
+HTTP_SERVER_PAGE = """<!DOCTYPE HTML>
+<html lang="en">
+    <head><meta charset="utf-8"><title>Error response</title></head>
+    <body>
+        <h1>Error response</h1>
+        <p>Error code: 501</p>
+        <p>Message: Unsupported method (&#x27;POST&#x27;).</p>
+    </body>
+</html>
+"""
+
+
+async def test_a_web_server_that_is_no_model_server_is_said_so_at_once() -> None:
+    """Python's http.server as the base URL answers the POST with a 501 HTML page: said as a
+    web page that is no model server's API, its words without the tags, and not retried."""
+    page = Error(501, body=HTTP_SERVER_PAGE, headers={"Content-Type": "text/html"})
+    with ScriptedServer(page, page) as server:
+        provider = OpenAIProvider(server.base_url, "m", retries=3, backoff=0.01)
+        try:
+            with pytest.raises(ModelError) as raised:
+                async for _ in provider.stream(MESSAGES, []):
+                    pass
+        finally:
+            await provider.aclose()
+        assert len(server.requests) == 1  # no retry: 501 will not change
+    message = raised.value.message
+    assert "501" in message and "Message: Unsupported method ('POST')." in message
+    assert "<" not in message
+    assert "does not look like a model server's API; check baseUrl" in message
+
+
+async def test_a_server_that_closes_the_connection_is_said_so_and_retries_count_from_two() -> None:
+    """A server that takes the connection and closes it: said in words (not `ReadError`);
+    the first retry, at once on a new connection, is not counted, so the ones said are
+    numbered from 2."""
+    drop = Raw([b""], drop=True)
+    with ScriptedServer(drop, drop, drop, drop) as server:
+        provider = OpenAIProvider(server.base_url, "m", retries=2, backoff=0.01)
+        seen: list = []
+        try:
+            with pytest.raises(ModelError) as raised:
+                async for chunk in provider.stream(MESSAGES, []):
+                    seen.append(chunk)
+        finally:
+            await provider.aclose()
+    assert [(c.attempt, c.attempts) for c in seen] == [(2, 3), (3, 3)]
+    assert "closed the connection without answering" in seen[0].reason
+    assert "ReadError" not in raised.value.message
+
+
+async def test_a_server_known_dead_is_not_retried_for_seconds(tmp_path: Path) -> None:
+    """Start-up found the server refusing connections: the first request says so at once,
+    without ten seconds of retries; with no model named, start-up says the server is down
+    (with its period) and does not ask for a model."""
+    url = closed_port_url()
+    settings = Settings(baseUrl=url, model="m", sessionsDir=str(tmp_path))
+    started = await start(settings, tmp_path)
+    try:
+        assert started.engine.client.answering is False
+        seen: list = []
+        with pytest.raises(ModelError) as raised:
+            async for chunk in started.engine.client.stream(MESSAGES, []):
+                seen.append(chunk)
+        assert seen == []  # no retry
+        assert "connection refused" in raised.value.message
+    finally:
+        await started.engine.aclose()
+    with pytest.raises(StartupError) as down:
+        await start(Settings(baseUrl=url, sessionsDir=str(tmp_path)), tmp_path)
+    said = str(down.value)
+    assert said.startswith("mm: could not connect to the model server") and said.endswith(".")
+    assert "--model" not in said

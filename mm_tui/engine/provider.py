@@ -173,6 +173,10 @@ class OpenAIProvider:
         self._usage_option = True  # False once the server has refused stream_options
         self._tool_choice = True  # False once the server has refused tool_choice
         self._calls_made = 0
+        # What is known of the server: None at first, False once it could not be reached (by
+        # start-up's check, or when a request gave up), True once it answered. A request to a
+        # server known not to answer is not retried (`_next_try`).
+        self.answering: bool | None = None
 
     # -- public -----------------------------------------------------------------------------
 
@@ -266,9 +270,11 @@ class OpenAIProvider:
         self._calls_made += 1
         return f"call_{n}"
 
-    def _retrying(self, attempt: int, error: _Retryable) -> Retrying:
-        """The retry after the failed try number `attempt` (from 0): when, and why, to say."""
-        if attempt == 0 and error.stale:
+    def _retrying(self, attempt: int, error: _Retryable, replaced: bool = True) -> Retrying:
+        """The retry after the failed try number `attempt` (from 0): when, and why, to say. A
+        stale pooled connection (`replaced` False: not done yet for this request) is replaced
+        at once, unsaid, and not counted: the retries said are numbered from 2 whatever."""
+        if error.stale and not replaced:
             delay = 0.0
         elif error.retry_after is not None:
             delay = min(error.retry_after, self.max_retry_after)
@@ -288,14 +294,22 @@ class OpenAIProvider:
             msg += f". {error.hint}"
         return ModelError(msg, status=error.status, unreachable=error.unreachable)
 
-    def _next_try(self, attempt: int, error: _Retryable, after_tokens: bool = False) -> Retrying:
+    def _next_try(
+        self, attempt: int, error: _Retryable, after_tokens: bool = False, replaced: bool = True
+    ) -> Retrying:
         """The retry after the failed try number `attempt`, or the error that ends the answer
-        when the tries are spent (`after_tokens`: part of the answer was shown)."""
+        when the tries are spent (`after_tokens`: part of the answer was shown). A server
+        already known not to answer (`answering` False: at start-up, or at the last request)
+        is not tried again for ten seconds: its refusal is said at once."""
+        if error.unreachable and self.answering is False:
+            raise self._gave_up(error, attempt + 1)
         if attempt >= self.retries:
             gave_up = self._gave_up(error, attempt + 1)
             gave_up.after_tokens = after_tokens
+            if error.unreachable:
+                self.answering = False
             raise gave_up
-        return self._retrying(attempt, error)
+        return self._retrying(attempt, error, replaced)
 
     async def _check_status(self, resp: httpx.Response) -> None:
         status = resp.status_code
@@ -306,7 +320,7 @@ class OpenAIProvider:
         if context_overflow(msg):  # some servers say it with a 500: retrying cannot help
             said = body.decode("utf-8", errors="replace")
             raise ModelError(msg, status=status, overflow=True, server_text=said)
-        if status in (408, 425, 429) or status >= 500:
+        if status in (408, 425, 429) or (status >= 500 and status not in (501, 505)):
             headers = resp.headers
             delay = _retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
             raise _Retryable(msg, status, delay)
@@ -369,6 +383,7 @@ class OpenAIProvider:
         payload = self._body(messages, tools, True, choice)
         answer = ChunkAssembler()
         attempt = 0
+        replaced = False  # a stale pooled connection, replaced once per request
         while True:
             answer.begin()
             try:
@@ -385,10 +400,12 @@ class OpenAIProvider:
                 if self._refused_option(exc, payload):
                     continue
                 raise
-            retrying = self._next_try(attempt, error, answer.shown_any)
-            if retrying.delay:  # a stale pooled connection is replaced at once, unsaid
-                yield retrying
-                await asyncio.sleep(retrying.delay)
+            retrying = self._next_try(attempt, error, answer.shown_any, replaced)
+            if not retrying.delay:  # a stale pooled connection is replaced at once, unsaid
+                replaced = True
+                continue
+            yield retrying
+            await asyncio.sleep(retrying.delay)
             attempt += 1
         # llama-cpp-python's empty 200 (see below): asked again without streaming, and from now
         # on requests of this kind are asked that way directly.
@@ -411,6 +428,7 @@ class OpenAIProvider:
             async with self._client.stream(
                 "POST", self._url, content=self._encode(payload), headers=self._headers
             ) as resp:
+                self.answering = True
                 await self._check_status(resp)
                 if _is_json(resp):  # a server that ignores `stream: true`
                     yield self._from_completion(await resp.aread())
@@ -485,11 +503,13 @@ class OpenAIProvider:
         payload = self._body(messages, tools, False, choice)
         headers = {**self._headers, "Accept": "application/json"}
         attempt = 0
+        replaced = False
         while True:
             try:
                 resp = await self._client.post(
                     self._url, content=self._encode(payload), headers=headers
                 )
+                self.answering = True
                 await self._check_status(resp)
                 items = self._from_completion(resp.content)
                 break
@@ -501,10 +521,12 @@ class OpenAIProvider:
                 error = exc
             except httpx.RequestError as exc:
                 error = _Retryable.connection(self.base_url, exc)
-            retrying = self._next_try(attempt, error)
-            if retrying.delay:  # a stale pooled connection is replaced at once, unsaid
-                yield retrying
-                await asyncio.sleep(retrying.delay)
+            retrying = self._next_try(attempt, error, replaced=replaced)
+            if not retrying.delay:  # a stale pooled connection is replaced at once, unsaid
+                replaced = True
+                continue
+            yield retrying
+            await asyncio.sleep(retrying.delay)
             attempt += 1
         for item in items:
             yield item

@@ -8,7 +8,9 @@ words an error event inside a stream, stays free of any I/O."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 from mm_tui.engine.model_stream import CONTEXT_ADVICE, ModelError
 
@@ -44,11 +46,14 @@ def context_overflow(text: str) -> bool:
 
 
 def server_error_text(body: bytes) -> str:
-    """The server's own words: OpenAI's {"error": {"message"}} and its common variants."""
+    """The server's own words: OpenAI's {"error": {"message"}} and its common variants; of an
+    HTML page (a web server that is no model server), its title and text without the tags."""
     text = body.decode("utf-8", errors="replace").strip()
     try:
         data = json.loads(text)
     except ValueError:
+        if text[:1] == "<":
+            return _html_words(text)[:500]
         return text[:500]
     if isinstance(data, dict):
         err = data.get("error", data)
@@ -63,6 +68,18 @@ def server_error_text(body: bytes) -> str:
     return text[:500]
 
 
+def _html_words(page: str) -> str:
+    """An HTML error page's words on one line: what Python's http.server, nginx or a web app
+    answer to a request they do not serve."""
+    body = re.sub(r"(?is)<(script|style|head)\b.*?</\1>", " ", page)
+    words = re.sub(r"<[^>]*>", " ", body)
+    return " ".join(html.unescape(words).split())
+
+
+NOT_A_MODEL_SERVER = (404, 405, 501)
+"""Statuses with which a web server that is no model server refuses a POST: said so."""
+
+
 def status_message(base_url: str, model: str, status: int, reason: str, body: bytes) -> str:
     """An HTTP error status with the server's words and, for the statuses a person can fix,
     what to change."""
@@ -70,7 +87,13 @@ def status_message(base_url: str, model: str, status: int, reason: str, body: by
     msg = f"the model server answered {status} {reason}".rstrip()
     if said:
         msg += f": {said}"
-    if status in (401, 403):
+    page = body.lstrip()[:1] == b"<"
+    if status in NOT_A_MODEL_SERVER and page:
+        msg += (
+            f" (a web page, not an OpenAI-compatible answer: {base_url} does not look like a "
+            "model server's API; check baseUrl, which usually ends in /v1)"
+        )
+    elif status in (401, 403):
         msg += " (check apiKey, MM_API_KEY or OPENAI_API_KEY)"
     elif status == 404:
         msg += f" (check baseUrl {base_url}" + (f" and model {model!r})" if model else ")")

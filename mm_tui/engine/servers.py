@@ -114,6 +114,16 @@ def connection_problem(base_url: str, exc: BaseException) -> tuple[str, str]:
             why = f"unknown host {urlsplit(base_url).hostname!r}"
         else:
             why = text
+    elif isinstance(exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError) and (
+        not str(exc) or "closed" in text.lower() or "disconnected" in text.lower()
+    ):
+        # the server took the connection and closed it without an HTTP answer: not a model
+        # server's API there, or one that crashed or was stopped mid-request
+        return (
+            f"the model server at {base_url} closed the connection without answering "
+            "(is it an OpenAI-compatible server, and is it still running?)",
+            "",
+        )
     else:
         return f"the connection to the model server at {base_url} failed: {text}", ""
     return f"could not connect to the model server at {base_url} ({why})", HOW_TO_POINT
