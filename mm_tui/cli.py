@@ -321,9 +321,10 @@ async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: A
     from mm_tui.startup import StartupError, start
 
     try:
-        interactive = not args.ask and args.prompt is None
+        # No model server: the demo works in a playground, never in the person's folder (but
+        # for --ask, whose own model takes no part: the asked agent works here)
         started = await start(
-            settings, cwd, demo=args.demo, resume=args.resume, playground=interactive
+            settings, cwd, demo=args.demo, resume=args.resume, playground=not args.ask
         )
     except StartupError as exc:
         print(safe_display(str(exc)), file=sys.stderr)

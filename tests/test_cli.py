@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from scripted_server import Reply, ScriptedServer
+import pytest
+from scripted_server import Reply, ScriptedServer, closed_port_url
 from support.program import mm
 
 
@@ -153,3 +154,36 @@ def test_line_mode_lists_and_reopens_sessions(tmp_path: Path) -> None:
         assert f"resumed session {session}" in again.stdout, again.stdout
         sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
         assert sent[-2:] == ["remember the word zebra", "what was the word?"]
+
+
+def test_print_with_no_model_server_runs_the_demo_in_a_playground(
+    work: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`mm -p` where no server answers: the demo model, in a throw-away playground as the
+    window's and line mode's, never in the person's own folder (it edits files and runs tests)."""
+    from mm_tui import cli
+    from mm_tui.engine import servers
+
+    (work / "mine.txt").write_text("my own file\n")
+    monkeypatch.setattr(servers, "PRESETS", (servers.Preset("Ollama", closed_port_url()),))
+    monkeypatch.chdir(work)
+    assert cli.main(["-p", "fix the typo in greet.py"]) == 0
+    out, err = capsys.readouterr()
+    assert "the demo works in a throw-away playground: " in err
+    playground = Path(err.split("the demo works in a throw-away playground: ")[1].split()[0])
+    assert playground != work and (playground / "greet.py").read_text().count("Hello") == 1
+    assert sorted(p.name for p in work.iterdir()) == ["mine.txt"]  # nothing written here
+
+
+def test_resume_passes_over_a_session_left_empty(tmp_path: Path) -> None:
+    """mm opened and closed without a request leaves an empty session: `--resume` goes on with
+    the last one that holds a request, not with that one (quitting once hid the work)."""
+    with ScriptedServer(Reply("noted"), Reply("zebra")) as server:
+        first = mm("--line", *on(server), cwd=tmp_path, stdin="remember the word zebra\n/quit\n")
+        assert first.returncode == 0, first.stderr
+        empty = mm("--line", *on(server), cwd=tmp_path, stdin="/quit\n")
+        assert empty.returncode == 0, empty.stderr
+        again = mm("--line", "--resume", *on(server), cwd=tmp_path, stdin="the word?\n/quit\n")
+        assert again.returncode == 0, again.stderr
+        sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
+        assert sent == ["remember the word zebra", "the word?"]

@@ -381,7 +381,10 @@ class Session:
 
     @classmethod
     def latest(cls, folder: Path) -> Session | None:
-        """The session written last (`--resume` without an id), or None when there is none.
+        """The session written last that holds a request (`--resume` without an id), or None
+        when there is none. A session left empty (mm opened and closed without a request) is
+        passed over: resuming it would hide the work of the one before; when all are empty,
+        the newest.
 
         A damaged newest file is not passed over in silence: the person most likely meant that
         one, so its SessionError is raised, with how to open another."""
@@ -389,12 +392,20 @@ class Session:
         paths = sorted(_session_paths(folder).values(), key=_mtime, reverse=True)
         if not paths:
             return None
-        try:
-            return cls.load(folder, _id_of(paths[0]))
-        except SessionError as exc:
-            raise SessionError(
-                f"{exc} — it is the newest session file; --resume ID opens another"
-            ) from None
+        newest: Session | None = None
+        for index, path in enumerate(paths):
+            try:
+                session = cls.load(folder, _id_of(path))
+            except SessionError as exc:
+                if index == 0:
+                    raise SessionError(
+                        f"{exc} — it is the newest session file; --resume ID opens another"
+                    ) from None
+                continue
+            if any(m.get("role") == "user" for m in session.messages):
+                return session
+            newest = newest or session
+        return newest
 
     @staticmethod
     def list_sessions(folder: Path) -> list[SessionInfo]:
