@@ -4,6 +4,8 @@ a tool refused or a person rejected."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from support.engine import of, turn
@@ -12,7 +14,7 @@ from mm_tui.config import Settings
 from mm_tui.core.events import Decision, TextDelta, ToolCallFinished
 from mm_tui.core.paths import user_state_dir
 from mm_tui.engine.demo import DemoModel
-from mm_tui.playground import make_playground
+from mm_tui.playground import KEPT_FOR, make_playground
 from mm_tui.startup import start
 
 
@@ -52,3 +54,20 @@ async def test_the_demo_says_when_its_call_was_rejected_or_failed(tmp_path: Path
     assert of(events, ToolCallFinished)[-1].status == "error"
     assert said.startswith("The edit_file call failed, so nothing was done:")
     await engine.aclose()
+
+
+def test_old_playgrounds_go_when_a_new_one_is_made(tmp_path: Path) -> None:
+    """Demo playgrounds do not pile up in the temp folder: a new one removes this user's that
+    are older than three days, and leaves a recent one, a link and other folders alone."""
+    old = make_playground(tmp_path)
+    recent = make_playground(tmp_path)
+    other = tmp_path / "mm-demo-mine-but-not-a-folder"
+    other.symlink_to(old)
+    unrelated = tmp_path / "keep-me"
+    unrelated.mkdir()
+    long_ago = time.time() - KEPT_FOR - 60
+    for path in (old, unrelated):
+        os.utime(path, (long_ago, long_ago))
+    new = make_playground(tmp_path)
+    assert not old.exists() and recent.exists() and new.exists() and unrelated.exists()
+    assert other.is_symlink()
