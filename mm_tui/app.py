@@ -561,7 +561,8 @@ class MMApp(App[int]):
     def action_interrupt(self) -> None:
         """Ctrl+C: copy the text selected with the mouse when there is some (as in a terminal,
         and as Textual's screen binds it); else cancel the turn and forget what was queued
-        behind it; quit when idle."""
+        behind it; else clear the prompt's text; quit when pressed twice with nothing else to
+        do."""
         selected = self.screen.get_selected_text()
         if selected:
             self.copy_to_clipboard(selected)
@@ -574,6 +575,10 @@ class MMApp(App[int]):
                 self._notice(f"taken back: {len(self._queued)} queued request(s)", "info")
                 self._queued.clear()
             self.engine.cancel()
+            return
+        if self.prompt.text:  # text being typed: cleared first, as in a shell and in peers
+            self.prompt.clear()
+            self._interrupts = 0.0
             return
         now = time.monotonic()
         if now - self._interrupts < 2.0:

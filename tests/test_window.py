@@ -353,9 +353,15 @@ async def test_a_request_sent_before_the_engine_is_ready_runs_when_it_is(folder:
 
 
 async def test_ctrl_c_twice_when_idle_quits(folder: Path) -> None:
+    """With text in the prompt, Ctrl+C clears it first (as a shell does) and does not count
+    towards quitting; then twice quits."""
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
+        await pilot.press(*"half a request")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.prompt.text == "" and app.is_running
         await pilot.press("ctrl+c")
         await pilot.pause()  # handled, and mm is still there
         assert app.is_running and app.return_code is None
@@ -686,6 +692,26 @@ async def test_sending_a_request_scrolls_to_the_bottom(folder: Path) -> None:
         await type_and_send(pilot, "and more")
         await settle(pilot, app)
         assert view.scroll_y >= view.max_scroll_y - 1 and view.max_scroll_y > 0
+
+
+async def test_page_up_and_down_in_the_prompt_scroll_the_transcript(folder: Path) -> None:
+    """PageUp/PageDown while the prompt has the focus: the transcript pages, the prompt keeps
+    the focus and its text."""
+    model = ScriptedModel(*[say("paragraph\n\n" * 20) for _ in range(2)])
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 20)) as pilot:
+        for _ in range(2):
+            await sent(pilot, app, "more")
+        view = app.view
+        await pilot.press(*"draft")
+        bottom = view.scroll_y
+        assert bottom > 0 and isinstance(app.focused, Prompt)
+        await pilot.press("pageup")
+        await until(lambda: view.scroll_y < bottom, "a page up", pilot=pilot)
+        up = view.scroll_y
+        await pilot.press("pagedown")
+        await until(lambda: view.scroll_y > up, "a page down", pilot=pilot)
+        assert isinstance(app.focused, Prompt) and app.prompt.text == "draft"
 
 
 def painted_color(app, text: str) -> str | None:

@@ -19,15 +19,21 @@ from mm_tui.core.terminal_text import safe_display
 
 KEYS = (
     ("Enter", "send the request (while a turn runs, it waits for the turn's end)"),
-    ("Shift+Enter, Ctrl+J", "a new line in the prompt"),
+    (
+        "Shift+Enter, Ctrl+J",
+        "a new line in the prompt (in tmux, Shift+Enter arrives as Enter unless tmux has "
+        "`set -g extended-keys on`; Ctrl+J always works)",
+    ),
     ("Up, Down", "walk the prompt's history"),
+    ("PageUp, PageDown", "scroll the transcript (from the prompt too)"),
     (
         "Esc",
         "close this help or the keys panel; else take back the last queued request, else cancel the turn",
     ),
     (
         "Ctrl+C",
-        "copy the text selected with the mouse; else cancel the turn; twice when idle: quit",
+        "copy the text selected with the mouse; else cancel the turn; else clear the prompt; "
+        "twice when idle: quit",
     ),
     ("Ctrl+O", "open or close every tool output"),
     ("Tab", "move between the prompt and the transcript (typing there goes to the prompt)"),

@@ -38,7 +38,15 @@ class Prompt(TextArea):
         Binding("enter", "submit", "Send", show=True),
         Binding("shift+enter,ctrl+j", "newline", "New line", show=False, priority=True),
         Binding("tab", "complete", "Complete", show=False),
+        # the prompt is a few lines high: paging it would do nothing, the transcript pages
+        Binding("pageup", "transcript('page_up')", "Page up", show=False),
+        Binding("pagedown", "transcript('page_down')", "Page down", show=False),
     ]
+
+    def action_transcript(self, action: str) -> None:
+        """PageUp/PageDown while typing: the transcript scrolls, the prompt keeps the focus."""
+        view = self.screen.query("TranscriptView").first()
+        getattr(view, f"action_{action}")()
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
