@@ -79,18 +79,32 @@ SILENT_TOOLS = {"read_skill"}
 DETAILS_LINES = 40  # lines of a permission request's details printed above the question
 
 
-def preview(output: str, lines: int) -> list[str]:
+def preview(output: str, lines: int, diff: bool = False) -> list[str]:
     """Up to `lines` lines of a tool's output, or `(no output)`, safe to print. Split at
     newlines only (`splitlines` would also split at, and so hide, a lone CR, a form feed and
-    the other breaks `safe_display` shows)."""
+    the other breaks `safe_display` shows). `diff`: a result whose lines after its headline
+    are a numbered diff: the lines shown start one line before the first change, so that the
+    `-`/`+` lines are not cut for the context above them."""
     output = safe_display(output).rstrip("\n")
     shown = output.split("\n") if output else []
     if not shown:
         return ["(no output)"]
-    if len(shown) > lines:
-        rest = len(shown) - lines
-        return shown[:lines] + [f"… {rest} more line{'s' if rest != 1 else ''}"]
-    return shown
+    if len(shown) <= lines:
+        return shown
+    if diff:
+        changes = [i for i, line in enumerate(shown) if _is_change(line)]
+        if changes:
+            start = max(1, changes[0] - 1)  # the headline, then from just above the change
+            kept = [shown[0], *shown[start : start + lines - 1]]
+            rest = len(shown) - len(kept)
+            return kept + [f"… {rest} more line{'s' if rest != 1 else ''}"]
+    rest = len(shown) - lines
+    return shown[:lines] + [f"… {rest} more line{'s' if rest != 1 else ''}"]
+
+
+def _is_change(line: str) -> bool:
+    match = NUMBERED_LINE.match(line)
+    return match is not None and match[1] != " "
 
 
 DIFF_ADDED = "green"
@@ -218,7 +232,7 @@ class LinePrinter:
                     return
                 style = "dim" if event.status == "ok" else "dim red"
                 diff = bool(event.diff) and has_colour(c)
-                for line in preview(event.output, self.preview_lines):
+                for line in preview(event.output, self.preview_lines, bool(event.diff)):
                     line_style = numbered_diff_style(line, style) if diff else style
                     c.print(Text("    " + line, style=line_style))
             case EngineError():
@@ -375,6 +389,21 @@ class KeyboardReader:
             self.prompt_of_last = self._read_prompt
         return line
 
+    def redraw(self) -> None:
+        """The prompt again, on a line of its own, with what was typed so far (readline keeps
+        it): after a line printed while the keyboard was read (Ctrl-C's hint), the `›` would
+        otherwise be gone from the screen while input() still waits."""
+        future = self._read
+        if future is None or future.done():
+            return
+        typed = ""
+        if self.editing:
+            import readline
+
+            typed = readline.get_line_buffer()
+        sys.stdout.write(f"{self._read_prompt}{typed}")
+        sys.stdout.flush()
+
     def _start(self, prompt: str) -> asyncio.Future[str | None]:
         future: asyncio.Future[str | None] = self._loop.create_future()
         if self.editing:
@@ -435,6 +464,7 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
             quit_requested.set()
         else:
             console.print(Text("\n(press Ctrl-C again or Ctrl-D to quit)", style="dim"))
+            keyboard.redraw()
 
     def ask(request: PermissionRequested) -> None:
         async def answer() -> None:

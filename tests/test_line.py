@@ -61,6 +61,22 @@ def test_preview_lines_and_no_output() -> None:
     assert preview("a\nb\n", 5) == ["a", "b"]
 
 
+def test_an_edit_s_preview_shows_its_changed_lines_first() -> None:
+    """An edit deep in a file: five lines of preview spent on the headline and the context
+    above the change would cut the `-`/`+` lines; they start one line above the change."""
+    old = "".join(f"line {n}\n" for n in range(1, 11))
+    new = old.replace("line 7\n", "line seven\n")
+    diff = compute_diff(old, new)
+    output = f"edited f.txt: 1 edit applied, +1 -1 lines\n{diff.numbered()}"
+    shown = preview(output, 5, diff=True)
+    assert shown[0] == "edited f.txt: 1 edit applied, +1 -1 lines"
+    changed = [line for line in shown if "line 7" in line or "line seven" in line]
+    assert len(changed) == 2 and "-" in changed[0] and "+" in changed[1], shown
+    assert shown[-1].startswith("… ") and shown[-1].endswith("more lines")
+    assert len(shown) == 6  # five lines and the count of the rest
+    assert preview(output, 5)[1:3] != shown[1:3]  # not the first lines, as any other output
+
+
 def test_bash_call_prints_the_reference_lines() -> None:
     p, out = printer(preview_lines=2)
     p(

@@ -369,3 +369,20 @@ async def test_a_line_typed_at_a_question_that_went_away_goes_to_the_next_reader
         assert keyboard.prompt_of_last == "› "
     finally:
         os.close(write_end)
+
+
+@needs_tmux
+def test_ctrl_c_at_the_prompt_redraws_it_with_what_was_typed(tmp_path: Path) -> None:
+    """Ctrl-C at an idle prompt prints how to quit, then the `›` again with the text typed so
+    far (readline still holds it): the next key does not land on a line without a prompt."""
+    with line_mode(tmp_path, "ctrl-c") as session:
+        tmux("send-keys", "-t", session, "-l", "half typed")
+        until(session, lambda s: prompt_line(s) == "› half typed", "the text typed")
+        tmux("send-keys", "-t", session, "C-c")
+        until(session, lambda s: "(press Ctrl-C again or Ctrl-D to quit)" in s, "the hint")
+        until(session, lambda s: prompt_line(s) == "› half typed", "the prompt drawn again")
+        tmux("send-keys", "-t", session, "C-u")
+        until(session, lambda s: prompt_line(s) == "›", "the line cleared")
+        tmux("send-keys", "-t", session, "-l", "/quit")
+        tmux("send-keys", "-t", session, "Enter")
+        until(session, lambda s: not session_exists(session), "mm quitting", 10)
