@@ -53,6 +53,11 @@ async def test_the_demo_says_when_its_call_was_rejected_or_failed(tmp_path: Path
     said = "".join(e.text for e in of(events, TextDelta))
     assert of(events, ToolCallFinished)[-1].status == "error"
     assert said.startswith("The edit_file call failed, so nothing was done:")
+    # bash says its rejection as "[command rejected by the user]"
+    events = await turn(engine, "run the tests", lambda request: Decision.REJECT)
+    said = "".join(e.text for e in of(events, TextDelta))
+    assert said.startswith("You rejected the bash call, so nothing was done."), said
+    assert "The tests ran" not in said
     await engine.aclose()
 
 

@@ -287,3 +287,18 @@ def test_a_command_that_looks_like_a_diff_is_not_coloured() -> None:
     p(ToolCallFinished(call_id="1", tool="bash", status="ok", output="@@ x\n+a\n-b\n", elapsed=0))
     out = console.file.getvalue()  # type: ignore[attr-defined]
     assert {p for m in SGR.finditer(out) for p in m[1].split(";")} <= {"0", "2", ""}
+
+
+def test_counts_take_their_noun_in_the_right_number() -> None:
+    """`1 message`, `1 line`, never `1 messages` (the reference's own `(s)` forms, as in the
+    recap's `1 command(s)`, stay as they are)."""
+    from mm_tui.core.text import counted
+
+    assert [counted(n, "line") for n in (0, 1, 2, 1234)] == [
+        "0 lines",
+        "1 line",
+        "2 lines",
+        "1,234 lines",
+    ]
+    one = HistoryCompacted(summary="s", replaced=1, auto=False)
+    assert one.title.startswith("compacted 1 message into a summary")

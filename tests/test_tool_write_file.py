@@ -63,6 +63,8 @@ async def test_create_empty_file(ctx: ToolContext, tmp_path: Path) -> None:
     assert (tmp_path / "empty.txt").read_text() == ""
     assert result.output == "created empty.txt (0 lines)"
     assert result.diff == "--- /dev/null\n+++ b/empty.txt\n"
+    one = await write(ctx, "one.txt", "only\n")
+    assert one.output.startswith("created one.txt (1 line)\n")
 
 
 async def test_existing_file_entirely_replaced(ctx: ToolContext, tmp_path: Path) -> None:

@@ -281,7 +281,9 @@ class HistoryCompacted(BaseEvent):
         tokens = ""
         if self.tokens_before:
             tokens = f", {self.tokens_before:,} → {self.tokens_after:,} tokens"
-        return f"compacted {self.replaced} messages into a summary {how}{tokens}"
+        from mm_tui.core.text import counted
+
+        return f"compacted {counted(self.replaced, 'message')} into a summary {how}{tokens}"
 
 
 StopReason = Literal["end_turn", "max_turns", "cancelled", "error", "loop_detected"]

@@ -55,3 +55,9 @@ def agent_header(
     if asked_by:
         rest += f"{AGENT_SEPARATOR}asked by {asked_by}"
     return agent_name(title), rest
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 line`, `2 lines`, `0 lines`: a count with its noun in the right number (English
+    nouns of mm's messages, which all take an s)."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"

@@ -190,7 +190,7 @@ class DemoModel:
         intro = script.intro if script else f"{call_name} answered:"
         # A scripted model, but an honest one: a refused or failed call is said to have failed,
         # never announced as the script's success ("I fixed the typo").
-        if output.startswith(f"[{call_name} rejected by the user]"):
+        if re.match(r"\[[^\]\n]* rejected by the user\]", output):  # bash: "[command …]"
             intro = f"You rejected the {call_name} call, so nothing was done."
         elif output.startswith("[error") or (
             script and script.succeeded and not re.match(script.succeeded, output)

@@ -15,6 +15,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from mm_tui.core.terminal_text import safe_display
+from mm_tui.core.text import counted
 from mm_tui.engine.session import list_sessions_in
 
 
@@ -45,7 +46,7 @@ class SessionsScreen(ModalScreen[str | None]):
                         (info.updated[:16].replace("T", " "), "dim"),
                         "  ",
                         (safe_display(info.title) or "(empty)", "bold"),
-                        (f"  {info.message_count} messages", "dim"),
+                        (f"  {counted(info.message_count, 'message')}", "dim"),
                     ),
                     id=info.id,
                 )

@@ -109,7 +109,10 @@ class ReadFileTool(Tool):
         start = max(args.start, 0) or 1
         end = max(args.end, 0) or total
         if start > total:
-            return _error(f"start line {start} is beyond the end of {path} ({total} lines)")
+            from mm_tui.core.text import counted
+
+            lines = counted(total, "line")
+            return _error(f"start line {start} is beyond the end of {path} ({lines})")
         if end < start:
             return _error(f"end line {end} is before start line {start}")
         end = min(end, total)

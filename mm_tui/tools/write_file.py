@@ -178,9 +178,10 @@ class WriteFileTool(Tool):
 
         diff = plan.diff
         if plan.old is None:
+            from mm_tui.core.text import counted
             from mm_tui.tools.diff import count_lines
 
-            headline = f"created {path} ({count_lines(args.content)} lines)"
+            headline = f"created {path} ({counted(count_lines(args.content), 'line')})"
             unified = diff.unified(path) or f"--- /dev/null\n+++ b/{path}\n"
         else:
             headline = f"wrote {path}: +{diff.added} -{diff.deleted} lines"
