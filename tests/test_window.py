@@ -694,6 +694,30 @@ async def test_sending_a_request_scrolls_to_the_bottom(folder: Path) -> None:
         assert view.scroll_y >= view.max_scroll_y - 1 and view.max_scroll_y > 0
 
 
+async def test_keys_in_one_burst_behind_a_tab_follow_the_focus(folder: Path) -> None:
+    """Tab, Up, Enter arriving together (fast typing over SSH, `tmux send-keys Tab Up Enter`):
+    the Tab moves the focus to the transcript and Up and Enter act there (the tool line is
+    selected and opened), not in the prompt, where they re-sent the last request."""
+    from textual import events
+
+    model = ScriptedModel(call("bash", {"command": "echo one"}), say("done"), say("again"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await sent(pilot, app, "run it")
+        (item,) = tools(app)
+        assert item.folded and isinstance(app.focused, Prompt)
+        for key in ("tab", "up", "enter"):  # posted at once: none handled before the next
+            app.post_message(events.Key(key, None))
+        await settle(pilot, app)
+        assert isinstance(app.focused, TranscriptView)
+        assert not item.folded  # Up selected the line, Enter opened it
+        assert len(model.requests) == 2  # no request sent again
+        await pilot.press("tab")  # back to the prompt: typing works as before
+        await type_and_send(pilot, "next")
+        await settle(pilot, app)
+        assert len(model.requests) == 3
+
+
 async def test_page_up_and_down_in_the_prompt_scroll_the_transcript(folder: Path) -> None:
     """PageUp/PageDown while the prompt has the focus: the transcript pages, the prompt keeps
     the focus and its text."""

@@ -107,6 +107,21 @@ class Prompt(TextArea):
         self.focus()
 
     async def _on_key(self, event: events.Key) -> None:
+        focused = self.app.focused  # now: `has_focus` follows a moment later, by a message
+        if focused is not None and focused is not self:
+            # Keys that arrived in one burst behind a Tab (fast typing over SSH, `tmux
+            # send-keys Tab Up Enter`) were handed to the prompt, focused when they arrived,
+            # before the Tab moved the focus: they belong where the focus is now, in order
+            # (Up and Enter re-sent the last request).
+            event.prevent_default()
+            event.stop()
+            self.app.post_message(events.Key(event.key, event.character))
+            return
+        if event.key == "tab":  # here, not as the bubbling binding: the focus moves now
+            event.prevent_default()
+            event.stop()
+            self.action_complete()
+            return
         if event.key == "enter":
             event.prevent_default()
             event.stop()
