@@ -39,8 +39,9 @@ class Probe(window.MMApp):
         self.exit(0)
 
 window.MMApp = Probe
-from mm_tui.cli import main
-sys.exit(main(["--demo", "--theme", "mm-light"]))
+import mm_tui.cli as cli
+cli._not_a_terminal = lambda: ""  # the window runs headless here: no terminal to ask for
+sys.exit(cli.main(["--demo", "--theme", "mm-light"]))
 """
 
 
