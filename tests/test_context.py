@@ -266,6 +266,32 @@ async def test_a_tool_result_gets_a_fair_share_and_the_journal_the_whole(tmp_pat
     await engine.aclose()
 
 
+async def test_a_resumed_session_counts_its_context_as_its_last_turn_did(tmp_path: Path) -> None:
+    """One way of counting: the header of a reopened session shows what the end of its last
+    turn showed (the server's count carried on), not a fresh estimate at the default
+    characters per token (which said 1,390 against the last turn's 984)."""
+    script = [
+        Reply(tool_calls=[call("bash", {"command": "seq 1 200"}, id="c1")]),
+        Reply("done"),
+    ]
+    with ScriptedServer(*script, context_window=2048, report_usage=True) as server:
+        engine = make_engine(tmp_path, server, contextWindow=2048)
+        await engine.learn_context_window()
+        events = await asyncio.wait_for(turn(engine, "count"), 30)
+        end = events[-1]
+        assert end.context_used > 0
+        flush_all()
+        loaded = Session.load(engine.session.folder, engine.session.id)
+        again = make_engine(tmp_path, server, contextWindow=2048, session=loaded)
+        await again.learn_context_window()
+        usage = again.context_usage()
+        assert usage is not None and usage.used == end.context_used, (usage, end.context_used)
+        fresh = ContextMeter()  # what the count would be without the journal's
+        assert fresh.estimate(loaded.messages, again.tools()) != end.context_used
+        await engine.aclose()
+        await again.aclose()
+
+
 async def test_a_request_that_cannot_fit_ends_the_turn_with_the_advice(tmp_path: Path) -> None:
     with ScriptedServer("never", context_window=2048) as server:
         engine = make_engine(tmp_path, server, contextWindow=2048)

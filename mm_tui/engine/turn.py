@@ -143,6 +143,7 @@ class Engine:
         self._window_unread = False  # the server did not answer at start-up: ask it later
         self._declarations: list[dict[str, Any]] | None = None
         self._declared: object = None  # the registry's version the declarations are of
+        self._count_from_journal()
         if not session.messages:
             session.messages.append({"role": "system", "content": self.system_prompt()})
 
@@ -344,9 +345,21 @@ class Engine:
         self.permissions.reset()
         self.turn_number = _turns_in(session)
         self.meter.forget_base()
+        self._count_from_journal()
         if not session.messages:  # a new session: AGENTS.md as it is now (it may have changed)
             self.instructions = self.instructions.reread()
             session.messages.append({"role": "system", "content": self.system_prompt()})
+
+    def _count_from_journal(self) -> None:
+        """A reopened session: its last turn's end said how full the context was (the server's
+        count, and an estimate of what came after it); the count goes on from there, so that
+        the header shows on resume what the last turn showed, not a fresh guess at the
+        default characters per token."""
+        turns = self.session.turns
+        used = turns[-1].get("context_used") if turns else None
+        if isinstance(used, int) and not isinstance(used, bool) and used > 0:
+            chars = self.meter.chars(self.session.messages, self.tools())
+            self.meter.observed(used, chars)
 
     # -- the turn --------------------------------------------------------------------------
 
