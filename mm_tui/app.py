@@ -459,6 +459,26 @@ class MMApp(App[int]):
         assert self.engine is not None
         await self.engine.run_ask(agent, prompt, self.emit)
 
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """The palette's Screenshot: into the Downloads folder where there is one (Textual's
+        choice), else into mm's state folder (`screenshots/`), never the project; Textual's
+        notice says where. Without this, a machine with no ~/Downloads (a server, a container)
+        got a failure."""
+        if path is None:
+            try:
+                from platformdirs import user_downloads_path  # Textual's own dependency
+
+                downloads = user_downloads_path()
+            except ImportError:
+                downloads = None
+            if downloads is None or not downloads.is_dir():
+                from mm_tui.core.paths import user_state_dir
+
+                folder = user_state_dir() / "screenshots"
+                folder.mkdir(parents=True, exist_ok=True)
+                path = str(folder)
+        super().action_screenshot(filename, path)
+
     def action_help(self) -> None:
         from mm_tui.screens.help import HelpScreen
 

@@ -718,6 +718,27 @@ async def test_keys_in_one_burst_behind_a_tab_follow_the_focus(folder: Path) -> 
         assert len(model.requests) == 3
 
 
+async def test_a_screenshot_without_a_downloads_folder_goes_to_the_state_folder(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The palette's Screenshot on a machine with no ~/Downloads (a server, a container): saved
+    in mm's state folder, said where, never in the project."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user-dirs.dirs
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot, app)
+        app.action_screenshot()
+        shots = state / "mm" / "screenshots"
+        await until(lambda: shots.is_dir() and any(shots.glob("*.svg")), "the file", pilot=pilot)
+    assert not list(folder.glob("*.svg"))
+
+
 async def test_page_up_and_down_in_the_prompt_scroll_the_transcript(folder: Path) -> None:
     """PageUp/PageDown while the prompt has the focus: the transcript pages, the prompt keeps
     the focus and its text."""
