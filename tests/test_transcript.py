@@ -371,3 +371,24 @@ def test_clear_counts_ids_from_one_again() -> None:
     (changed,) = t.apply(TextDelta(text="hi"))
     assert changed is t.items[changed.id - 1]
     assert [i.id for i in t.items] == [1, 2]
+
+
+def test_a_compaction_s_summary_opens_as_markdown_not_raw() -> None:
+    """The model's summary is Markdown, as its answers are: opened under the compaction's
+    line it shows emphasis and lists drawn, not their asterisks and dashes."""
+    from rich.console import Console
+    from rich.style import Style
+
+    from mm_tui.transcript.renderers.tool_line import ToolLine
+    from mm_tui.transcript.store import CompactionItem
+
+    item = CompactionItem(
+        title="compacted 3 messages into a summary by /compact",
+        summary="**Task**: count the files.\n\n- `ls` ran\n- nothing is left",
+    )
+    item.folded = False
+    line = ToolLine(Console(width=80, color_system=None), lambda name: Style())
+    text = "\n".join(strip.text.rstrip() for strip in line.body(item, 80))
+    assert "Task: count the files." in text and "**" not in text
+    assert "• ls ran" in text and "`" not in text
+    assert all(row.startswith("    ") for row in text.splitlines() if row)

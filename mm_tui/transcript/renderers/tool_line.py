@@ -97,6 +97,13 @@ class ToolLine:
     def body(self, item: ToolItem, width: int) -> list[Strip]:
         """The unfolded output, indented; a diff coloured line by line."""
         inner = max(1, width - len(OUTPUT_INDENT))
+        if item.tool == "compact" and item.output:  # the model's summary: Markdown, as answers
+            from mm_tui.transcript.renderers.markdown import BlockMarkdown
+
+            summary = BlockMarkdown(safe_display(item.output))
+            indent = Strip.blank(len(OUTPUT_INDENT))
+            drawn = strips(self.console, summary, inner, self.style("tool--output"))
+            return [Strip.join([indent, line]) for line in drawn]
         text = Text(no_wrap=False, end="")
         rest = split_title(safe_display(item.title, exact=True))[1]
         if rest:  # the command's lines after the first, which the header does not show
