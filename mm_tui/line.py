@@ -19,6 +19,7 @@ Line editing and the history of requests: `line_history.py`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import signal
 import sys
@@ -58,6 +59,7 @@ from mm_tui.engine.turn import Engine
 from mm_tui.line_history import (
     LineHistory,
     history_path,
+    keys_not_echoed,
     line_editor,
     readline_prompt,
     restore_terminal,
@@ -491,6 +493,8 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
         return None
 
     printer = LinePrinter(console, engine.settings.preview_lines, ask)
+    # with readline (a terminal), keys typed while a turn prints wait for the next prompt
+    quiet = keys_not_echoed if editor is not None else contextlib.nullcontext
     # an MCP server that fails says so when it does
     engine.registry.listen(engine.redacting(printer))
     try:
@@ -538,9 +542,11 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
                     usage = safe_display(ask_usage(engine.registry.get("ask_agent")))
                     console.print(Text(usage, style="yellow"))
                     continue
-                await engine.run_ask(*asked, printer)
+                with quiet():
+                    await engine.run_ask(*asked, printer)
             else:
-                await engine.run_turn(text, printer)
+                with quiet():
+                    await engine.run_turn(text, printer)
             for task in pending_answers:
                 task.cancel()
             pending_answers.clear()

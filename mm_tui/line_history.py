@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -262,3 +262,31 @@ def restore_terminal(state: list) -> None:
         sys.stdout.flush()
     except (ImportError, OSError, ValueError):
         pass
+
+
+@contextlib.contextmanager
+def keys_not_echoed() -> Iterator[None]:
+    """While a turn prints: what the person types is not echoed by the terminal into the
+    middle of the answer. It waits in the terminal's buffer and shows at the next prompt,
+    where readline reads it (a permission question's readline echoes for itself). The
+    terminal's settings come back after, however the turn ends."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        before = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError):
+        yield
+        return
+    quiet = list(before)
+    quiet[3] = before[3] & ~termios.ECHO
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            termios.tcsetattr(fd, termios.TCSANOW, before)

@@ -386,3 +386,32 @@ def test_ctrl_c_at_the_prompt_redraws_it_with_what_was_typed(tmp_path: Path) -> 
         tmux("send-keys", "-t", session, "-l", "/quit")
         tmux("send-keys", "-t", session, "Enter")
         until(session, lambda s: not session_exists(session), "mm quitting", 10)
+
+
+@needs_tmux
+def test_keys_typed_while_an_answer_streams_wait_for_the_next_prompt(tmp_path: Path) -> None:
+    """Typing while the answer streams: the letters are not echoed into the middle of it;
+    they wait, and show at the next prompt, where Enter sends them."""
+    from scripted_server import SSE, Reply, ScriptedServer, text_chunks
+
+    words = " ".join(f"word{n}" for n in range(60))
+    slow = SSE([*text_chunks(words, 6)], delay=0.05)  # about three seconds of streaming
+    with ScriptedServer(slow, Reply("second")) as server:
+        env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
+        args = ("--line", "--base-url", server.base_url, "--model", "m")
+        with mm_in_tmux(tmp_path, "line-typeahead", *args, env=env) as session:
+            tmux("send-keys", "-t", session, "-l", "go")
+            tmux("send-keys", "-t", session, "Enter")
+            until(session, lambda s: "word1 " in s, "the answer streaming")
+            tmux("send-keys", "-t", session, "-l", "typed ahead")
+            until(
+                session,
+                lambda s: "word59" in s and prompt_line(s) == "› typed ahead",
+                "the answer's end, and the text at the next prompt",
+            )
+            screen = screen_of(session)
+            answer = screen[screen.index("word0") : screen.index("word59")]
+            assert "typed" not in answer, screen
+            tmux("send-keys", "-t", session, "Enter")
+            until(session, lambda s: "second" in s, "the typed request sent")
+            assert server.requests[-1].messages[-1]["content"] == "typed ahead"
