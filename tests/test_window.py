@@ -769,6 +769,30 @@ def painted_color(app, text: str) -> str | None:
     return None
 
 
+async def test_code_blocks_in_an_ansi_theme_use_the_terminal_s_own_colours(folder: Path) -> None:
+    """`ansi-dark` is for terminals of 16 colours: an answer's code block is drawn in them too,
+    not in Monokai's 256-colour codes."""
+    from rich.color import ColorType
+
+    model = ScriptedModel(say("```python\ndef answer():\n    return 42\n```"))
+    app = make_app(model, folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await sent(pilot, app)
+        await type_and_send(pilot, "/theme ansi-dark")
+        await settle(pilot, app)
+        assert app.theme == "ansi-dark"
+        kinds = {
+            segment.style.color.type
+            for strip in app.screen._compositor.render_strips()
+            for segment in strip
+            if segment.text.strip() in ("def", "answer", "return", "42")
+            and segment.style
+            and segment.style.color
+        }
+        assert kinds, "the code was not painted"
+        assert kinds <= {ColorType.STANDARD, ColorType.DEFAULT}, kinds
+
+
 async def test_a_theme_change_repaints_the_transcript_in_the_new_colours(folder: Path) -> None:
     """A theme that differs from mm-dark only in its accent leaves the view's own style alone:
     the tool line's bullet must still take the new accent."""

@@ -164,8 +164,13 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def _code_theme(self) -> str:
         """The answers' code blocks follow the theme: Monokai's dark panel is a black box on a
-        light background."""
-        return DARK_CODE_THEME if self.app.current_theme.dark else LIGHT_CODE_THEME
+        light background. Textual's `ansi-dark` and `ansi-light` draw in the terminal's own 16
+        colours (for terminals over SSH without more): their code blocks do too (Rich's ANSI
+        styles), not Monokai's 256-colour codes."""
+        dark = self.app.current_theme.dark
+        if self.app.current_theme.name.startswith("ansi-"):
+            return "ansi_dark" if dark else "ansi_light"
+        return DARK_CODE_THEME if dark else LIGHT_CODE_THEME
 
     @property
     def renderers(self) -> Renderers:
