@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import on, work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
@@ -45,6 +45,8 @@ from mm_tui.widgets.status_line import StatusLine
 W = TypeVar("W", bound=Widget)
 
 if TYPE_CHECKING:
+    from textual.screen import Screen
+
     from mm_tui.config import ProjectConfig
     from mm_tui.core.events import Event
     from mm_tui.engine.session import Session
@@ -458,6 +460,13 @@ class MMApp(App[int]):
     async def run_ask(self, agent: str, prompt: str) -> None:
         assert self.engine is not None
         await self.engine.run_ask(agent, prompt, self.emit)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, but Maximize and Minimize: maximizing the transcript or
+        the prompt filled the screen with Textual's hatching and hid the rest of mm."""
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Maximize", "Minimize"):
+                yield command
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         """The palette's Screenshot: into the Downloads folder where there is one (Textual's

@@ -599,6 +599,9 @@ async def test_the_command_palette_lists_mm_s_commands_before_any_typing(folder:
         )
         shown = palette_text(app)
         assert "summarise the conversation to free the model's context" in shown
+        # Textual's own commands are there but Maximize, which filled the screen with hatching
+        assert "Screenshot" in shown and "Keys" in shown
+        assert "Maximize" not in shown and "Minimize" not in shown
 
 
 async def test_help_lists_the_decisions_of_the_session(folder: Path) -> None:
