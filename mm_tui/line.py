@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, assert_never
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -77,6 +78,9 @@ ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: r
 # Tools whose output is not echoed: a skill is for the model, not the screen.
 SILENT_TOOLS = {"read_skill"}
 
+
+_WORDS = re.compile(r"\n|[^\S\n]+|[^\s]+")
+"""A stream's pieces for wrapping: a line end, a run of blanks, a run of anything else."""
 
 DETAILS_LINES = 40  # lines of a permission request's details printed above the question
 
@@ -168,6 +172,45 @@ class LinePrinter:
         self._mode: tuple[str, str | None] | None = None
         self._held_cr = False  # the stream's last delta ended on a CR (`_streamed`)
         self.last_end: TurnEnded | None = None
+        # word wrapping of what streams, on a terminal (`_wrapped`): the cells written on the
+        # current line, and the word that has not ended yet (held until it does)
+        self._column = 0
+        self._word = ""
+
+    def _wrapped(self, text: str) -> str:
+        """A streamed piece with a line break before each word that would not fit the rest of
+        the line, on a terminal (which would cut it in the middle). A word is held until the
+        space or line end after it arrives; a pipe or a file gets the text as it is."""
+        if not self.console.is_terminal:
+            return text
+        width = max(1, self.console.width)
+        out: list[str] = []
+        for piece in _WORDS.findall(text):
+            if piece == "\n":
+                out.append(self._word + "\n")
+                self._word, self._column = "", 0
+            elif piece.isspace():
+                self._put_word(out, width)
+                if self._column + cell_len(piece) > width:  # blanks at the edge: a line end
+                    out.append("\n")
+                    self._column = 0
+                else:
+                    out.append(piece)
+                    self._column += cell_len(piece)
+            else:
+                self._word += piece
+        return "".join(out)
+
+    def _put_word(self, out: list[str], width: int) -> None:
+        size = cell_len(self._word)
+        if self._column and self._column + size > width:
+            out.append("\n")
+            self._column = 0
+        out.append(self._word)
+        self._column += size
+        if self._column > width:  # a word longer than a line: the terminal cut it
+            self._column %= width
+        self._word = ""
 
     def _streamed(self, text: str) -> str:
         """A delta of the stream, safe to print. A CR that ends a delta waits for the next:
@@ -179,6 +222,12 @@ class LinePrinter:
 
     def _close_stream(self) -> None:
         if self._mode is not None:
+            if self._word:  # the last word, held for its end
+                out: list[str] = []
+                self._put_word(out, max(1, self.console.width))
+                style = "dim italic" if self._mode[0] == "thought" else ""
+                self.console.print("".join(out), end="", style=style, markup=False, highlight=False)
+            self._column = 0
             if self._held_cr:  # the stream ended on a lone CR
                 self._held_cr = False
                 self.console.file.write(safe_display("\r"))
@@ -192,7 +241,7 @@ class LinePrinter:
             if self._mode != ("text", event.agent):
                 self._close_stream()
                 self._mode = ("text", event.agent)
-            text = self._streamed(event.text)
+            text = self._wrapped(self._streamed(event.text))
             c.print(text, end="", markup=False, highlight=False, soft_wrap=True)
             return
         if isinstance(event, ThoughtDelta):
@@ -200,7 +249,7 @@ class LinePrinter:
                 self._close_stream()
                 self._mode = ("thought", event.agent)
             c.print(
-                self._streamed(event.text),
+                self._wrapped(self._streamed(event.text)),
                 end="",
                 style="dim italic",
                 markup=False,

@@ -302,3 +302,30 @@ def test_counts_take_their_noun_in_the_right_number() -> None:
     ]
     one = HistoryCompacted(summary="s", replaced=1, auto=False)
     assert one.title.startswith("compacted 1 message into a summary")
+
+
+def test_a_streamed_answer_wraps_between_words_on_a_terminal() -> None:
+    """On a terminal the answer breaks lines between words, never inside one (the terminal
+    would cut a word at its edge); the words arrive in pieces and come out whole, the last
+    held until the answer ends. A pipe gets the text exactly as it came."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda"
+    pieces = [words[i : i + 4] for i in range(0, len(words), 4)]
+
+    def streamed(terminal: bool) -> str:
+        out = io.StringIO()
+        console = Console(file=out, width=20, force_terminal=terminal, color_system=None)
+        p = LinePrinter(console, 5, ask=lambda request: None)
+        for piece in pieces:
+            p(TextDelta(text=piece))
+        p(
+            TurnEnded(
+                turn=1, counters=Counters(), elapsed=0.1, usage=Usage(), stop_reason="end_turn"
+            )
+        )
+        return out.getvalue()
+
+    lines = streamed(True).split("\n")[:-2]  # then the recap
+    assert " ".join(line.strip() for line in lines) == words
+    assert all(len(line) <= 20 for line in lines), lines
+    assert all(word in words.split() for line in lines for word in line.split())
+    assert streamed(False).startswith(words + "\n")
