@@ -628,6 +628,24 @@ async def test_the_theme_key_is_applied(folder: Path) -> None:
         assert app.theme == "mm-light"
 
 
+async def test_the_key_bar_keeps_every_answer_of_a_permission_box_at_60_columns(
+    folder: Path,
+) -> None:
+    """At 60 columns the four answers and their descriptions do not fit: each description is
+    cut to its last word rather than `n never` cut off the end."""
+    model = ScriptedModel(call("bash", {"command": "echo hi"}), say("ok"))
+    app = make_app(model, folder, yolo=False)
+    async with app.run_test(size=(60, 24)) as pilot:
+        await settle(pilot, app)
+        await type_and_send(pilot, "go")
+        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await settle(pilot, app, idle=False)
+        shown = app.screen.query_one(KeyBar).render().plain
+        for part in (" a once ", " s session ", " r reject ", " n never "):
+            assert part in shown, shown
+        assert shown.index(" n never ") < shown.find("…") or "…" not in shown
+
+
 async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path) -> None:
     model = ScriptedModel(call("bash", {"command": "echo one"}), say("done"))
     app = make_app(model, folder)

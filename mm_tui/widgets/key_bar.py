@@ -5,7 +5,9 @@ It draws what Textual's Footer draws (the same cells, in the theme's footer colo
 widget painting one line: the Footer mounts a widget per key and mounts them all again at every
 change of focus, and its stylesheet alone cost a few milliseconds of the first frame. Left out:
 the Footer's hover highlight, binding groups (mm has none) and scrolling a bar too long for the
-window (the keys that do not fit are cut with an ellipsis, the palette key stays)."""
+window (where the keys do not fit, each description is cut to its last word, `allow for the
+session` to `session`; what still does not fit is cut with an ellipsis, the palette key
+stays)."""
 
 from __future__ import annotations
 
@@ -86,6 +88,9 @@ class KeyBar(Widget):
             spans.append((start + 1, width, key, enabled))
         line = Text()
         room = max(0, width - right.cell_len)
+        full = sum(len(shown) + len(description) + 3 for _key, shown, description, _ in left)
+        if full > room:  # too narrow (60 columns cut `n never`): each description's last word
+            left = [(k, shown, d.split()[-1] if d else d, e) for k, shown, d, e in left]
         for key, shown, description, enabled in left:
             start = line.cell_len
             if start >= room:
