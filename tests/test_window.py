@@ -646,6 +646,19 @@ async def test_the_key_bar_keeps_every_answer_of_a_permission_box_at_60_columns(
         assert shown.index(" n never ") < shown.find("…") or "…" not in shown
 
 
+async def test_a_tiny_terminal_draws_no_scrollbar_over_the_key_bar(folder: Path) -> None:
+    """At 20x6 the window's parts do not all fit: the screen clips them, and draws no
+    scrollbar of its own over the key bar (its thumb sat on the bar's last cells)."""
+    model = ScriptedModel(say("line\n\n" * 30))
+    app = make_app(model, folder)
+    async with app.run_test(size=(20, 6)) as pilot:
+        await sent(pilot, app)
+        rows = [strip.text for strip in app.screen._compositor.render_strips()]
+        assert rows[-1].rstrip().endswith("palette"), rows
+        assert not any(glyph in rows[-1] for glyph in "▁▂▃▄▅▆▇█"), rows
+        assert app.screen.query_one(KeyBar).region.width == 20
+
+
 async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path) -> None:
     model = ScriptedModel(call("bash", {"command": "echo one"}), say("done"))
     app = make_app(model, folder)

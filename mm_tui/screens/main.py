@@ -23,7 +23,7 @@ from mm_tui.widgets.status_line import StatusLine
 class MainScreen(Screen[None]):
     AUTO_FOCUS = "#prompt"  # not the transcript: each restyle of it costs a frame's worth
     DEFAULT_CSS = """
-    MainScreen { layout: vertical; }
+    MainScreen { layout: vertical; overflow: hidden; }
     """
 
     def __init__(self, transcript: Transcript, clock: Callable[[], float]) -> None:
