@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeV
 
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
 from mm_tui.core.files import resolve_path
-from mm_tui.core.paths import shown_path, user_config_dir, user_state_dir
+from mm_tui.core.paths import is_playground, shown_path, user_config_dir, user_state_dir
 
 if TYPE_CHECKING:
     import yaml
@@ -732,6 +732,8 @@ def sessions_folders(
     old `.mm/sessions`."""
     if settings.sessions_dir:
         return (resolve_dir(settings.sessions_dir, cwd),)
+    if is_playground(cwd):  # every demo's sessions together: `mm --demo --resume` finds them
+        return (user_state_dir(home, environ) / "sessions" / "demo",)
     state = user_state_dir(home, environ) / "sessions" / project_key(cwd)
     return (state, cwd / OLD_SESSIONS)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from mm_tui.core.paths import PLAYGROUND_PREFIX
+
 PLAYGROUND = {
     "README.md": """\
 # greeter
@@ -50,7 +52,7 @@ Type hints on public functions, f-strings, tests beside the code with unittest.
 }
 
 
-PREFIX = "mm-demo-"
+PREFIX = PLAYGROUND_PREFIX
 KEPT_FOR = 3 * 24 * 3600
 """Seconds an earlier playground is kept after it was made (or an entry at its top last
 changed): a person may look at what the demo did; older ones go when the next is made, so they

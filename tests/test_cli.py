@@ -187,3 +187,15 @@ def test_resume_passes_over_a_session_left_empty(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
         assert sent == ["remember the word zebra", "the word?"]
+
+
+def test_a_demo_session_can_be_resumed_by_the_next_demo(tmp_path: Path) -> None:
+    """Each demo works in a playground of its own, but their sessions are kept together:
+    `mm --demo --resume` goes on with the last demo's conversation."""
+    env = {"TMPDIR": str(tmp_path)}
+    first = mm("--demo", "--line", cwd=tmp_path, env=env, stdin="list the files\n/quit\n")
+    assert first.returncode == 0, first.stderr
+    again = mm("--demo", "--line", "--resume", cwd=tmp_path, env=env, stdin="/sessions\n/quit\n")
+    assert again.returncode == 0, again.stderr
+    assert "resumed session" in again.stdout + again.stderr
+    assert "list the files" in again.stdout  # the /sessions listing: the demo's conversation

@@ -41,3 +41,18 @@ def user_state_dir(home: Path | None = None, environ: Mapping[str, str] | None =
     xdg = environ.get("XDG_STATE_HOME", "")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".local" / "state"
     return base / "mm"
+
+
+PLAYGROUND_PREFIX = "mm-demo-"
+"""The demo's playgrounds: `mm-demo-…` folders of the temp folder (playground.py)."""
+
+
+def is_playground(folder: Path) -> bool:
+    """Whether `folder` is one of the demo's throw-away playgrounds, whose sessions are kept
+    together (each demo has a playground of its own, so a demo session could not be resumed
+    by the next demo)."""
+    import tempfile
+
+    return folder.name.startswith(PLAYGROUND_PREFIX) and folder.parent == Path(
+        tempfile.gettempdir()
+    )
