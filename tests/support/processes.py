@@ -145,14 +145,11 @@ def host_group(pgid: int) -> int:
             try:
                 if os.readlink(f"/proc/{pid}/ns/pid") != namespace or not alive(pid):
                     continue
-                status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
-            for line in status.splitlines():
-                if line.startswith("NSpgid:"):
-                    numbers = [int(n) for n in line.split()[1:]]
-                    if len(numbers) > 1 and numbers[-1] == pgid:
-                        return numbers[0]
+            numbers = namespace_numbers(pid, "NSpgid")
+            if len(numbers) > 1 and numbers[-1] == pgid:
+                return numbers[0]
     return pgid
 
 
@@ -166,15 +163,25 @@ def host_pid(pid: int, cwd: Path) -> int:
         try:
             if os.readlink(f"/proc/{candidate}/cwd") != where:
                 continue
-            status = Path(f"/proc/{candidate}/status").read_text()
         except OSError:
             continue
-        for line in status.splitlines():
-            if line.startswith("NSpid:"):
-                numbers = [int(n) for n in line.split()[1:]]
-                if len(numbers) > 1 and numbers[-1] == pid and alive(candidate):
-                    return candidate
+        numbers = namespace_numbers(candidate, "NSpid")
+        if len(numbers) > 1 and numbers[-1] == pid and alive(candidate):
+            return candidate
     return pid
+
+
+def namespace_numbers(pid: int, field: str) -> list[int]:
+    """A `field` of /proc/<pid>/status that numbers a process in each PID namespace it is in
+    (`NSpid`, `NSpgid`): as this process sees it first, in the innermost last; [] when gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return []
+    for line in status.splitlines():
+        if line.startswith(f"{field}:"):
+            return [int(n) for n in line.split()[1:]]
+    return []
 
 
 def mm_above(pid: int) -> int:
