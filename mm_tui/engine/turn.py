@@ -76,6 +76,8 @@ holds, read it. Keep changes small and say what you did in a few sentences. When
 an error, read it and adapt instead of repeating the same call."""
 
 
+BUSY = "Waiting for the server: it may still be writing the cancelled answer"
+"""The status while the request after a cancelled one waits for its first word."""
 UNKNOWN_WINDOW = (
     "the model's context window is unknown: mm learns it from the server's first refusal of a "
     "request too big; set contextWindow in the config to tell it"
@@ -140,6 +142,10 @@ class Engine:
         # Whether the model server answers: None until known (start-up checks it for a
         # configured server); a front end hears of each change as a ServerState.
         self.server_answering: bool | None = None
+        # A request cancelled before its answer ended: the server may go on writing it (a
+        # non-streamed one always does: llama-cpp-python finishes it, unread), and the next
+        # request waits behind it: said, and given the watchdog's time twice (`_generate`).
+        self._server_busy = False
         self._window_unread = False  # the server did not answer at start-up: ask it later
         self._declarations: list[dict[str, Any]] | None = None
         self._declared: object = None  # the registry's version the declarations are of
@@ -537,11 +543,16 @@ class Engine:
     async def _generate(self, emit: Emit, state: _TurnState) -> list[ToolCall]:
         """One model round trip: stream the answer, return the tool calls it asked for."""
         await self._make_room(emit)
-        emit(Thinking(state="Thinking"))
         text: list[str] = []
         runaway = RunawayDetector()
         end: StreamEnd | None = None
         timeout = self.settings.watchdog_timeout
+        busy = self._server_busy
+        if busy:  # the last request was cancelled before its answer ended: see BUSY
+            emit(Thinking(state=BUSY))
+            timeout += self.settings.watchdog_timeout
+        else:
+            emit(Thinking(state="Thinking"))
         loop = asyncio.get_running_loop()
         tools = self.tools()
         sent = self.meter.chars(self.session.messages, tools)
@@ -556,6 +567,10 @@ class Engine:
                         self._retrying(chunk, emit)  # type: ignore[arg-type]
                         retried = True
                         continue
+                    if busy:  # answering at last: the wait behind the old answer is over
+                        busy = self._server_busy = False
+                        timeout = self.settings.watchdog_timeout
+                        retried = True
                     watchdog.reschedule(loop.time() + timeout)
                     if retried:  # answering at last: the status line says so again
                         retried = False
@@ -599,6 +614,8 @@ class Engine:
             refused = exc
         except asyncio.CancelledError:
             self._keep_partial(text)
+            if end is None:
+                self._server_busy = True
             raise
         finally:
             aclose = getattr(stream, "aclose", None)
