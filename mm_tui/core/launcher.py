@@ -263,19 +263,16 @@ class LauncherProcess:
 
     # --- what mm asks ------------------------------------------------------------------------
 
-    async def start(
-        self, argv: list[str], cwd: str, env: Mapping[str, str], stdio: tuple[int, int, int]
-    ) -> tuple[int, _Pending]:
-        """Start `argv`; returns (call id, what to wait on) once the launcher reported its pid.
-        Raises OSError as Popen would (the launcher's errno), `LauncherGone` when it died."""
-        ident, pending = self.send(argv, cwd, env, stdio, await_start=True)
+    async def started(self, ident: int, pending: _Pending) -> None:
+        """Wait until the launcher reported the pid of the call `send` (with `await_start`)
+        asked for. Raises OSError as Popen would (the launcher's errno), `LauncherGone` when
+        it died; cancelled, the call is stopped once its pid is known."""
         try:
             await asyncio.shield(pending.started)
         except asyncio.CancelledError:
             # started or about to be: stop it once its pid is known, whatever happens here
             pending.started.add_done_callback(lambda f: self._kill_late(ident, f))
             raise
-        return ident, pending
 
     def send(
         self,
@@ -700,23 +697,27 @@ async def launch(launcher: LauncherProcess, argv: list[str], **popen: Any) -> La
     """Start `argv` from `launcher` with Popen-like arguments (`stdin`, `stdout`, `stderr`,
     `cwd`, `env`; the child always leads a group of its own, in the launcher's session, which
     has no terminal); returns once the launcher reported its pid."""
-    stdio, mine, close = launch_args(popen)
+    proc = _sent(launcher, argv, popen, await_start=True)
     try:
-        ident, pending = await launcher.start(*_request(argv, popen), stdio)
+        await launcher.started(proc._ident, proc._pending)
     except BaseException:
-        _close([m for m in mine if m is not None])
+        proc._close_pipes()
         raise
-    finally:
-        _close(close)
-    return LaunchedProcess(launcher, ident, pending, (mine[0], mine[1], mine[2]))
+    return proc
 
 
 def launch_sent(launcher: LauncherProcess, argv: list[str], **popen: Any) -> LaunchedProcess:
     """`launch` without waiting for the pid (`LauncherProcess.send`): a failure to start comes
     out of `wait()`."""
+    return _sent(launcher, argv, popen, await_start=False)
+
+
+def _sent(
+    launcher: LauncherProcess, argv: list[str], popen: Mapping[str, Any], await_start: bool
+) -> LaunchedProcess:
     stdio, mine, close = launch_args(popen)
     try:
-        ident, pending = launcher.send(*_request(argv, popen), stdio)
+        ident, pending = launcher.send(*_request(argv, popen), stdio, await_start)
     except BaseException:
         _close([m for m in mine if m is not None])
         raise

@@ -109,6 +109,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import stat
@@ -535,11 +536,13 @@ def namespaces_wanted() -> bool:
     )
 
 
+@functools.cache
 def user_namespaces_allowed() -> bool:
     """What the system's switches say of user namespaces for plain users: none allowed at all,
     Debian's and Ubuntu's own switches, Ubuntu's AppArmor rule. Spares a launcher started in
     vain where they say no; where they do not say, trying tells (and fails over to Landlock
-    alone)."""
+    alone). Read once: every bash call asks (`ruleset_for`), and the switches are the
+    machine's, set before mm started."""
     refusals = (
         ("/proc/sys/user/max_user_namespaces", "0"),
         ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
