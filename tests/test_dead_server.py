@@ -33,6 +33,20 @@ from mm_tui.widgets.agent_header import AgentHeader
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
+async def failing(provider: OpenAIProvider, *, close: bool = True) -> tuple[list, ModelError]:
+    """The chunks `provider` streamed (its retries) before the error it ended with; closed
+    after unless `close` is False."""
+    seen: list = []
+    try:
+        with pytest.raises(ModelError) as raised:
+            async for chunk in provider.stream(MESSAGES, []):
+                seen.append(chunk)
+    finally:
+        if close:
+            await provider.aclose()
+    return seen, raised.value
+
+
 # --------------------------------------------------------------------------- the base URL
 
 
@@ -156,19 +170,12 @@ async def test_start_up_fixes_a_missing_v1_and_goes_on(tmp_path: Path) -> None:
 
 
 async def test_the_provider_says_each_retry_before_it_waits() -> None:
-    provider = OpenAIProvider(closed_port_url(), "m", retries=2, backoff=0.01)
-    seen: list = []
-    try:
-        with pytest.raises(ModelError) as raised:
-            async for chunk in provider.stream(MESSAGES, []):
-                seen.append(chunk)
-    finally:
-        await provider.aclose()
+    seen, error = await failing(OpenAIProvider(closed_port_url(), "m", retries=2, backoff=0.01))
     assert [(c.attempt, c.attempts) for c in seen] == [(2, 3), (3, 3)]
     assert all(isinstance(c, Retrying) and c.unreachable for c in seen)
     assert "connection refused" in seen[0].reason
-    assert raised.value.unreachable
-    assert "gave up after 3 tries" in raised.value.message
+    assert error.unreachable
+    assert "gave up after 3 tries" in error.message
 
 
 async def test_a_busy_server_is_retried_aloud_then_answers() -> None:
@@ -300,15 +307,9 @@ async def test_a_web_server_that_is_no_model_server_is_said_so_at_once() -> None
     web page that is no model server's API, its words without the tags, and not retried."""
     page = Error(501, body=HTTP_SERVER_PAGE, headers={"Content-Type": "text/html"})
     with ScriptedServer(page, page) as server:
-        provider = OpenAIProvider(server.base_url, "m", retries=3, backoff=0.01)
-        try:
-            with pytest.raises(ModelError) as raised:
-                async for _ in provider.stream(MESSAGES, []):
-                    pass
-        finally:
-            await provider.aclose()
+        _, error = await failing(OpenAIProvider(server.base_url, "m", retries=3, backoff=0.01))
         assert len(server.requests) == 1  # no retry: 501 will not change
-    message = raised.value.message
+    message = error.message
     assert "501" in message and "Message: Unsupported method ('POST')." in message
     assert "<" not in message
     assert "does not look like a model server's API; check baseUrl" in message
@@ -321,16 +322,10 @@ async def test_a_server_that_closes_the_connection_is_said_so_and_retries_count_
     drop = Raw([b""], drop=True)
     with ScriptedServer(drop, drop, drop, drop) as server:
         provider = OpenAIProvider(server.base_url, "m", retries=2, backoff=0.01)
-        seen: list = []
-        try:
-            with pytest.raises(ModelError) as raised:
-                async for chunk in provider.stream(MESSAGES, []):
-                    seen.append(chunk)
-        finally:
-            await provider.aclose()
+        seen, error = await failing(provider)
     assert [(c.attempt, c.attempts) for c in seen] == [(2, 3), (3, 3)]
     assert "closed the connection without answering" in seen[0].reason
-    assert "ReadError" not in raised.value.message
+    assert "ReadError" not in error.message
 
 
 async def test_a_server_known_dead_is_not_retried_for_seconds(tmp_path: Path) -> None:
@@ -342,12 +337,9 @@ async def test_a_server_known_dead_is_not_retried_for_seconds(tmp_path: Path) ->
     started = await start(settings, tmp_path)
     try:
         assert started.engine.client.answering is False
-        seen: list = []
-        with pytest.raises(ModelError) as raised:
-            async for chunk in started.engine.client.stream(MESSAGES, []):
-                seen.append(chunk)
+        seen, error = await failing(started.engine.client, close=False)
         assert seen == []  # no retry
-        assert "connection refused" in raised.value.message
+        assert "connection refused" in error.message
     finally:
         await started.engine.aclose()
     with pytest.raises(StartupError) as down:

@@ -55,6 +55,23 @@ async def sent(pilot, app, text: str = "go") -> None:
     await settle(pilot, app)
 
 
+async def asked(pilot, app, text: str = "go") -> None:
+    """`text` sent, and the permission question its tool call raised up."""
+    await type_and_send(pilot, text)
+    await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+    await settle(pilot, app, idle=False)
+
+
+def two_bash_calls(second: str = "echo hi") -> ScriptedModel:
+    """A model that runs `echo hi` in one turn and `second` in the next."""
+    return ScriptedModel(
+        call("bash", {"command": "echo hi"}),
+        say("ok"),
+        call("bash", {"command": second}, "c2"),
+        say("ok"),
+    )
+
+
 def tools(app) -> list[ToolItem]:
     return [i for i in app.transcript.items if isinstance(i, ToolItem)]
 
@@ -120,9 +137,7 @@ async def test_a_command_of_several_lines_keeps_its_tool_line_whole(folder: Path
     app = make_app(model, folder, yolo=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        await type_and_send(pilot, "go")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
-        await settle(pilot, app, idle=False)
+        await asked(pilot, app, "go")
         rows = screen_text(app).splitlines()
         (row,) = [r for r in rows if r.startswith("‣ bash")]
         assert row.startswith("‣ bash  cat <<'EOF' … +3 lines") and "waiting for a/s/r/n" in row
@@ -150,18 +165,11 @@ async def test_a_command_of_several_lines_keeps_its_tool_line_whole(folder: Path
     ],
 )
 async def test_permission_box_each_answer(folder: Path, key: str, status: str, output: str) -> None:
-    model = ScriptedModel(
-        call("bash", {"command": "echo hi"}),
-        say("ok"),
-        call("bash", {"command": "echo hi"}, "c2"),
-        say("ok"),
-    )
+    model = two_bash_calls()
     app = make_app(model, folder, yolo=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        await type_and_send(pilot, "go")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
-        await settle(pilot, app, idle=False)
+        await asked(pilot, app, "go")
         box = app.screen.query_one(PermissionBox)
         assert box.has_class("-open") and box.has_focus
         assert "waiting for a/s/r/n" in screen_text(app)
@@ -201,21 +209,14 @@ async def test_typing_while_a_permission_box_is_up_goes_to_the_prompt(
     from mm_tui.widgets import permission
 
     monkeypatch.setattr(permission, "ARMED_AFTER", 0.5)
-    model = ScriptedModel(
-        call("bash", {"command": "echo hi"}),
-        say("ok"),
-        call("bash", {"command": "echo again"}, "c2"),
-        say("ok"),
-    )
+    model = two_bash_calls("echo again")
     app = make_app(model, folder, yolo=False)
     now = [0.0]
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         box = app.screen.query_one(PermissionBox)
         box.clock = lambda: now[0]
-        await type_and_send(pilot, "go")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
-        await settle(pilot, app, idle=False)
+        await asked(pilot, app, "go")
         await pilot.press("r")  # the box opened a moment ago: typing, not a rejection
         now[0] += 0.2
         await pilot.press(*"xyz", "space", *"yes")
@@ -234,9 +235,7 @@ async def test_typing_while_a_permission_box_is_up_goes_to_the_prompt(
         assert (item.status, item.output) == ("ok", "hi\n")
         assert app.prompt.text == "rxyz yesa"  # what was typed is kept
         app.prompt.clear()
-        await type_and_send(pilot, "again")
-        await until(lambda: app.box.request is not None, "the second question", pilot=pilot)
-        await settle(pilot, app, idle=False)
+        await asked(pilot, app, "again")
         await pilot.press("escape")  # at once: the turn is cancelled, the call never ran
         await settle(pilot, app)
         assert tools(app)[1].status == "cancelled"
@@ -572,9 +571,7 @@ async def test_the_permission_choices_stay_visible_in_a_small_terminal(
     app = make_app(model, folder, yolo=False)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
-        await type_and_send(pilot, "edit it")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
-        await settle(pilot, app, idle=False)
+        await asked(pilot, app, "edit it")
         keys = app.box.query_one("#keys")
         assert "a allow once" in str(keys.render()) and "r reject" in str(keys.render())
         region = keys.region
@@ -637,9 +634,7 @@ async def test_the_key_bar_keeps_every_answer_of_a_permission_box_at_60_columns(
     app = make_app(model, folder, yolo=False)
     async with app.run_test(size=(60, 24)) as pilot:
         await settle(pilot, app)
-        await type_and_send(pilot, "go")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
-        await settle(pilot, app, idle=False)
+        await asked(pilot, app, "go")
         shown = app.screen.query_one(KeyBar).render().plain
         for part in (" a once ", " s session ", " r reject ", " n never "):
             assert part in shown, shown
