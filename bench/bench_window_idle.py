@@ -42,7 +42,9 @@ Bare().run()
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
+    """tmux on a server of the bench's own (`-L`), never the person's."""
+    command = ["tmux", "-L", f"mm-bench-{os.getpid()}", "-f", os.devnull, *args]
+    return subprocess.run(command, capture_output=True, text=True).stdout
 
 
 def cpu_seconds(pid: int) -> float:

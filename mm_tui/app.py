@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -35,6 +35,7 @@ from mm_tui.core.events import (
     TurnEnded,
 )
 from mm_tui.core.text import one_line
+from mm_tui.terminal_keys import named_key
 from mm_tui.transcript.store import NoticeItem, Transcript
 from mm_tui.transcript.view import TranscriptView
 from mm_tui.widgets.agent_header import AgentHeader
@@ -150,6 +151,11 @@ class MMApp(App[int]):
         self._queued: list[str] = []
         self._interrupts = 0.0  # time of the last Ctrl+C while idle
         self._widgets: dict[type, Any] = {}
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            event = named_key(event)  # xterm's form of Shift+Enter, before any binding
+        await super().on_event(event)
 
     # -- start-up -------------------------------------------------------------------------
 

@@ -42,6 +42,27 @@ def test_text_and_enter_in_one_burst_are_sent(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("key", "sequence"),
+    [("Shift+Enter", "\x1b[27;2;13~"), ("Alt+Enter", "\x1b[27;3;13~")],
+)
+def test_xterm_modify_other_keys_enter_adds_a_line(tmp_path: Path, key: str, sequence: str) -> None:
+    """xterm with `modifyOtherKeys: 2`, and tmux with `extended-keys` on, send Shift+Enter as
+    `ESC [ 27 ; 2 ; 13 ~`: it adds a line, as the kitty form does (it was swallowed), and the
+    Enter after it sends both lines."""
+    with mm_in_tmux(tmp_path, f"modify-{key}", "--demo", env={"TERM": "xterm-256color"}) as session:
+        tmux("send-keys", "-t", session, "-l", "list")
+        until_screen(session, "│ list ", "the first line in the prompt")
+        tmux("send-keys", "-t", session, "-l", sequence)
+        tmux("send-keys", "-t", session, "-l", "the files")
+        screen = until_screen(session, "│ the files ", "the second line in the prompt")
+        assert "│ list " in screen
+        tmux("send-keys", "-t", session, "Enter")
+        screen = until_screen(session, " tokens ──", "the turn's end", timeout=15)
+        lines = [line.strip() for line in screen.splitlines()]
+        assert lines[lines.index("› list") + 1] == "the files"  # the request, both its lines
+
+
+@pytest.mark.parametrize(
     ("colorterm", "panel", "other"),
     [
         ("", "48;5;236", "48;2;"),  # 256 colours: mm-dark's panel #303030 is xterm colour 236

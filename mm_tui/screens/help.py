@@ -20,7 +20,7 @@ from mm_tui.core.terminal_text import safe_display
 KEYS = (
     ("Enter", "send the request (while a turn runs, it waits for the turn's end)"),
     (
-        "Shift+Enter, Ctrl+J",
+        "Shift+Enter, Alt+Enter, Ctrl+J",
         "a new line in the prompt (in tmux, Shift+Enter arrives as Enter unless tmux has "
         "`set -g extended-keys on`; Ctrl+J always works)",
     ),

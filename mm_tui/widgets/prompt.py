@@ -1,6 +1,6 @@
-"""Prompt: where the person types. Multi-line; Enter sends, Shift+Enter or Ctrl+J adds a line;
-Up and Down walk the history from the first and last lines; a slash command completes as it is
-typed (the rest shows dimmed; Tab or Right takes it).
+"""Prompt: where the person types. Multi-line; Enter sends, Shift+Enter, Alt+Enter or Ctrl+J add
+a line; Up and Down walk the history from the first and last lines; a slash command completes as
+it is typed (the rest shows dimmed; Tab or Right takes it).
 
 A paste is text from anywhere (a web page, a terminal's scrollback): its control characters go
 in in their visible form (`safe_display`: ESC as `\\x1b`), so that the prompt never sends them
@@ -36,7 +36,7 @@ class Prompt(TextArea):
         # the keys typed just ahead of it reach the prompt, so text and Enter in one burst (a
         # paste, SSH, `tmux send-keys "text" Enter`) sent nothing. `_on_key` takes Enter in turn.
         Binding("enter", "submit", "Send", show=True),
-        Binding("shift+enter,ctrl+j", "newline", "New line", show=False, priority=True),
+        Binding("shift+enter,alt+enter,ctrl+j", "newline", "New line", show=False, priority=True),
         Binding("tab", "complete", "Complete", show=False),
         # the prompt is a few lines high: paging it would do nothing, the transcript pages
         Binding("pageup", "transcript('page_up')", "Page up", show=False),

@@ -21,10 +21,14 @@ from pathlib import Path
 from support.env import clean_env
 
 MM_SCRIPT = Path(sys.executable).parent / "mm"  # the console script a person runs
+# A tmux server of the tests' own (`-L`: its own socket), never the person's: their sessions are
+# not listed, their options not read, and nothing here can kill them.
+SERVER = f"mm-tests-{os.getpid()}"
 
 
 def tmux(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False)
+    command = ["tmux", "-L", SERVER, "-f", os.devnull, *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
 def screen_of(session: str, *, scrollback: bool = False, escapes: bool = False) -> str:
