@@ -27,7 +27,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, assert_never
 
-from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -66,6 +65,7 @@ from mm_tui.line_history import (
     restore_terminal,
     terminal_state,
 )
+from mm_tui.line_stream import StreamPrinter
 from mm_tui.startup import new_session_like
 
 if TYPE_CHECKING:
@@ -77,10 +77,6 @@ TRUST_PROMPT = "trust it?  [t] trust (remember)  [o] this time only  [i] ignore 
 ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: reject)
 # Tools whose output is not echoed: a skill is for the model, not the screen.
 SILENT_TOOLS = {"read_skill"}
-
-
-_WORDS = re.compile(r"\n|[^\S\n]+|[^\s]+")
-"""A stream's pieces for wrapping: a line end, a run of blanks, a run of anything else."""
 
 DETAILS_LINES = 40  # lines of a permission request's details printed above the question
 
@@ -170,70 +166,12 @@ class LinePrinter:
         # ("text" or "thought", the agent writing it) while one streams: an asked agent's
         # answer and this agent's own never share a line
         self._mode: tuple[str, str | None] | None = None
-        self._held_cr = False  # the stream's last delta ended on a CR (`_streamed`)
+        self.stream = StreamPrinter(console)
         self.last_end: TurnEnded | None = None
-        # word wrapping of what streams, on a terminal (`_wrapped`): the cells written on the
-        # current line, and the word that has not ended yet (held until it does)
-        self._column = 0
-        self._word = ""
-
-    def _wrapped(self, text: str) -> str:
-        """A streamed piece with a line break before each word that would not fit the rest of
-        the line, on a terminal (which would cut it in the middle). A word is held until the
-        space or line end after it arrives; a pipe or a file gets the text as it is."""
-        if not self.console.is_terminal:
-            return text
-        width = max(1, self.console.width)
-        out: list[str] = []
-        for piece in _WORDS.findall(text):
-            if piece == "\n":
-                out.append(self._word + "\n")
-                self._word, self._column = "", 0
-            elif piece.isspace():
-                self._put_word(out, width)
-                if self._column + cell_len(piece) > width:  # blanks at the edge: a line end
-                    out.append("\n")
-                    self._column = 0
-                else:
-                    out.append(piece)
-                    self._column += cell_len(piece)
-            else:
-                self._word += piece
-        return "".join(out)
-
-    def _put_word(self, out: list[str], width: int) -> None:
-        size = cell_len(self._word)
-        if self._column and self._column + size > width:
-            out.append("\n")
-            self._column = 0
-        out.append(self._word)
-        self._column += size
-        if self._column > width:  # a word longer than a line: the terminal cut it
-            self._column %= width
-        self._word = ""
-
-    def _streamed(self, text: str) -> str:
-        """A delta of the stream, safe to print. A CR that ends a delta waits for the next:
-        followed by a newline it is a line end, not a lone CR shown as `\\r`."""
-        if self._held_cr:
-            text = "\r" + text
-        self._held_cr = text.endswith("\r")
-        return safe_display(text[:-1] if self._held_cr else text)
 
     def _close_stream(self) -> None:
-        if self._mode is not None:
-            if self._word:  # the last word, held for its end
-                out: list[str] = []
-                self._put_word(out, max(1, self.console.width))
-                style = "dim italic" if self._mode[0] == "thought" else ""
-                self.console.print("".join(out), end="", style=style, markup=False, highlight=False)
-            self._column = 0
-            if self._held_cr:  # the stream ended on a lone CR
-                self._held_cr = False
-                self.console.file.write(safe_display("\r"))
-            self.console.file.write("\n")
-            self.console.file.flush()
-            self._mode = None
+        self.stream.close()
+        self._mode = None
 
     def __call__(self, event: Event) -> None:
         c = self.console
@@ -241,21 +179,15 @@ class LinePrinter:
             if self._mode != ("text", event.agent):
                 self._close_stream()
                 self._mode = ("text", event.agent)
-            text = self._wrapped(self._streamed(event.text))
-            c.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+                self.stream.start(markdown=True)
+            self.stream.write(event.text)
             return
         if isinstance(event, ThoughtDelta):
             if self._mode != ("thought", event.agent):
                 self._close_stream()
                 self._mode = ("thought", event.agent)
-            c.print(
-                self._wrapped(self._streamed(event.text)),
-                end="",
-                style="dim italic",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
+                self.stream.start(style="dim italic")
+            self.stream.write(event.text)
             return
         self._close_stream()
         prefix = f"[{safe_display(event.agent)}] " if event.agent else ""
@@ -287,7 +219,7 @@ class LinePrinter:
                     line_style = numbered_diff_style(line, style) if diff else style
                     c.print(Text("    " + line, style=line_style))
             case EngineError():
-                c.print(Text(prefix + safe_display(event.message), style="bold red"))
+                say(c, prefix + safe_display(event.message), "bold red")
             case AgentStarted():
                 if event.asked_by is None:
                     name, rest = agent_header(event.title, event.model, event.provider)
@@ -295,11 +227,11 @@ class LinePrinter:
                 else:
                     c.print(Text(safe_display(asked_line(event)), style="bold"))
             case HistoryShortened():
-                c.print(Text(prefix + safe_display(event.message), style="dim"))
+                say(c, prefix + safe_display(event.message), "dim")
             case HistoryCompacted():
-                c.print(Text(prefix + safe_display(event.title), style="dim"))
+                say(c, prefix + safe_display(event.title), "dim")
             case ModelRetrying():
-                c.print(Text(prefix + safe_display(event.text), style="yellow"))
+                say(c, prefix + safe_display(event.text), "yellow")
             case TurnEnded():
                 if event.agent is None:
                     self.last_end = event
@@ -333,6 +265,13 @@ def permission_title(request: PermissionRequested) -> str:
     return safe_display(agent_title(request.agent, request.title), exact=True)
 
 
+def say(console: Console, text: str, style: str) -> None:
+    """A sentence for the person (a note, an error, a notice): on a terminal it wraps between
+    words, as the answer does; a pipe gets it on one line. Commands and outputs are printed
+    as they are, never reflowed."""
+    console.print(Text(text, style=style), soft_wrap=not console.is_terminal)
+
+
 def banner(console: Console, engine: Engine, notes: list[str]) -> None:
     client = engine.client
     name, rest = agent_header(engine.settings.acp.title, client.model, client.provider)
@@ -342,7 +281,7 @@ def banner(console: Console, engine: Engine, notes: list[str]) -> None:
     console.print(header)
     console.print(Text(safe_display(str(engine.cwd), exact=True), style="dim"))
     for note in notes:
-        console.print(Text(safe_display(note), style="yellow"))
+        say(console, safe_display(note), "yellow")
 
 
 def exit_status(ended: TurnEnded | None) -> int:
@@ -485,18 +424,17 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
     editor = line_editor()
 
     def warn(message: str) -> None:
-        console.print(Text(message, style="dim"))
+        say(console, message, "dim")
 
     history = None
     if editor is not None:
         history = LineHistory(editor, history_path(), warn=warn, redact=engine.redactor.text)
     recall = " Up/Down recall earlier requests." if editor is not None else ""
-    console.print(
-        Text(
-            "Type a request; /ask AGENT … hands one to an agent of mmConfigs, /new starts over, "
-            f"/help lists the commands, /quit leaves. Ctrl-C cancels a turn.{recall}",
-            style="dim",
-        )
+    say(
+        console,
+        "Type a request; /ask AGENT … hands one to an agent of mmConfigs, /new starts over, "
+        f"/help lists the commands, /quit leaves. Ctrl-C cancels a turn.{recall}",
+        "dim",
     )
     loop = asyncio.get_running_loop()
     keyboard = KeyboardReader(editing=editor is not None)

@@ -8,6 +8,7 @@ import re
 
 from rich.console import Console
 from rich.text import Text
+from support.screen import screen
 
 from mm_tui.core.events import (
     ContextUsage,
@@ -324,8 +325,8 @@ def test_a_streamed_answer_wraps_between_words_on_a_terminal() -> None:
         )
         return out.getvalue()
 
-    lines = streamed(True).split("\n")[:-2]  # then the recap
-    assert " ".join(line.strip() for line in lines) == words
-    assert all(len(line) <= 20 for line in lines), lines
-    assert all(word in words.split() for line in lines for word in line.split())
+    shown = screen(streamed(True), 20)[:-2]  # then the recap
+    assert " ".join(line.strip() for line in shown) == words
+    assert all(len(line) <= 20 for line in shown), shown
+    assert all(word in words.split() for line in shown for word in line.split())
     assert streamed(False).startswith(words + "\n")

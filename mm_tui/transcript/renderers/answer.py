@@ -162,7 +162,7 @@ def prepare() -> None:
     """Load what drawing Markdown needs (markdown-it, Rich's Markdown) in a thread: the window
     calls it once ready, so that the first answer's first frame does not wait the ~40 ms of
     imports (measured in a process with the window's modules loaded)."""
-    preload("mm-markdown", "mm_tui.transcript.renderers.markdown")
+    preload("mm-markdown", "mm_tui.rich_markdown")
 
 
 class Answer:
@@ -197,7 +197,7 @@ class Answer:
         self, source: str, width: int, numbers: tuple[int, int] | None = None
     ) -> list[Strip]:
         # markdown-it and pygments: not on the first frame
-        from mm_tui.transcript.renderers.markdown import BlockMarkdown
+        from mm_tui.rich_markdown import BlockMarkdown
 
         markdown = BlockMarkdown(safe_display(source), code_theme=self.code_theme, numbers=numbers)
         style = self.style("answer--text")

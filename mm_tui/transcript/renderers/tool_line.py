@@ -98,7 +98,7 @@ class ToolLine:
         """The unfolded output, indented; a diff coloured line by line."""
         inner = max(1, width - len(OUTPUT_INDENT))
         if item.tool == "compact" and item.output:  # the model's summary: Markdown, as answers
-            from mm_tui.transcript.renderers.markdown import BlockMarkdown
+            from mm_tui.rich_markdown import BlockMarkdown
 
             summary = BlockMarkdown(safe_display(item.output))
             indent = Strip.blank(len(OUTPUT_INDENT))
