@@ -38,7 +38,7 @@ from mm_tui.engine.journal import flush_all
 from mm_tui.engine.servers import Preset
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import UNKNOWN_WINDOW
-from mm_tui.startup import start
+from mm_tui.startup import new_session_like, start
 
 SUMMARY_ASK = "Summarise this conversation so far"
 
@@ -290,6 +290,36 @@ async def test_a_resumed_session_counts_its_context_as_its_last_turn_did(tmp_pat
         assert fresh.estimate(loaded.messages, again.tools()) != end.context_used
         await engine.aclose()
         await again.aclose()
+
+
+async def test_the_figure_says_it_is_an_estimate_until_the_server_counts(tmp_path: Path) -> None:
+    """Before a session's first answer the figure is the estimate alone, at the default
+    characters per token: it is shown `ctx ~1,264`, so that the server's count after the first
+    request (963 there) does not look like the context shrinking. After `/new` it is an
+    estimate again; a turn's recap carries the mark when the server counted nothing."""
+    with ScriptedServer(context_window=2048, report_usage=True) as server:
+        server.script(Reply("an answer"))
+        engine = make_engine(tmp_path, server, contextWindow=2048)
+        await engine.learn_context_window()
+        before = engine.context_usage()
+        assert before is not None and before.estimated
+        assert before.text == f"ctx ~{before.used:,} / 2,048 ({before.used * 100 // 2048}%)"
+        end = (await asyncio.wait_for(turn(engine, "hello"), 30))[-1]
+        after = engine.context_usage()
+        assert after is not None and not after.estimated and "~" not in after.text
+        assert not end.context_estimated and f"ctx {end.context_used:,} / 2,048" in end.recap()
+        engine.new_session(new_session_like(engine))
+        fresh = engine.context_usage()
+        assert fresh is not None and fresh.estimated
+        await engine.aclose()
+    with ScriptedServer(context_window=2048) as server:  # usage that counts no request
+        server.script(Reply("an answer", usage=(10, 5)))
+        engine = make_engine(tmp_path, server, contextWindow=2048)
+        await engine.learn_context_window()
+        end = (await asyncio.wait_for(turn(engine, "hello"), 30))[-1]
+        assert end.context_estimated and f"ctx ~{end.context_used:,} / 2,048" in end.recap()
+        assert saved(engine.session)["turns"][-1]["context_estimated"] is True
+        await engine.aclose()
 
 
 async def test_a_request_that_cannot_fit_ends_the_turn_with_the_advice(tmp_path: Path) -> None:

@@ -227,12 +227,14 @@ class AgentFinished(BaseEvent):
     asked_by: str | None = None
 
 
-def context_text(used: int, window: int | None) -> str:
+def context_text(used: int, window: int | None, estimated: bool = False) -> str:
     """`ctx 1,234 / 4,096 (30%)`, or `ctx 1,234` while the window is unknown: the same words in
-    the header, the recap and ACP."""
+    the header, the recap and ACP. `~1,234`: no count of the server's is under the figure yet
+    (before the first answer of a session, after a compaction), it is the estimate alone."""
+    figure = f"{'~' if estimated else ''}{used:,}"
     if not window:
-        return f"ctx {used:,}"
-    return f"ctx {used:,} / {window:,} ({used * 100 // window}%)"
+        return f"ctx {figure}"
+    return f"ctx {figure} / {window:,} ({used * 100 // window}%)"
 
 
 @frozen
@@ -246,10 +248,11 @@ class ContextUsage(BaseEvent):
     window: int | None
     # where the window came from: "llama.cpp /props", "contextWindow in the config"…
     source: str = ""
+    estimated: bool = False  # no count of the server's under it yet: shown `~1,234`
 
     @property
     def text(self) -> str:
-        return context_text(self.used, self.window)
+        return context_text(self.used, self.window, self.estimated)
 
 
 @frozen
@@ -301,6 +304,7 @@ class TurnEnded(BaseEvent):
     error: str | None = None
     context_used: int = 0  # tokens in the model's context after the turn
     context_window: int | None = None  # the recap shows the context only when this is known
+    context_estimated: bool = False  # the server counted none of it (it reports no usage)
 
     def recap(self, *, token_detail: bool = False) -> str:
         """The line that closes a turn, in every front end: the counters that are not zero,
@@ -315,7 +319,9 @@ class TurnEnded(BaseEvent):
                 tokens += f" ({usage.prompt_tokens:,} in, {usage.completion_tokens:,} out)"
             parts.append(tokens)
         if self.context_used and self.context_window:
-            parts.append(context_text(self.context_used, self.context_window))
+            parts.append(
+                context_text(self.context_used, self.context_window, self.context_estimated)
+            )
         if self.stop_reason == "cancelled":
             parts.append("cancelled")
         return " · ".join(parts)

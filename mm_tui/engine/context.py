@@ -127,6 +127,12 @@ class ContextMeter:
         self._base_tokens, self._base_chars = prompt_tokens, chars
         self.chars_per_token = ratio
 
+    @property
+    def counted(self) -> bool:
+        """Whether a count of the server's is under the estimate (else it is the estimate
+        alone, at the ratio learned so far or the default)."""
+        return self._base_tokens > 0
+
     def forget_base(self) -> None:
         """The history was replaced (a new session, a compaction): the last count says nothing
         of it any more; the learned ratio still holds."""

@@ -106,6 +106,15 @@ class _TurnState:
             self.counters[counter] = self.counters.get(counter, 0) + 1
 
 
+def context_record(context: ContextUsage) -> dict[str, object]:
+    """What a turn's record in the journal says of the context: the figure its recap showed
+    (a resumed session counts on from it), and whether the server counted any of it."""
+    record: dict[str, object] = {"context_used": context.used, "context_window": context.window}
+    if context.estimated:
+        record["context_estimated"] = True
+    return record
+
+
 class Engine:
     """One agent: a model, its tools, its history and its guards. Front ends hold one each."""
 
@@ -267,7 +276,9 @@ class Engine:
         if window is None:
             return None
         used = self.meter.estimate(self.session.messages, self.tools())
-        return ContextUsage(used=used, window=window.tokens, source=window.source)
+        return ContextUsage(
+            used=used, window=window.tokens, source=window.source, estimated=not self.meter.counted
+        )
 
     def _report_context(self, emit: Emit | None) -> None:
         usage = self.context_usage()
@@ -363,6 +374,8 @@ class Engine:
         default characters per token."""
         turns = self.session.turns
         used = turns[-1].get("context_used") if turns else None
+        if turns and turns[-1].get("context_estimated") is True:
+            return  # an estimate at the default ratio, as a fresh one would be: no count under it
         if isinstance(used, int) and not isinstance(used, bool) and used > 0:
             chars = self.meter.chars(self.session.messages, self.tools())
             self.meter.observed(used, chars)
@@ -447,6 +460,7 @@ class Engine:
             error=error,
             context_used=context.used if context else 0,
             context_window=context.window if context else None,
+            context_estimated=context.estimated if context else False,
         )
         self._save(
             emit,
@@ -458,9 +472,7 @@ class Engine:
                 },
                 elapsed=round(ended.elapsed, 3),
                 stop_reason=reason,
-                extra={"context_used": context.used, "context_window": context.window}
-                if context
-                else None,
+                extra=context_record(context) if context else None,
             ),
         )
         await self._synced(emit)

@@ -604,6 +604,7 @@ def _recap(record: dict[str, Any], turn: int) -> RecapItem:
         stop_reason=reason,  # type: ignore[arg-type] - as the engine wrote it
         context_used=_int(record.get("context_used")),
         context_window=window,
+        context_estimated=record.get("context_estimated") is True,
     )
     return RecapItem(text=event.recap(), stop_reason=reason)
 
