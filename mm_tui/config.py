@@ -337,6 +337,16 @@ def _patterns_of_a_text(value: Any) -> Any:
     return value
 
 
+def _sandbox_mode(value: Any) -> Any:
+    """YAML 1.1 reads an unquoted `sandbox: off` (or `no`) as false, and `on` as true: what a
+    person means by them, not a type error that stops mm from starting."""
+    if value is False:
+        return "off"
+    if value is True:
+        return "auto"
+    return value
+
+
 @dataclass(init=False, eq=False)
 class Settings(_Config):
     base_url: str | None = None
@@ -354,7 +364,7 @@ class Settings(_Config):
     )
     # The sandbox of the commands the model runs, bash and language servers (core/sandbox.py):
     # auto confines them where Landlock works, strict refuses to run them where it does not.
-    sandbox: Literal["auto", "off", "strict"] = "auto"
+    sandbox: Annotated[Literal["auto", "off", "strict"], _before(_sandbox_mode)] = "auto"
     sandbox_network: bool = True
     sandbox_deny: Annotated[list[str], _before(_patterns_of_a_text)] = field(
         default_factory=lambda: []

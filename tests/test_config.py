@@ -384,6 +384,25 @@ def test_openai_api_key_never_beats_an_api_key_set_elsewhere(
 INT_REASON = "Input should be a valid integer, unable to parse string as an integer"
 
 
+@pytest.mark.parametrize(
+    ("written", "mode"),
+    [
+        ("off", "off"),
+        ("no", "off"),
+        ("false", "off"),
+        ("on", "auto"),
+        ("true", "auto"),
+        ('"off"', "off"),
+        ("strict", "strict"),
+    ],
+)
+def test_sandbox_off_unquoted_is_off(load, proj: Path, written: str, mode: str) -> None:
+    """YAML reads an unquoted `off` as false: `sandbox: off`, as the README and the sandbox's
+    own refusal advise, stopped mm from starting (`Input should be 'auto', 'off' or 'strict'`)."""
+    proj_file(proj, f"sandbox: {written}\n")
+    assert load().sandbox == mode
+
+
 def test_wrong_type_in_the_project_file(load, proj: Path) -> None:
     proj_file(proj, "maxOutput: lots\n")
     assert error_of(load) == f"mm: .mm/config.yaml: maxOutput: {INT_REASON}"
