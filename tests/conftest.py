@@ -118,3 +118,33 @@ def no_process_left() -> Iterator[None]:
         return not left
 
     assert wait_until(none_left, 5), [processes.cmdline(pid) for pid in left]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_tmux_server() -> Iterator[None]:
+    """The tests' tmux runs on a server of its own (support/terminal.py): it goes at the end of
+    the run, whatever a test left on it. The default server, the person's, is never named."""
+    yield
+    from support.terminal import kill_server
+
+    kill_server()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--under-load",
+        action="store_true",
+        help="run the tests with two busy loops per core for the whole run (make test-load): "
+        "a test that fails only then waits on time somewhere, or races",
+    )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _under_load(request: pytest.FixtureRequest) -> Iterator[None]:
+    if not request.config.getoption("--under-load"):
+        yield
+        return
+    from support.load import busy_cores
+
+    with busy_cores():
+        yield

@@ -6,16 +6,12 @@ result said `[error: cancelled]` alone though the command had written its first 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from scripted_model import ScriptedModel, calls
 from support.engine import make_engine, of
+from support.load import busy_cores
 from support.processes import running
 from support.waiting import await_until
 
@@ -28,21 +24,6 @@ from mm_tui.tools.bash import BashTool
 # after the task starts: at once (its first step), then later and later, into the sleep
 DELAYS = [0, 0, 0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5]
 SLEEP = "61.5"  # a number no other test sleeps for: `running` finds only these
-
-
-@contextlib.contextmanager
-def busy_cores() -> Iterator[None]:
-    """Two busy loops per core, for as long as the block runs."""
-    hogs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(2 * (os.cpu_count() or 1))
-    ]
-    try:
-        yield
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
 
 
 async def test_a_cancel_at_any_moment_keeps_what_the_command_wrote(tmp_path: Path) -> None:

@@ -3,8 +3,11 @@ the recap, read them back with capture-pane."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,49 @@ def test_a_terminal_without_utf_8_gets_ascii(tmp_path: Path) -> None:
 
         screen = until_screen(session, drawn, "the finished turn, in ASCII", timeout=15)
         assert "\\u" not in screen, screen
+
+
+def test_a_run_never_touches_the_default_tmux_server(tmp_path: Path) -> None:
+    """The default tmux server is the person's, where their sessions live: a run of the tests
+    creates no session there (its tmux runs on a server of its own, which is gone at the end).
+    A shared server also failed tests: one test's last session closing it under another's
+    `new-session` (`server exited unexpectedly`)."""
+    sockets = tmp_path / "sockets"  # where tmux puts its sockets, the default one among them
+    sockets.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # $TMUX would name another
+    env["TMUX_TMPDIR"] = str(sockets)
+    person = ["tmux", "-f", os.devnull]
+    started = subprocess.run([*person, "new-session", "-d", "-s", "mine", "sleep 600"], env=env)
+    assert started.returncode == 0
+    try:
+        tests = Path(__file__).parent
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-k",
+                "burst",
+                str(tests / "test_tmux.py"),
+            ],
+            env=env,
+            cwd=tests.parent,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+        listed = subprocess.run(
+            [*person, "list-sessions", "-F", "#{session_name}"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert listed.stdout.split() == ["mine"]  # the person's session, and no other
+        left = sorted(p.name for p in (sockets / f"tmux-{os.getuid()}").iterdir())
+        assert left == ["default"], left  # the run's own server went with it
+    finally:
+        subprocess.run([*person, "kill-server"], env=env, capture_output=True)

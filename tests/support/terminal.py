@@ -31,6 +31,14 @@ def tmux(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
+def kill_server() -> None:
+    """The tests' tmux server goes, with any session a test left on it, and its socket: tmux
+    leaves the socket of a server that exited when its last session closed."""
+    tmux("kill-server")
+    folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    (folder / SERVER).unlink(missing_ok=True)
+
+
 def screen_of(session: str, *, scrollback: bool = False, escapes: bool = False) -> str:
     """What the session's pane shows; with `scrollback`, the lines scrolled out of it too; with
     `escapes`, the colours as escape sequences."""
