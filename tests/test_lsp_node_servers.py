@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lsp_fixtures.support import make_project, server_path
+from lsp_fixtures.support import Project, make_project, server_path
 
 from mm_tui.config import Settings
 from mm_tui.core import sandbox
@@ -34,6 +34,7 @@ TS_SYMBOLS = (
     "  method greet  line 6\n"
     "function makePerson  line 11"
 )
+SH_SYMBOLS = "variable GREETING  line 4\nfunction greet  line 6\nfunction farewell  line 10"
 
 
 @pytest.fixture(autouse=True)
@@ -102,3 +103,27 @@ async def test_typescript_in_the_default_sandbox_all_six_actions_one_server(
         assert client.alive
     finally:
         await project.aclose()
+
+
+async def test_bash_first_symbols_after_the_start_lists_them(tmp_path: Path) -> None:
+    """bash-language-server reads no file until its start-up is over (its configuration asked
+    of mm and heard): a question asked first, right after the start, waits for it to have read
+    the file. A race, so several fresh servers are each asked once."""
+    for attempt in range(6):
+        project: Project = make_project("bashls", tmp_path / f"sh{attempt}")
+        try:
+            assert await project.ok(action="symbols", path="greet.sh") == SH_SYMBOLS
+        finally:
+            await project.aclose()
+
+
+async def test_bash_first_hover_after_the_start_finds_it(tmp_path: Path) -> None:
+    """The same race for a question at a position."""
+    for attempt in range(6):
+        project: Project = make_project("bashls", tmp_path / f"sh{attempt}")
+        try:
+            assert await project.ok(action="hover", path="main.sh", symbol="farewell") == (
+                "Function: **farewell** - *defined in greet.sh*"
+            )
+        finally:
+            await project.aclose()
