@@ -10,7 +10,8 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
 # What the tests run beside Python: pylsp and basedpyright come with `.[lsp]`; clangd (a third
-# language server) and tmux (the real program in a terminal) come from Debian when missing.
+# language server) and tmux (the real program in a terminal) come from Debian when missing; the
+# npm language servers (NODE_LSP below) from their lock file.
 LSP_STAMP := $(VENV)/.lsp-servers
 APT_PACKAGES := clangd tmux
 # The official ACP TypeScript SDK, for the test that drives `mm -acp` with it
@@ -19,6 +20,11 @@ APT_PACKAGES := clangd tmux
 # skips and says why.
 NODE_ACP := tests/node_acp
 NODE_ACP_STAMP := $(NODE_ACP)/node_modules/.installed
+# Two more language servers, from npm in the same way: typescript-language-server (with the
+# typescript it drives) and bash-language-server, pinned in tests/node_lsp/package-lock.json.
+# `lsp-servers` installs them with the others; without npm their tests skip and say why.
+NODE_LSP := tests/node_lsp
+NODE_LSP_STAMP := $(NODE_LSP)/node_modules/.installed
 # The end-to-end tests' real model server, in its own virtual environment, cached between runs:
 # llama-cpp-python's OpenAI-compatible server (built from source, about 7.5 minutes on two cores;
 # its default -march=native build crashes on some processors, hence the explicit CPU features)
@@ -57,7 +63,12 @@ $(LSP_STAMP): | $(STAMP)
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
 	touch $(LSP_STAMP)
 
-lsp-servers: $(LSP_STAMP)
+$(NODE_LSP_STAMP): $(NODE_LSP)/package.json $(NODE_LSP)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(NODE_LSP) --no-audit --no-fund && touch $(NODE_LSP_STAMP); \
+	else echo "npm not found: the tests of typescript-language-server and bash-language-server will be skipped"; fi
+
+lsp-servers: $(LSP_STAMP) $(NODE_LSP_STAMP)
 
 $(NODE_ACP_STAMP): $(NODE_ACP)/package.json $(NODE_ACP)/package-lock.json
 	@if command -v npm >/dev/null; then \
@@ -111,4 +122,4 @@ run-local: $(STAMP) $(E2E_STAMP)
 		-- $(abspath $(BIN))/mm --base-url '{base_url}' --no-yolo $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(NODE_ACP)/node_modules
+	rm -rf $(VENV) $(NODE_ACP)/node_modules $(NODE_LSP)/node_modules

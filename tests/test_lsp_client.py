@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 
 from lsp_fixtures.support import fake_server, read_log
@@ -177,9 +178,58 @@ async def test_a_flooded_stderr_does_not_block(tmp_path: Path) -> None:
         )
         assert result.output == "fake hover"
         client = tool.manager.running()[0].client
-        assert client.stderr_tail().endswith("the end of the flood")
+        assert client.stderr_excerpt().endswith("the end of the flood")
     finally:
         await tool.aclose()
+
+
+RUSTUP_ERROR = (
+    "error: rustup could not choose a version of rust-analyzer to run, because one wasn't "
+    "specified explicitly, and no default is configured."
+)
+FRAME = "std::backtrace_rs::backtrace::libunwind::trace at library/backtrace/src/libunwind.rs:116"
+
+
+async def test_a_failing_server_is_quoted_from_its_first_line(tmp_path: Path) -> None:
+    """A real program as the server: it writes a long stderr (what is wrong, then a backtrace
+    of 25 kB) and exits, as rust-analyzer's rustup proxy does without a toolchain. The text
+    keeps the first lines, which say what is wrong, and the last, with what was cut between."""
+    script = tmp_path / "failing-ls"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "{RUSTUP_ERROR}" >&2\n'
+        "echo \"help: run 'rustup default stable' to set a default toolchain.\" >&2\n"
+        "i=0\n"
+        f'while [ $i -lt 250 ]; do echo "  $i: {FRAME}" >&2; i=$((i+1)); done\n'
+        'echo "note: run with RUST_BACKTRACE=full for a verbose backtrace." >&2\n'
+        "exit 1\n"
+    )
+    script.chmod(0o755)
+    server = LspServer(name="rust-analyzer", command=str(script), extensions=[".rs"])
+    tool = LspTool([server], tmp_path)
+    (tmp_path / "main.rs").write_text("fn main() {}\n")
+    ctx = ToolContext(cwd=tmp_path, settings=Settings())
+    try:
+        result = await tool.run(LspArgs(action="symbols", path="main.rs"), ctx)
+    finally:
+        await tool.aclose()
+    assert result.status == "error"
+    output = result.output
+    mark = re.search(r"\n\[… (\d+) characters cut …\]\n", output)
+    assert mark is not None, output
+    first = output[: mark.start()].split("\n")
+    # (on a busy machine its exit may be seen after its output closed: either is said)
+    assert re.fullmatch(
+        r"\[lsp: rust-analyzer: symbols failed: the server (exited \(exit status 1\)|closed its "
+        r"output): " + re.escape(RUSTUP_ERROR),
+        first[0],
+    ), output
+    assert first[1] == "help: run 'rustup default stable' to set a default toolchain.", output
+    assert all(line.endswith(FRAME) for line in first[2:]), output
+    last = output[mark.end() :].split("\n")
+    assert last[-1] == "note: run with RUST_BACKTRACE=full for a verbose backtrace.]"
+    assert len(last) > 1 and all(line.endswith(FRAME) for line in last[:-1]), output
+    assert len(result.output) < 800  # a few lines, not the whole backtrace
 
 
 async def test_a_missing_command_is_a_text_failure(tmp_path: Path) -> None:

@@ -779,7 +779,7 @@ async def test_a_language_server_starts_confined_from_the_launcher_process(
     finally:
         await client.close()
     assert not outside.exists()
-    stderr = client.stderr_tail()
+    stderr = client.stderr_excerpt()
     assert "write refused" in stderr and "read refused" in stderr and SECRET not in stderr
     assert "NoNewPrivs:\t0" in Path("/proc/self/status").read_text()  # mm is not confined
     for task in Path("/proc/self/task").iterdir():  # nor any thread of it

@@ -2,9 +2,12 @@
 small projects beside this file.
 
 The servers are found on a PATH the tests set up: the project's .venv/bin (pylsp and
-basedpyright, installed by `make test` through `.[lsp]`), the project-local npm folder if there
-is one, then the system's (clangd from Debian). Under `make test` (MM_REQUIRE_LSP=1) a missing
-server fails its tests; run by hand without it, they are skipped.
+basedpyright, installed by `make test` through `.[lsp]`), tests/node_lsp/node_modules/.bin
+(typescript-language-server and bash-language-server, installed by `make test` with npm from
+tests/node_lsp/package-lock.json), then the system's (clangd from Debian). Under `make test`
+(MM_REQUIRE_LSP=1) a missing server fails its tests, except an npm one where npm itself is
+missing (`make test` could not install it: skipped, saying so); run by hand without it, they
+are skipped.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from mm_tui.tools.lsp import LspArgs, LspTool
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 FAKE_SERVER = HERE / "fake_server.py"
+NODE_LSP = REPO / "tests" / "node_lsp"  # the npm servers' package.json and lock file
 
 SERVERS: dict[str, LspServer] = {
     "pylsp": LspServer(name="pylsp", command="pylsp", extensions=[".py"]),
@@ -37,14 +41,30 @@ SERVERS: dict[str, LspServer] = {
         extensions=[".py", ".pyi"],
     ),
     "clangd": LspServer(name="clangd", command="clangd", extensions=[".c", ".h"]),
+    "tsserver": LspServer(
+        name="tsserver",
+        command="typescript-language-server",
+        args=["--stdio"],
+        extensions=[".ts", ".tsx", ".js", ".jsx"],
+    ),
+    "bashls": LspServer(
+        name="bashls", command="bash-language-server", args=["start"], extensions=[".sh"]
+    ),
 }
-FIXTURES = {"pylsp": "python", "pyright": "python", "clangd": "c"}
+FIXTURES = {
+    "pylsp": "python",
+    "pyright": "python",
+    "clangd": "c",
+    "tsserver": "ts",
+    "bashls": "sh",
+}
+NPM_SERVERS = {"tsserver", "bashls"}  # installed with npm in tests/node_lsp
 
 
 def server_path() -> str:
     """The PATH the tests run servers with."""
     extra = [sysconfig.get_path("scripts"), str(Path(sys.prefix) / "bin")]
-    npm_bin = REPO / ".lsp" / "node_modules" / ".bin"
+    npm_bin = NODE_LSP / "node_modules" / ".bin"
     if npm_bin.is_dir():
         extra.append(str(npm_bin))
     parts = extra + os.environ.get("PATH", "").split(os.pathsep)
@@ -61,6 +81,11 @@ def require(name: str) -> LspServer:
     server = SERVERS[name]
     if shutil.which(server.command, path=server_path()) is None:
         message = f"language server {name} ({server.command}) is not installed"
+        if name in NPM_SERVERS and shutil.which("npm") is None:
+            pytest.skip(
+                f"{message}: npm not found, so `make test` could not install it "
+                "(`npm ci --prefix tests/node_lsp` does)"
+            )
         if os.environ.get("MM_REQUIRE_LSP"):
             pytest.fail(message + " — `make lsp-servers` installs it")
         pytest.skip(message)

@@ -32,6 +32,7 @@ from mm_tui.tools.lsp.symbols import occurrences
 SETTLE_GRACE = 0.3  # seconds after the first opened file for a server to announce its indexing
 SETTLE_TIMEOUT = 20.0  # seconds, at most, waited for that indexing before a cross-file question
 MAX_TRIES = 20  # occurrences of a symbol tried, at most, before giving up
+DIGEST_WAIT = 3.0  # seconds, at most, for a server to digest a file it answered nothing about
 
 
 class CallFailed(Exception):
@@ -70,6 +71,31 @@ class Opened:
     serial_before: int  # the client's publication count before that sync
     candidates: list[tuple[int, int]]  # the 0-based positions to try, for the actions that point
     lock: asyncio.Lock  # held around each request: one request sequence at a time per server
+
+
+def offers_pull(client: LspClient) -> bool:
+    """Whether the server gives diagnostics when asked (textDocument/diagnostic) rather than
+    publishing them on its own."""
+    if client.capabilities.get("diagnosticProvider"):
+        return True
+    return any(r.get("method") == "textDocument/diagnostic" for r in client.registrations.values())
+
+
+async def digested(opened: Opened, uri: str) -> bool:
+    """After an empty answer about a file just told: whether the server has now digested it,
+    waited for as the diagnostics action waits, and so an empty answer is worth asking again.
+    A server may answer before it has read the file: bash-language-server reads none until
+    its start-up is over (its configuration asked of mm and heard), and until then lists no
+    symbols and finds nothing at any position. It publishes the file's diagnostics once it has
+    read it, as most servers do; a server that is asked for them instead (pyright) reads a
+    file as soon as it is told, and one that publishes nothing costs DIGEST_WAIT seconds, only
+    when the answer was empty."""
+    client = opened.client
+    if not opened.changed or offers_pull(client):
+        return False
+    known = opened.server.documents.get(uri)
+    version = known.version if known is not None else None
+    return await client.wait_published(uri, opened.serial_before, version, DIGEST_WAIT)
 
 
 def show_path(path: Path, ctx: ToolContext) -> str:
@@ -155,22 +181,26 @@ async def ask(
         await client.settle(SETTLE_GRACE, SETTLE_TIMEOUT)
     uri = path_to_uri(call.path)
     first_error: str | None = None
-    for line, column in candidates:
-        params = {
-            "textDocument": {"uri": uri},
-            "position": document.to_wire(line, column),
-            **extra,
-        }
-        try:
-            async with opened.lock:
-                result = await client.request(method, params)
-        except ResponseError as exc:
-            first_error = first_error or (str(exc) or f"error {exc.code}")
-            continue
-        except LspError as exc:
-            raise server_failed(server, call.action, exc) from None
-        if accept(result):
-            return result, (line, column)
+    for attempt in range(2):
+        for line, column in candidates:
+            params = {
+                "textDocument": {"uri": uri},
+                "position": document.to_wire(line, column),
+                **extra,
+            }
+            try:
+                async with opened.lock:
+                    result = await client.request(method, params)
+            except ResponseError as exc:
+                first_error = first_error or (str(exc) or f"error {exc.code}")
+                continue
+            except LspError as exc:
+                raise server_failed(server, call.action, exc) from None
+            if accept(result):
+                return result, (line, column)
+        # nothing anywhere: perhaps the server had not read the file yet; once more if so
+        if attempt or first_error is not None or not await digested(opened, uri):
+            break
     if first_error is not None:
         raise CallFailed(f"[lsp: {server.config.name}: {call.action} failed: {first_error}]")
     line, column = candidates[0]

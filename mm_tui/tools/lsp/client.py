@@ -6,9 +6,10 @@ handlers (diagnostics are kept per document), and the server's own requests are 
 once, because a server that asks something (its configuration, permission to show progress)
 and hears nothing may stall every later answer.
 
-The server's stderr is read continuously into a small ring: a chatty server (pyright logs a lot)
-would otherwise fill the pipe and block on its next write, and the tail of that log is what
-explains a crash.
+The server's stderr is read continuously: a chatty server (pyright logs a lot) would otherwise
+fill the pipe and block on its next write. Its first characters are kept, and a small ring of its
+last ones: a failing program says what is wrong first (`error: rustup could not choose a version
+of rust-analyzer to run`) and where it ended last, with a backtrace between.
 
 The server runs in the sandbox of the commands (`core/sandbox.py`) when it is given one, started
 like a bash command from the sandbox's launcher process (confined or not), with pipes mm made
@@ -45,7 +46,10 @@ REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
 INITIALIZE_TIMEOUT = 60.0  # a server indexing a large project on start-up may take a while
 READY_LOG_WAIT = 5.0  # seconds, at most, waited for a _READY_LOGS marker
 SHUTDOWN_TIMEOUT = 2.0  # per step of the polite stop (shutdown answer, exit)
-STDERR_KEEP = 4096  # characters of the server's stderr kept for error messages
+STDERR_KEEP = 4096  # characters of the end of the server's stderr kept for error messages
+STDERR_HEAD_KEEP = 1024  # and of its beginning
+STDERR_SHOWN = 600  # characters of it, at most, in an error message: half its start, half its end
+STDERR_DRAIN = 2.0  # seconds, at most, to read the rest of a gone server's stderr
 
 # Servers known to count columns in code points whatever they are told (jedi's columns, sent
 # as they are), and that do not say so.
@@ -194,8 +198,11 @@ class LspClient:
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._stderr: deque[str] = deque()
+        self._stderr: deque[str] = deque()  # the last STDERR_KEEP characters, or a few more
         self._stderr_len = 0
+        self._stderr_head = ""  # the first STDERR_HEAD_KEEP characters
+        self._stderr_total = 0  # characters read in all
+        self._stderr_task: asyncio.Task[None] | None = None
         self._serial = 0
         self._published = asyncio.Event()  # set (then cleared) on every publication
         self._write_lock: asyncio.Lock | None = None
@@ -275,9 +282,10 @@ class LspClient:
             proc.abandon()
             raise
         self._proc = proc
+        self._stderr_task = asyncio.create_task(self._read_stderr(), name=f"lsp-{self.name}-stderr")
         self._tasks = [
             asyncio.create_task(self._read_stdout(), name=f"lsp-{self.name}-stdout"),
-            asyncio.create_task(self._read_stderr(), name=f"lsp-{self.name}-stderr"),
+            self._stderr_task,
         ]
         root_uri = path_to_uri(self.root)
         params = {
@@ -358,9 +366,31 @@ class LspClient:
     def exit_reason(self) -> str:
         return self._exited or "the server is not running"
 
-    def stderr_tail(self, limit: int = 600) -> str:
-        text = "".join(self._stderr).strip()
-        return text[-limit:]
+    def stderr_excerpt(self, limit: int = STDERR_SHOWN) -> str:
+        """The server's stderr for an error message: all of it when it is short; otherwise its
+        first lines, which say what went wrong, and its last, which say where it ended, with
+        the count of the characters cut between (a backtrace, a log)."""
+        tail = "".join(self._stderr)
+        total = self._stderr_total
+        head = self._stderr_head
+        if len(tail) == total:  # nothing was dropped: the whole text
+            if len(tail.strip()) <= limit:
+                return tail.strip()
+            head = tail
+        half = limit // 2
+        start = len(head) - len(head.lstrip())
+        first = head[start : start + half]
+        if "\n" in first.rstrip():  # whole lines, when there is more than one
+            first = first[: first.rstrip().rfind("\n")]
+        first = first.rstrip()
+        end = total - (len(tail) - len(tail.rstrip()))  # where the text ends, blanks aside
+        last = tail.rstrip()[-half:]
+        if "\n" in last:  # whole lines too
+            last = last[last.find("\n") + 1 :]
+        cut = end - len(last) - (start + len(first))
+        if cut <= 0:  # cannot be, the text being longer than the limit; said plainly if so
+            return tail.strip()[-limit:]
+        return f"{first}\n[… {cut} characters cut …]\n{last}"
 
     def _gone(self, why: str) -> None:
         if self._exited is None:
@@ -382,8 +412,8 @@ class LspClient:
             why = f"the server was killed ({signal_name(-code)})"
         else:
             why = f"the server exited (exit status {code})"
-        tail = self.stderr_tail()
-        return f"{why}: {tail}" if tail else why
+        stderr = self.stderr_excerpt()
+        return f"{why}: {stderr}" if stderr else why
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -418,6 +448,11 @@ class LspClient:
         if self._proc is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError, LauncherGone):
                 await asyncio.wait_for(self._proc.wait(), 1.0)
+        if self._stderr_task is not None:
+            # what it wrote last, read before it is quoted (a helper of its own may hold the
+            # pipe open: not waited for long)
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), STDERR_DRAIN)
         self._gone(self._exit_reason())
 
     async def _read_stderr(self) -> None:
@@ -428,6 +463,9 @@ class LspClient:
             if not chunk:
                 return
             text = chunk.decode("utf-8", errors="replace")
+            if len(self._stderr_head) < STDERR_HEAD_KEEP:
+                self._stderr_head += text[: STDERR_HEAD_KEEP - len(self._stderr_head)]
+            self._stderr_total += len(text)
             self._stderr.append(text)
             self._stderr_len += len(text)
             while self._stderr_len > STDERR_KEEP and len(self._stderr) > 1:

@@ -12,8 +12,8 @@ from typing import Any
 
 from mm_tui.tools.base import ToolContext
 from mm_tui.tools.lsp.args import Call
-from mm_tui.tools.lsp.asking import Opened, server_failed, show_path
-from mm_tui.tools.lsp.client import LspClient, LspError, ServerExited, path_to_uri
+from mm_tui.tools.lsp.asking import Opened, offers_pull, server_failed, show_path
+from mm_tui.tools.lsp.client import LspError, ServerExited, path_to_uri
 from mm_tui.tools.lsp.manager import Server
 from mm_tui.tools.lsp.positions import Document
 
@@ -124,7 +124,4 @@ def _format_diagnostics(
     return "\n".join([f"{len(rows)} diagnostic(s) in {shown}{suffix}:", *(r[3] for r in rows)])
 
 
-def offers_pull(client: LspClient) -> bool:
-    if client.capabilities.get("diagnosticProvider"):
-        return True
-    return any(r.get("method") == "textDocument/diagnostic" for r in client.registrations.values())
+__all__ = ["DIAGNOSTICS_WAIT", "diagnostics", "offers_pull"]

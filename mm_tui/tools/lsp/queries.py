@@ -15,7 +15,7 @@ from typing import Any
 from mm_tui.core.files import read_text
 from mm_tui.tools.base import ToolContext
 from mm_tui.tools.lsp.args import Call
-from mm_tui.tools.lsp.asking import Opened, ask, server_failed, show_path
+from mm_tui.tools.lsp.asking import Opened, ask, digested, server_failed, show_path
 from mm_tui.tools.lsp.client import LspError, path_to_uri, uri_to_path
 from mm_tui.tools.lsp.positions import Document
 from mm_tui.tools.lsp.symbols import format_symbols, symbol_tree
@@ -51,13 +51,19 @@ async def hover(call: Call, ctx: ToolContext, opened: Opened) -> str:
 
 async def symbols(call: Call, ctx: ToolContext, opened: Opened) -> str:
     server, client = opened.server, opened.client
-    params = {"textDocument": {"uri": path_to_uri(call.path)}}
-    try:
-        async with opened.lock:
-            result = await client.request("textDocument/documentSymbol", params)
-    except LspError as exc:
-        raise server_failed(server, "symbols", exc) from None
-    lines = format_symbols(symbol_tree(result))
+    uri = path_to_uri(call.path)
+    params = {"textDocument": {"uri": uri}}
+    lines: list[str] = []
+    for attempt in range(2):
+        try:
+            async with opened.lock:
+                result = await client.request("textDocument/documentSymbol", params)
+        except LspError as exc:
+            raise server_failed(server, "symbols", exc) from None
+        lines = format_symbols(symbol_tree(result))
+        # none: perhaps the server had not read the file yet (asked just after its start)
+        if lines or attempt or not await digested(opened, uri):
+            break
     if not lines:
         return f"no symbols found in {call.raw_path}"
     return "\n".join(lines)

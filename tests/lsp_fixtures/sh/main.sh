@@ -1,0 +1,5 @@
+#!/bin/bash
+source ./greet.sh
+
+greet alice
+farewell bob
