@@ -15,13 +15,22 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import types
+from mcp_helpers import (
+    MODEL,
+    SERVER,
+    declared,
+    finished,
+    mm_with,
+    pids,
+    stdio,
+    warnings_of,
+)
 from scripted_server import Reply, ScriptedServer, call, closed_port_url
 from support.engine import of, turn
 from support.env import clean_env
@@ -33,76 +42,18 @@ from support.waiting import await_until, wait_until
 from mm_tui.config import ConfigError, Settings, load_settings
 from mm_tui.core.events import (
     Decision,
-    EngineError,
     Event,
     PermissionRequested,
-    ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
 )
 from mm_tui.engine.guards import LOOP_WARNING
-from mm_tui.engine.turn import Engine
 from mm_tui.startup import start
 from mm_tui.tools.mcp import McpTool, tool_name
-from mm_tui.tools.mcp.link import result_outcome
+from mm_tui.tools.mcp.link import Outcome, result_outcome
 from mm_tui.tools.mcp.tool import short_args
 
-SERVER = Path(__file__).parent / "mcp_server.py"
-MODEL = "scripted-model"
 TOOLS = ["add", "crash", "echo", "env", "fail", "picture", "sleep"]
-
-
-def stdio(pidfile: Path | None = None, **env: str) -> dict[str, Any]:
-    """An mcpServers entry for the test server on stdio."""
-    if pidfile is not None:
-        env["MCP_TEST_PIDFILE"] = str(pidfile)
-    return {"command": sys.executable, "args": [str(SERVER)], "env": env}
-
-
-def pids(pidfile: Path) -> list[int]:
-    return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []
-
-
-def declared(engine: Engine) -> list[str]:
-    return sorted(t["function"]["name"] for t in engine.tools())
-
-
-def finished(events: list[Event]) -> list[ToolCallFinished]:
-    return of(events, ToolCallFinished)
-
-
-def warnings_of(events: list[Event]) -> list[str]:
-    return [e.message for e in events if isinstance(e, EngineError) and e.where == "mcp"]
-
-
-@asynccontextmanager
-async def mm_with(
-    tmp_path: Path,
-    server: ScriptedServer,
-    servers: dict[str, Any],
-    listen: bool = True,
-    **keys: Any,
-) -> AsyncIterator[tuple[Engine, list[Event]]]:
-    """mm as start-up makes it on the scripted server, with these MCP servers, every server
-    started (or failed); its warnings in the list it yields (unless not `listen`); closed at
-    the end."""
-    settings = Settings(
-        baseUrl=server.base_url,
-        model=MODEL,
-        sessionsDir=str(tmp_path / ".mm" / "sessions"),
-        mcpServers=servers,
-        **keys,
-    )
-    started = await start(settings, tmp_path)
-    engine = started.engine
-    said: list[Event] = []
-    if listen:
-        engine.registry.listen(said.append)
-    try:
-        await engine.registry.ready()
-        yield engine, said
-    finally:
-        await engine.aclose()
 
 
 @pytest.fixture
@@ -206,21 +157,34 @@ def test_names_and_short_arguments() -> None:
 def test_a_result_becomes_text() -> None:
     image = types.ImageContent(type="image", data="AAAA" * 25, mimeType="image/png")
     link = types.ResourceLink(type="resource_link", uri="file:///a.txt", name="a.txt")
-    text = types.TextResourceContents(uri="file:///b.md", mimeType="text/markdown", text="# hi")
+    text = types.TextResourceContents(
+        uri="file:///b.md", mimeType="text/markdown", text="# hi\n\nbody"
+    )
     embedded = types.EmbeddedResource(type="resource", resource=text)
+    blob = types.BlobResourceContents(uri="file:///c.bin", mimeType="image/x-raw", blob="AAAA")
     result = types.CallToolResult(
-        content=[types.TextContent(type="text", text="first"), image, link, embedded]
+        content=[
+            types.TextContent(type="text", text="first"),
+            image,
+            link,
+            embedded,
+            types.EmbeddedResource(type="resource", resource=blob),
+        ]
     )
     outcome = result_outcome(result)
     assert outcome.text.split("\n") == [
         "first",
         "[image: image/png, 75 bytes]",
         "[resource link: file:///a.txt (a.txt)]",
-        "[resource: file:///b.md (text/markdown, 4 characters)]",
+        "[resource: file:///b.md (text/markdown)]",  # a text resource: its text follows
+        "# hi",
+        "",
+        "body",
+        "[resource: file:///c.bin (image/x-raw, 3 bytes)]",  # a blob: what it is
     ]
     assert not outcome.is_error
     failed = types.CallToolResult(content=[types.TextContent(type="text", text="no")], isError=True)
-    assert result_outcome(failed).is_error
+    assert result_outcome(failed, "s: t") == Outcome("[error: s: t failed]\nno", is_error=True)
     structured = types.CallToolResult(content=[], structuredContent={"n": 1})
     assert result_outcome(structured).text == '{"n": 1}'
 
@@ -304,7 +268,7 @@ async def test_an_error_result_an_image_and_the_environment(
             events = await turn(engine, "go")
     results = [(f.status, f.output) for f in finished(events)]
     assert results == [
-        ("error", "Error executing tool fail: the disk is on fire"),
+        ("error", "[error: t: fail failed]\nError executing tool fail: the disk is on fire"),
         ("ok", "[image: image/png, 72 bytes]\na red dot"),
         ("ok", "(unset)"),  # a stdio server gets a plain environment, not mm's keys
         ("ok", "from the config"),

@@ -232,7 +232,7 @@ class Link:
                 await asyncio.gather(calling, return_exceptions=True)
         exc = calling.exception() if finished else None
         if finished and exc is None:
-            return result_outcome(calling.result())
+            return result_outcome(calling.result(), f"{self.name}: {tool}")
         if self._gone.is_set() or _connection_closed(exc):
             if self._task is not None:  # its task says why, as it ends (a second at most)
                 await asyncio.wait({self._task}, timeout=2.0)
@@ -324,12 +324,17 @@ async def _list_tools(session: ClientSession) -> list[Listed]:
             return tools
 
 
-def result_outcome(result: types.CallToolResult) -> Outcome:
-    """A tool's result as text: its text parts joined, each image, audio clip or resource one
-    line that says what it is; the structured content when there is nothing else."""
+def result_outcome(result: types.CallToolResult, label: str = "the tool") -> Outcome:
+    """A tool's result as text: its text parts joined, an embedded text resource's text under a
+    line that names it (a server may return a file's contents so), each image, audio clip, blob
+    or resource link one line that says what it is; the structured content when there is
+    nothing else. An error result (`isError`) starts with `[error: <label> failed]`, as mm's
+    own failures are marked: without it the model reads the server's text as a success."""
     parts = [content_text(block) for block in result.content]
     if not parts and result.structuredContent is not None:
         parts = [json.dumps(result.structuredContent, ensure_ascii=False)]
+    if result.isError:
+        parts.insert(0, f"[error: {label} failed]")
     return Outcome("\n".join(parts), is_error=result.isError)
 
 
@@ -344,11 +349,10 @@ def content_text(block: types.ContentBlock) -> str:
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
-            size = f"{len(resource.text):,} characters"
-        else:
-            size = _size(len(resource.blob) * 3 // 4)
+            mime = f" ({resource.mimeType})" if resource.mimeType else ""
+            return f"[resource: {resource.uri}{mime}]\n{resource.text}"
         mime = f"{resource.mimeType}, " if resource.mimeType else ""
-        return f"[resource: {resource.uri} ({mime}{size})]"
+        return f"[resource: {resource.uri} ({mime}{_size(len(resource.blob) * 3 // 4)})]"
     return f"[{getattr(block, 'type', 'content')}]"
 
 

@@ -1,0 +1,34 @@
+"""mm's MCP client against the reference server the protocol's authors publish for clients to
+test with (@modelcontextprotocol/server-everything, pinned in tests/mcp_everything): what only a
+real, complete server shows (an embedded resource, progress, roots, a tool that runs only as a
+task). The model is the scripted OpenAI-compatible server; mm is put together by the real
+start-up. Needs Node.js and the server installed (`npm ci --prefix tests/mcp_everything`, which
+`make test` runs when npm is there); skipped with the reason otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp_helpers import everything, finished, mm_with
+from scripted_server import Reply, ScriptedServer, call
+from support.engine import turn
+
+
+async def test_an_embedded_text_resource_reaches_the_model_whole(tmp_path: Path) -> None:
+    """A server may return a file's contents as an embedded resource (GitHub's does): the
+    model gets its text under a line with its uri; a blob stays a line that says what it is."""
+    text = call("e__get-resource-reference", {"resourceType": "Text", "resourceId": 1}, id="c1")
+    blob = call("e__get-resource-reference", {"resourceType": "Blob", "resourceId": 1}, id="c2")
+    with ScriptedServer(Reply(tool_calls=[text, blob]), Reply("done")) as server:
+        async with mm_with(tmp_path, server, {"e": everything()}) as (engine, said):
+            events = await turn(engine, "read it")
+        requests = server.requests
+    assert said == []
+    first, second = (f.output.split("\n") for f in finished(events))
+    assert first[0] == "Returning resource reference for Resource 1:"
+    assert first[1] == "[resource: demo://resource/dynamic/text/1 (text/plain)]"
+    assert first[2].startswith("Resource 1: This is a plaintext resource created at ")
+    assert first[3] == "You can access this resource using the URI: demo://resource/dynamic/text/1"
+    assert second[1].startswith("[resource: demo://resource/dynamic/blob/1 (text/plain, ")
+    assert second[1].endswith(" bytes)]")
+    assert requests[1].messages[-2]["content"] == "\n".join(first)
