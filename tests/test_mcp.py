@@ -51,9 +51,9 @@ from mm_tui.engine.guards import LOOP_WARNING
 from mm_tui.startup import start
 from mm_tui.tools.mcp import McpTool, tool_name
 from mm_tui.tools.mcp.link import Outcome, result_outcome
-from mm_tui.tools.mcp.tool import short_args
+from mm_tui.tools.mcp.tool import short_args, unique_name
 
-TOOLS = ["add", "crash", "echo", "env", "fail", "picture", "sleep"]
+TOOLS = ["add", "crash", "echo", "env", "fail", "picture", "sleep", "untyped"]
 
 
 @pytest.fixture
@@ -152,6 +152,43 @@ def test_names_and_short_arguments() -> None:
     assert short_args({"a": 1, "b": "two words"}) == "a=1 b=two words"
     assert short_args({"text": "line one\nline two"}) == "line one line two"
     assert len(short_args({"text": "x" * 500})) == 80
+    taken = {"a__b", "a__b_2", "x" * 64}
+    assert unique_name("a__c", taken.__contains__) == "a__c"
+    assert unique_name("a__b", taken.__contains__) == "a__b_3"
+    assert unique_name("x" * 64, taken.__contains__) == "x" * 62 + "_2"  # within the 64
+
+
+async def test_two_tools_joined_to_one_name_are_both_offered(
+    tmp_path: Path, no_process_left: None
+) -> None:
+    """Server `t`'s tool `echo__loud` and server `t__echo`'s tool `loud` are both
+    `t__echo__loud`: the second one made gets a suffix, and a warning says so."""
+    servers = {"t": stdio(MCP_TEST_ALIAS="echo__loud"), "t__echo": stdio(MCP_TEST_ALIAS="loud")}
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("t__echo__loud", {"text": "one"}, id="c1"),
+                call("t__echo__loud_2", {"text": "two"}, id="c2"),
+            ]
+        ),
+        Reply("done"),
+    ) as server:
+        async with mm_with(tmp_path, server, servers) as (engine, said):
+            first, second = (
+                engine.registry.get("t__echo__loud"),
+                engine.registry.get("t__echo__loud_2"),
+            )
+            events = await turn(engine, "go")
+        names = server.requests[0].tool_names
+    assert isinstance(first, McpTool) and isinstance(second, McpTool)
+    owners = {(first.server, first.tool), (second.server, second.tool)}
+    assert owners == {("t", "echo__loud"), ("t__echo", "loud")}
+    assert len(names) == len(set(names)) and {"t__echo__loud", "t__echo__loud_2"} <= set(names)
+    assert warnings_of(said) == [
+        f"[warning: MCP server {second.server}: its tool {second.tool} is offered as "
+        f"t__echo__loud_2 — t__echo__loud is the name of {first.server}'s tool {first.tool}]"
+    ]
+    assert [f.output for f in finished(events)] == ["one", "two"]
 
 
 def test_a_result_becomes_text() -> None:
@@ -207,6 +244,11 @@ def test_an_mcp_tool_declares_the_server_schema() -> None:
     }
     bare = McpTool("web", "ping", description=None, schema={}, link=None)  # type: ignore[arg-type]
     assert bare.parameters() == {"type": "object", "properties": {}}
+    untyped = {"properties": {"q": {"type": "string"}}, "required": ["q"]}
+    tool = McpTool("web", "find", description=None, schema=untyped, link=None)  # type: ignore[arg-type]
+    assert tool.parameters() == {"type": "object", **untyped}  # its properties kept
+    odd = McpTool("web", "odd", description=None, schema={"type": "string"}, link=None)  # type: ignore[arg-type]
+    assert odd.parameters() == {"type": "object", "properties": {}}
     assert "ping" in bare.description() and "web" in bare.description()
 
 
@@ -230,6 +272,9 @@ async def test_tools_are_declared_and_a_call_reaches_the_model(
     assert echo["function"]["description"] == "Say the text back."
     assert echo["function"]["parameters"]["properties"]["text"]["type"] == "string"
     assert echo["function"]["parameters"]["required"] == ["text"]
+    untyped = next(t for t in requests[0].tools if t["function"]["name"] == "t__untyped")
+    assert untyped["function"]["parameters"]["type"] == "object"  # a schema that named none
+    assert untyped["function"]["parameters"]["properties"]["query"]["type"] == "string"
     assert requests[1].messages[-1] == {
         "role": "tool",
         "tool_call_id": "c1",

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_helpers import everything, finished, mm_with
+from mcp_helpers import declared, everything, finished, mm_with, warnings_of
 from scripted_server import Reply, ScriptedServer, call
 from support.engine import turn
+
+TASK_ONLY = (
+    "[warning: MCP server e: its tool simulate-research-query is not offered — it runs only as "
+    "a task, which mm does not support]"
+)
 
 
 async def test_an_embedded_text_resource_reaches_the_model_whole(tmp_path: Path) -> None:
@@ -23,7 +28,7 @@ async def test_an_embedded_text_resource_reaches_the_model_whole(tmp_path: Path)
         async with mm_with(tmp_path, server, {"e": everything()}) as (engine, said):
             events = await turn(engine, "read it")
         requests = server.requests
-    assert said == []
+    assert warnings_of(said) == [TASK_ONLY]  # (see below)
     first, second = (f.output.split("\n") for f in finished(events))
     assert first[0] == "Returning resource reference for Resource 1:"
     assert first[1] == "[resource: demo://resource/dynamic/text/1 (text/plain)]"
@@ -32,3 +37,14 @@ async def test_an_embedded_text_resource_reaches_the_model_whole(tmp_path: Path)
     assert second[1].startswith("[resource: demo://resource/dynamic/blob/1 (text/plain, ")
     assert second[1].endswith(" bytes)]")
     assert requests[1].messages[-2]["content"] == "\n".join(first)
+
+
+async def test_a_tool_that_runs_only_as_a_task_is_not_offered(tmp_path: Path) -> None:
+    """`execution.taskSupport: required`: a plain call of it always fails, so it is left out,
+    with a warning that says why; the server's other tools are offered."""
+    with ScriptedServer() as server:
+        async with mm_with(tmp_path, server, {"e": everything()}) as (engine, said):
+            names = declared(engine)
+    assert "e__echo" in names and "e__trigger-long-running-operation" in names
+    assert "e__simulate-research-query" not in names
+    assert warnings_of(said) == [TASK_ONLY]

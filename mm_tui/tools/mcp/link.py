@@ -66,6 +66,7 @@ class Listed:
     name: str
     description: str | None
     schema: dict[str, Any]
+    task_only: bool = False  # `execution.taskSupport: required`: every plain call fails
 
 
 class Link:
@@ -316,7 +317,12 @@ async def _list_tools(session: ClientSession) -> list[Listed]:
     while True:
         page = await session.list_tools(cursor)
         tools.extend(
-            Listed(tool.name, tool.description or tool.title, dict(tool.inputSchema))
+            Listed(
+                tool.name,
+                tool.description or tool.title,
+                dict(tool.inputSchema),
+                task_only=tool.execution is not None and tool.execution.taskSupport == "required",
+            )
             for tool in page.tools
         )
         cursor = page.nextCursor

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import ConfigDict
@@ -43,6 +44,18 @@ def tool_name(server: str, tool: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}__{tool}")[:NAME_LIMIT]
 
 
+def unique_name(name: str, taken: Callable[[str], bool]) -> str:
+    """`name`, or when it is `taken`, `name` with the first free `_2`, `_3`… (cut to leave room
+    for it within the 64 characters): two tools must never answer to one name."""
+    count = 1
+    candidate = name
+    while taken(candidate):
+        count += 1
+        suffix = f"_{count}"
+        candidate = name[: NAME_LIMIT - len(suffix)] + suffix
+    return candidate
+
+
 def short_args(arguments: dict[str, Any]) -> str:
     """The arguments on one line: one argument's value alone, several as `key=value`."""
     if not arguments:
@@ -69,8 +82,9 @@ class McpTool(Tool):
         description: str | None,
         schema: dict[str, Any] | None,
         link: Caller,
+        name: str | None = None,
     ) -> None:
-        self.name = tool_name(server, tool)
+        self.name = name or tool_name(server, tool)  # the pool gives another when it is taken
         self.server = server
         self.tool = tool  # the server's own name for it
         self._description = description
@@ -81,10 +95,12 @@ class McpTool(Tool):
         return self._description or f"{self.tool}, a tool of the MCP server {self.server}"
 
     def parameters(self) -> dict[str, Any]:
-        """The server's input schema, as it gave it (a schema must be an object's: one that is
-        not, or says nothing, becomes an object with no properties)."""
+        """The server's input schema, as it gave it. A function's parameters must be an
+        object's: a schema that names no type (some servers leave `"type": "object"` out) is
+        one, with its properties kept; one of another type becomes an object with none."""
         schema = {k: v for k, v in (self._schema or {}).items() if k != "$schema"}
-        if schema.get("type") != "object":
+        kind = schema.setdefault("type", "object")
+        if kind != "object":
             return {"type": "object", "properties": {}}
         schema.setdefault("properties", {})
         return schema
