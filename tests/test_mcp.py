@@ -39,7 +39,7 @@ from support.program import mm
 from support.trusting import trust_project_file
 from support.waiting import await_until, wait_until
 
-from mm_tui.config import ConfigError, Settings, load_settings
+from mm_tui.config import ConfigError, McpServer, Settings, load_settings
 from mm_tui.core.events import (
     Decision,
     Event,
@@ -118,6 +118,88 @@ def test_mcp_servers_take_the_shape_every_client_uses(tmp_path: Path) -> None:
     assert servers["web"].transport == "http" and servers["web"].headers == {"X-Key": "k"}
     assert servers["typed"].transport == "http"
     assert (servers["slow"].startup_timeout, servers["slow"].timeout) == (90, 60)
+
+
+def test_variables_in_an_entry_are_expanded_from_the_environment() -> None:
+    entry = McpServer.model_validate(
+        {
+            "command": "${TOOLS}/server",
+            "args": ["--token=${TOKEN}", "${MODE:-fast}", "${EMPTY:-}", "$TOKEN", "${TOKEN"],
+            "env": {"KEY": "${TOKEN}", "GONE": "${NOT_SET}", "TWICE": "${NOT_SET}${EMPTY}"},
+            "cwd": "${TOOLS}",
+        }
+    )
+    environ = {"TOOLS": "/opt/t", "TOKEN": "s3cret", "EMPTY": ""}
+    made, unset = entry.expanded(environ)
+    assert made.command == "/opt/t/server"
+    assert made.args == ["--token=s3cret", "fast", "", "$TOKEN", "${TOKEN"]
+    assert made.env == {"KEY": "s3cret", "GONE": "", "TWICE": ""}
+    assert made.cwd == "${TOOLS}"  # not among the keys other clients expand
+    assert unset == ["NOT_SET"]  # once, and EMPTY is set (to nothing)
+    assert entry.command == "${TOOLS}/server"  # the entry as written is kept
+    web = McpServer.model_validate(
+        {"url": "https://${HOST:-example.com}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+    )
+    made, unset = web.expanded(environ)
+    assert (made.url, made.headers, unset) == (
+        "https://example.com/mcp",
+        {"Authorization": "Bearer s3cret"},
+        [],
+    )
+
+
+async def test_a_stdio_server_gets_its_variables_and_a_note_says_which_are_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_process_left: None
+) -> None:
+    monkeypatch.setenv("MM_TEST_TOKEN", "tok-from-the-shell")
+    monkeypatch.delenv("MM_TEST_NOT_SET", raising=False)
+    entry = stdio(
+        GIVEN="${MM_TEST_TOKEN}", OTHER="${MM_TEST_NOT_SET}", MODE="${MM_TEST_NOT_SET:-x}"
+    )
+    entry["args"] = ["${MM_TEST_SERVER}"]
+    monkeypatch.setenv("MM_TEST_SERVER", str(SERVER))
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("t__env", {"name": "GIVEN"}, id="c1"),
+                call("t__env", {"name": "OTHER"}, id="c2"),
+                call("t__env", {"name": "MODE"}, id="c3"),
+            ]
+        ),
+        Reply("done"),
+    ) as server:
+        settings = Settings(
+            baseUrl=server.base_url,
+            model=MODEL,
+            sessionsDir=str(tmp_path / "s"),
+            mcpServers={"t": entry, "u": {"command": "${MM_TEST_NOT_SET}x"}},
+        )
+        started = await start(settings, tmp_path)
+        try:
+            await started.engine.registry.ready()
+            events = await turn(started.engine, "go")
+        finally:
+            await started.engine.aclose()
+    assert [f.output for f in finished(events)] == ["tok-from-the-shell", "", "x"]
+    unset = [note for note in started.notes if "MM_TEST_NOT_SET" in note]
+    assert unset == [
+        "MCP servers t, u: ${MM_TEST_NOT_SET} is not set in mm's environment — it expands to "
+        "nothing"
+    ]
+
+
+async def test_a_url_is_expanded(
+    tmp_path: Path, http_server: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = http_server
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    monkeypatch.setenv("MM_TEST_PORT", port)
+    entry = {"url": "http://127.0.0.1:${MM_TEST_PORT}/mcp", "headers": {"X-Key": "${MM_TEST_PORT}"}}
+    with ScriptedServer() as server:
+        async with mm_with(tmp_path, server, {"web": entry}) as (engine, said):
+            names = declared(engine)
+    assert said == []
+    assert "web__echo" in names
 
 
 @pytest.mark.parametrize(

@@ -79,9 +79,11 @@ class Link:
         config: McpServer,
         cwd: Path,
         on_change: Callable[[Link], None],
+        launch: McpServer | None = None,
     ) -> None:
         self.name = name
-        self.config = config
+        self.config = config  # as written: what messages quote
+        self.launch = launch or config  # what is started (its `${VAR}`s replaced)
         self.cwd = cwd
         self.on_change = on_change
         self.state: State = "starting"
@@ -175,7 +177,7 @@ class Link:
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> ClientSession:
         """The transport, a pump that notices when it ends, and the SDK's session over them."""
-        config = self.config
+        config = self.launch
         if config.transport == "stdio":
             assert config.command is not None
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -273,9 +275,9 @@ class Link:
         if isinstance(exc, FileNotFoundError) and config.transport == "stdio":
             if config.cwd and not resolve_dir(config.cwd, self.cwd).is_dir():
                 return f"no such folder: {resolve_dir(config.cwd, self.cwd)}"
-            return f"no such command: {config.command}"
+            return f"no such command: {self.launch.command}"
         if isinstance(exc, PermissionError) and config.transport == "stdio":
-            return f"{config.command} cannot be run (permission denied)"
+            return f"{self.launch.command} cannot be run (permission denied)"
         if isinstance(exc, httpx.HTTPStatusError):
             return f"{config.url} answered HTTP {exc.response.status_code}"
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,9 +32,30 @@ SDK_MODULE = "mm_tui.tools.mcp.link"
 
 
 class McpPool:
-    def __init__(self, servers: Mapping[str, McpServer], cwd: Path) -> None:
+    def __init__(
+        self,
+        servers: Mapping[str, McpServer],
+        cwd: Path,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.servers = dict(servers)
         self.cwd = cwd
+        # Each entry with its `${VAR}`s replaced from mm's environment: what is started. The
+        # entry as written stays what messages quote (a URL's token is not shown on screen).
+        self.launches: dict[str, McpServer] = {}
+        unset: dict[str, list[str]] = {}  # variable -> the servers that name it
+        for name, config in self.servers.items():
+            self.launches[name], missing = config.expanded(
+                os.environ if environ is None else environ
+            )
+            for variable in missing:
+                unset.setdefault(variable, []).append(name)
+        # Start-up notes: the variables that are not set, said once.
+        self.notes: list[str] = [
+            f"MCP server{'s' if len(names) > 1 else ''} {', '.join(names)}: ${{{variable}}} is "
+            "not set in mm's environment — it expands to nothing"
+            for variable, names in unset.items()
+        ]
         self.links: dict[str, Link] = {}
         self._tools: dict[str, dict[str, McpTool]] = {}  # server -> its tools by mm's name
         # mm's name of each (server, tool) ever made: kept when a server lists its tools again,
@@ -111,7 +133,7 @@ class McpPool:
         if self._closed:
             return
         for name, config in self.servers.items():
-            link = sdk.Link(name, config, self.cwd, self._changed)
+            link = sdk.Link(name, config, self.cwd, self._changed, self.launches.get(name))
             self.links[name] = link
             link.start()
 
