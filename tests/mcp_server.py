@@ -12,7 +12,9 @@ The environment steers the process itself: MCP_TEST_PIDFILE, a file it writes it
 start; MCP_TEST_START_DELAY, seconds it sleeps before it serves (a server that hangs at start);
 MCP_TEST_EXIT, a line it writes on stderr before it exits at once with status 3 (a server that
 cannot start); MCP_TEST_LINGER, set: it outlives the end of its input by a minute (so that a
-test sees mm stop it, not the end of mm's pipes); MCP_TEST_ALIAS, a name `echo` also answers to.
+test sees mm stop it, not the end of mm's pipes); MCP_TEST_ALIAS, a name `echo` also answers to;
+MCP_TEST_SLEEP_LOG, a file `sleep` writes `sleep started` to, then `sleep cancelled` when its
+call is cancelled.
 """
 
 from __future__ import annotations
@@ -53,8 +55,20 @@ def fail(reason: str) -> str:
 @server.tool()
 async def sleep(seconds: float) -> str:
     """Answers after that many seconds."""
-    await asyncio.sleep(seconds)
+    _log_sleep("sleep started")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:  # the client's notifications/cancelled, or the end
+        _log_sleep("sleep cancelled")
+        raise
     return f"slept {seconds:g} s"
+
+
+def _log_sleep(line: str) -> None:
+    log = os.environ.get("MCP_TEST_SLEEP_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{line}\n")
 
 
 @server.tool()

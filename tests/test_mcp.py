@@ -45,6 +45,7 @@ from mm_tui.core.events import (
     Event,
     PermissionRequested,
     ToolCallStarted,
+    ToolProgress,
     TurnEnded,
 )
 from mm_tui.engine.guards import LOOP_WARNING
@@ -271,6 +272,18 @@ async def test_two_tools_joined_to_one_name_are_both_offered(
         f"t__echo__loud_2 — t__echo__loud is the name of {first.server}'s tool {first.tool}]"
     ]
     assert [f.output for f in finished(events)] == ["one", "two"]
+
+
+def test_progress_reads_as_a_count_a_share_or_a_number() -> None:
+    def text(progress: float, total: float | None, message: str = "") -> str:
+        return ToolProgress(
+            call_id="c", tool="t", progress=progress, total=total, message=message
+        ).text
+
+    assert text(2, 5) == "2/5"
+    assert text(0.25, 1.0, "reading\nfiles") == "25% · reading files"
+    assert text(7, None) == "7"
+    assert text(3, 0) == "3"
 
 
 def test_a_result_becomes_text() -> None:
@@ -585,23 +598,33 @@ async def test_a_cancelled_call_leaves_the_server_working(
 ) -> None:
     from mm_tui.core.events import ToolCallRunning
 
+    record = tmp_path / "cancelled"
     with ScriptedServer(
         Reply(tool_calls=[call("t__sleep", {"seconds": 60}, id="c1")]),
         Reply(tool_calls=[call("t__echo", {"text": "still here"}, id="c2")]),
         Reply("done"),
     ) as server:
-        async with mm_with(tmp_path, server, {"t": stdio()}) as (engine, said):
+        async with mm_with(tmp_path, server, {"t": stdio(MCP_TEST_SLEEP_LOG=str(record))}) as (
+            engine,
+            said,
+        ):
             events: list[Event] = []
             first = asyncio.ensure_future(engine.run_turn("sleep", events.append))
             running = await await_until(lambda: of(events, ToolCallRunning), 10)
             assert running, "the call never ran"
+            slept = await await_until(lambda: record.exists(), 30)
+            assert slept, "the server never started the call"
             engine.cancel()
             ended = await asyncio.wait_for(first, 5)
+            # the server was told (notifications/cancelled) and stopped the work, while it runs
+            told = await await_until(lambda: "cancelled" in record.read_text(), 30)
+            assert told, "the server never heard the call was cancelled"
             second = await turn(engine, "echo")
     assert ended.stop_reason == "cancelled"
     assert [f.status for f in finished(events)] == ["cancelled"]
     assert [f.output for f in finished(second)] == ["still here"]
     assert said == []
+    assert record.read_text() == "sleep started\nsleep cancelled\n"
 
 
 async def test_servers_are_stopped_when_mm_closes(tmp_path: Path) -> None:

@@ -11,7 +11,10 @@ from pathlib import Path
 
 from mcp_helpers import declared, everything, finished, mm_with, warnings_of
 from scripted_server import Reply, ScriptedServer, call
-from support.engine import turn
+from support.engine import of, turn
+
+from mm_tui.core.events import ToolProgress
+from mm_tui.transcript.store import Transcript
 
 TASK_ONLY = (
     "[warning: MCP server e: its tool simulate-research-query is not offered — it runs only as "
@@ -48,3 +51,27 @@ async def test_a_tool_that_runs_only_as_a_task_is_not_offered(tmp_path: Path) ->
     assert "e__echo" in names and "e__trigger-long-running-operation" in names
     assert "e__simulate-research-query" not in names
     assert warnings_of(said) == [TASK_ONLY]
+
+
+async def test_a_long_call_reports_its_progress(tmp_path: Path) -> None:
+    """The call carries a progress token; the server's progress notifications become
+    `ToolProgress` events of the call, which the window's status line shows."""
+    long = call("e__trigger-long-running-operation", {"duration": 1.5, "steps": 3}, id="c1")
+    with ScriptedServer(Reply(tool_calls=[long]), Reply("done")) as server:
+        async with mm_with(tmp_path, server, {"e": everything()}) as (engine, _):
+            events = await turn(engine, "go")
+    progress = of(events, ToolProgress)
+    assert [(p.call_id, p.tool, p.text) for p in progress] == [
+        ("c1", "e__trigger-long-running-operation", "1/3"),
+        ("c1", "e__trigger-long-running-operation", "2/3"),
+        ("c1", "e__trigger-long-running-operation", "3/3"),
+    ]
+    assert finished(events)[0].output.startswith("Long running operation completed.")
+    transcript = Transcript()
+    states = []
+    for event in events:
+        transcript.apply(event)
+        if isinstance(event, ToolProgress):
+            states.append(transcript.state)
+    assert states == ["Running 1/3", "Running 2/3", "Running 3/3"]
+    assert transcript.state is None  # the turn ended

@@ -48,6 +48,7 @@ from mm_tui.core.text import one_line
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 State = Literal["starting", "ready", "failed", "closed"]
+OnProgress = Callable[[float, float | None, str | None], None]  # progress, total, message
 STDERR_TAIL = 4096  # bytes of a server's stderr read back for the reason it stopped
 
 
@@ -215,18 +216,38 @@ class Link:
 
     # -- calls -----------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Outcome:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], on_progress: OnProgress | None = None
+    ) -> Outcome:
         """Call `tool`; never raises but for cancellation. A call that gets no answer in time
-        stops the server."""
+        stops the server. The call carries a progress token: the server's progress reaches
+        `on_progress`. A call cancelled (Esc) is cancelled on the server too: it is told
+        (`notifications/cancelled`) and may stop its work, which the SDK does not say."""
         session = self._session
         if self.state != "ready" or session is None:
             return Outcome(self._unavailable(tool), is_error=True)
         timeout = self.config.timeout
-        calling = asyncio.ensure_future(session.call_tool(tool, arguments))
+        sent: list[types.RequestId] = []
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                on_progress(progress, total, message)
+
+        async def request() -> types.CallToolResult:
+            # the id the SDK gives this request (and makes its progress token): it reads the
+            # counter with no await before, so nothing else takes it in between
+            sent.append(session._request_id)  # noqa: SLF001
+            return await session.call_tool(tool, arguments, progress_callback=report)
+
+        calling = asyncio.ensure_future(request())
         lost = asyncio.ensure_future(self._gone.wait())
         finished = False
         try:
             await asyncio.wait({calling, lost}, timeout=timeout, return_when="FIRST_COMPLETED")
+        except asyncio.CancelledError:
+            if not calling.done() and sent and not self._gone.is_set():
+                await self._cancel_on_server(session, sent[0], calling)
+            raise
         finally:
             lost.cancel()
             finished = calling.done()
@@ -256,6 +277,26 @@ class Link:
         if isinstance(exc, McpError):
             return Outcome(f"[error: {self.name}: {tool}: {exc.error.message}]", is_error=True)
         return Outcome(f"[error: {self.name}: {tool}: {type(exc).__name__}: {exc}]", is_error=True)
+
+    async def _cancel_on_server(
+        self, session: ClientSession, request: types.RequestId, calling: asyncio.Future[Any]
+    ) -> None:
+        """Tell the server a call is cancelled (at most a second: mm is being stopped by the
+        person), once the SDK forgot the request, so that a late answer is dropped."""
+        calling.cancel()
+        await asyncio.gather(calling, return_exceptions=True)
+        notice = types.ClientNotification(
+            types.CancelledNotification(
+                params=types.CancelledNotificationParams(
+                    requestId=request, reason="cancelled by the user"
+                )
+            )
+        )
+        sending = asyncio.ensure_future(session.send_notification(notice))
+        await asyncio.wait({sending}, timeout=1.0)
+        if not sending.done():
+            sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
 
     def _unavailable(self, tool: str) -> str:
         if self.state == "starting":

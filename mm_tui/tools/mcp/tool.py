@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from pydantic import ConfigDict
 
+from mm_tui.core.events import ToolProgress
 from mm_tui.core.text import one_line
 from mm_tui.tools.args import ToolArgs
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
@@ -36,7 +37,12 @@ class Outcome(Protocol):
 class Caller(Protocol):
     """What a tool needs of its server's link: to run a call."""
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Outcome: ...
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        on_progress: Callable[[float, float | None, str | None], None] | None = None,
+    ) -> Outcome: ...
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -126,6 +132,17 @@ class McpTool(Tool):
         return f"{self.server}: {self.tool}\n{truncate(sent, 4000)}"
 
     async def run(self, args: McpArgs, ctx: ToolContext) -> ToolResult:
-        outcome = await self.link.call(self.tool, args.model_dump())
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            ctx.emit(
+                ToolProgress(
+                    call_id=ctx.call_id,
+                    tool=self.name,
+                    progress=done,
+                    total=total,
+                    message=message or "",
+                )
+            )
+
+        outcome = await self.link.call(self.tool, args.model_dump(), progress)
         status = "error" if outcome.is_error else "ok"
         return ToolResult(truncate(outcome.text, ctx.settings.max_output), status=status)
