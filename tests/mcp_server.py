@@ -6,7 +6,8 @@
 Tools: `echo`, `add`, `fail` (the tool raises: an isError result), `sleep` (answers after that
 many seconds), `crash` (the process exits in the middle of the call), `picture` (an image and
 a caption), `env` (a variable of the server's environment, or `(unset)`), `untyped` (an input
-schema without `"type": "object"`).
+schema without `"type": "object"`), `grow` (adds a tool `grown`, and says so:
+notifications/tools/list_changed).
 
 The environment steers the process itself: MCP_TEST_PIDFILE, a file it writes its pid to at
 start; MCP_TEST_START_DELAY, seconds it sleeps before it serves (a server that hangs at start);
@@ -24,7 +25,7 @@ import os
 import sys
 import time
 
-from mcp.server.fastmcp import FastMCP, Image
+from mcp.server.fastmcp import Context, FastMCP, Image
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -62,6 +63,14 @@ async def sleep(seconds: float) -> str:
         _log_sleep("sleep cancelled")
         raise
     return f"slept {seconds:g} s"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Adds the tool `grown` and says the list of tools changed."""
+    server.add_tool(echo, name="grown", description="Say the text back, as grown.")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 def _log_sleep(line: str) -> None:

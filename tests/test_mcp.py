@@ -54,7 +54,7 @@ from mm_tui.tools.mcp import McpTool, tool_name
 from mm_tui.tools.mcp.link import Outcome, result_outcome
 from mm_tui.tools.mcp.tool import short_args, unique_name
 
-TOOLS = ["add", "crash", "echo", "env", "fail", "picture", "sleep", "untyped"]
+TOOLS = ["add", "crash", "echo", "env", "fail", "grow", "picture", "sleep", "untyped"]
 
 
 @pytest.fixture
@@ -413,6 +413,25 @@ async def test_an_error_result_an_image_and_the_environment(
         ("ok", "(unset)"),  # a stdio server gets a plain environment, not mm's keys
         ("ok", "from the config"),
     ]
+
+
+async def test_a_changed_list_of_tools_is_offered_from_the_next_request(
+    tmp_path: Path, no_process_left: None
+) -> None:
+    """The server adds a tool during a call and says so (notifications/tools/list_changed):
+    the request that follows the call offers it, and the model can call it."""
+    with ScriptedServer(
+        Reply(tool_calls=[call("t__grow", {}, id="c1")]),
+        Reply(tool_calls=[call("t__grown", {"text": "new here"}, id="c2")]),
+        Reply("done"),
+    ) as server:
+        async with mm_with(tmp_path, server, {"t": stdio()}) as (engine, said):
+            events = await turn(engine, "grow")
+        requests = server.requests
+    assert "t__grown" not in requests[0].tool_names
+    assert "t__grown" in requests[1].tool_names and "t__echo" in requests[1].tool_names
+    assert [f.output for f in finished(events)] == ["grown", "new here"]
+    assert said == []
 
 
 async def test_the_guards_and_truncation_apply(tmp_path: Path, no_process_left: None) -> None:

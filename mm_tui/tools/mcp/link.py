@@ -97,6 +97,10 @@ class Link:
         self._task: asyncio.Task[None] | None = None
         self._starting = anyio.CancelScope()  # the handshake, cut short when mm stops first
         self._errlog: Any = None  # a stdio server's stderr, in a temporary file
+        # `notifications/tools/list_changed`: the tools listed again, in a task of their own (the
+        # SDK's reading loop, which calls the handler, must go on to bring the answer)
+        self._relisting: asyncio.Task[None] | None = None
+        self._relist_again = False
 
     # -- life ------------------------------------------------------------------------------
 
@@ -117,6 +121,8 @@ class Link:
             self.state = "closed"
         self._gone.set()
         self._starting.cancel()
+        if self._relisting is not None:
+            self._relisting.cancel()
         task = self._task
         if task is None:
             self._started.set()
@@ -212,7 +218,51 @@ class Link:
         group.start_soon(pump)
         stack.callback(group.cancel_scope.cancel)  # left before the group: the pump stops
         info = types.Implementation(name="mm", version=__version__)
-        return await stack.enter_async_context(ClientSession(receiver, write, client_info=info))
+        return await stack.enter_async_context(
+            ClientSession(receiver, write, client_info=info, message_handler=self._notified)
+        )
+
+    # -- the server's notifications ------------------------------------------------------------
+
+    async def _notified(self, message: Any) -> None:
+        """What the server says unasked: a changed list of tools is listed again."""
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            if self._relisting is not None and not self._relisting.done():
+                self._relist_again = True  # it changed again while it was being listed
+            else:
+                self._relisting = asyncio.get_running_loop().create_task(
+                    self._relist(), name=f"mcp server {self.name}: tools"
+                )
+
+    async def _relist(self) -> None:
+        """The tools listed again (once the server is ready); the pool makes them anew and the
+        next request to the model offers them. A list that fails keeps the tools as they were."""
+        await self._started.wait()
+        while self.state == "ready" and self._session is not None:
+            self._relist_again = False
+            try:
+                with anyio.fail_after(self.config.startup_timeout):
+                    tools = await _list_tools(self._session)
+            except Exception:  # noqa: BLE001 - the server's failure is said when it stops
+                logging.getLogger("mm.mcp").warning(
+                    "MCP server %s: listing tools failed", self.name
+                )
+                return
+            if self.state != "ready":
+                return
+            self.tools = tools
+            self.on_change(self)
+            if not self._relist_again:
+                return
+
+    async def tools_settled(self, timeout: float) -> None:
+        """Until a list of tools under way is made (at most `timeout`): a call during which the
+        server changed its tools answers once the next request can offer the new ones."""
+        relisting = self._relisting
+        if relisting is not None and not relisting.done():
+            await asyncio.wait({relisting}, timeout=timeout)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -256,6 +306,7 @@ class Link:
                 await asyncio.gather(calling, return_exceptions=True)
         exc = calling.exception() if finished else None
         if finished and exc is None:
+            await self.tools_settled(self.config.startup_timeout)
             return result_outcome(calling.result(), f"{self.name}: {tool}")
         if self._gone.is_set() or _connection_closed(exc):
             if self._task is not None:  # its task says why, as it ends (a second at most)
