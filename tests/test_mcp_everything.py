@@ -75,3 +75,17 @@ async def test_a_long_call_reports_its_progress(tmp_path: Path) -> None:
             states.append(transcript.state)
     assert states == ["Running 1/3", "Running 2/3", "Running 3/3"]
     assert transcript.state is None  # the turn ended
+
+
+async def test_the_project_folder_is_offered_as_the_root(tmp_path: Path) -> None:
+    """mm declares roots and answers roots/list with the project folder: the server registers
+    its get-roots-list tool only for a client that declares roots."""
+    roots = call("e__get-roots-list", {}, id="c1")
+    with ScriptedServer(Reply(tool_calls=[roots]), Reply("done")) as server:
+        async with mm_with(tmp_path, server, {"e": everything()}) as (engine, _):
+            names = declared(engine)
+            events = await turn(engine, "roots?")
+    assert "e__get-roots-list" in names
+    (output,) = [f.output for f in finished(events)]
+    assert output.startswith("Current MCP Roots (1 total):")
+    assert f"1. {tmp_path.name}\n   URI: {tmp_path.resolve().as_uri()}\n" in output

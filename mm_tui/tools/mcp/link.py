@@ -38,6 +38,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
+from pydantic import FileUrl
 
 from mm_tui import __version__
 from mm_tui.config import McpServer, resolve_dir
@@ -219,8 +220,22 @@ class Link:
         stack.callback(group.cancel_scope.cancel)  # left before the group: the pump stops
         info = types.Implementation(name="mm", version=__version__)
         return await stack.enter_async_context(
-            ClientSession(receiver, write, client_info=info, message_handler=self._notified)
+            ClientSession(
+                receiver,
+                write,
+                client_info=info,
+                message_handler=self._notified,
+                list_roots_callback=self._roots,
+            )
         )
+
+    async def _roots(self, context: Any) -> types.ListRootsResult:
+        """The folders the server may work in (`roots/list`, which a callback also declares
+        as a capability): the project's, as an editor offers its workspace; a server that
+        takes roots (a filesystem server) then needs no folder in its arguments."""
+        folder = self.cwd.resolve()
+        root = types.Root(uri=FileUrl(folder.as_uri()), name=folder.name or str(folder))
+        return types.ListRootsResult(roots=[root])
 
     # -- the server's notifications ------------------------------------------------------------
 
