@@ -256,7 +256,10 @@ class McpServer(_Config):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=lambda: {})
-    startup_timeout: Annotated[float, _bound(gt=0)] = 30
+    # 10 s: `mm -p` and an ACP prompt wait for every server to start or fail before their one
+    # request, so a server that never answers holds them that long (a server on npx that must
+    # download itself first may need a higher one)
+    startup_timeout: Annotated[float, _bound(gt=0)] = 10
     timeout: Annotated[float, _bound(gt=0)] = 60
 
     def _checked(self) -> None:

@@ -119,6 +119,7 @@ def test_mcp_servers_take_the_shape_every_client_uses(tmp_path: Path) -> None:
     assert servers["web"].transport == "http" and servers["web"].headers == {"X-Key": "k"}
     assert servers["typed"].transport == "http"
     assert (servers["slow"].startup_timeout, servers["slow"].timeout) == (90, 60)
+    assert (servers["files"].startup_timeout, servers["files"].timeout) == (10, 60)
 
 
 def test_variables_in_an_entry_are_expanded_from_the_environment() -> None:
@@ -644,6 +645,29 @@ async def test_a_cancelled_call_leaves_the_server_working(
     assert [f.output for f in finished(second)] == ["still here"]
     assert said == []
     assert record.read_text() == "sleep started\nsleep cancelled\n"
+
+
+async def test_a_server_that_hangs_at_start_holds_no_other_servers_tools(
+    tmp_path: Path, no_process_left: None
+) -> None:
+    """The servers start at the same time: one that never answers its handshake does not
+    keep the others' tools from the model while it hangs."""
+    servers = {"slow": stdio(MCP_TEST_START_DELAY="600"), "fast": stdio()}
+    with ScriptedServer() as server:
+        settings = Settings(
+            baseUrl=server.base_url,
+            model=MODEL,
+            sessionsDir=str(tmp_path / "s"),
+            mcpServers=servers,
+        )
+        engine = (await start(settings, tmp_path)).engine
+        try:
+            offered = await await_until(lambda: "fast__echo" in declared(engine), 30)
+            assert offered, "the fast server's tools never came"
+            still = engine.registry.get("slow__echo") is None  # made once it is ready
+        finally:
+            await engine.aclose()
+    assert still, "the slow server started after all"
 
 
 async def test_servers_are_stopped_when_mm_closes(tmp_path: Path) -> None:
