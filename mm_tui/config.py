@@ -256,7 +256,10 @@ class McpServer(_Config):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=lambda: {})
-    startup_timeout: Annotated[float, _bound(gt=0)] = 30
+    # 10 s: `mm -p` and an ACP prompt wait for every server to start or fail before their one
+    # request, so a server that never answers holds them that long (a server on npx that must
+    # download itself first may need a higher one)
+    startup_timeout: Annotated[float, _bound(gt=0)] = 10
     timeout: Annotated[float, _bound(gt=0)] = 60
 
     def _checked(self) -> None:
@@ -291,6 +294,35 @@ class McpServer(_Config):
         """`stdio` or `http`."""
         return "stdio" if self.command else "http"
 
+    def expanded(self, environ: Mapping[str, str]) -> tuple[McpServer, list[str]]:
+        """This entry with `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url`
+        and `headers` replaced from `environ`, as other MCP clients do (a token is kept out of
+        the file so); and the variables it names that are not set (they become empty)."""
+        unset: list[str] = []
+
+        def text(value: str) -> str:
+            def one(match: re.Match[str]) -> str:
+                name, default = match.group(1), match.group(2)
+                value = environ.get(name, "")
+                if default is not None:  # `:-`: unset or empty, as a shell reads it
+                    return value or default
+                if name not in environ and name not in unset:
+                    unset.append(name)
+                return value
+
+            return MCP_VARIABLE.sub(one, value)
+
+        made = self.model_copy(
+            update={
+                "command": text(self.command) if self.command is not None else None,
+                "args": [text(arg) for arg in self.args],
+                "env": {key: text(value) for key, value in self.env.items()},
+                "url": text(self.url) if self.url is not None else None,
+                "headers": {key: text(value) for key, value in self.headers.items()},
+            }
+        )
+        return made, unset
+
 
 MCP_TYPES = {
     "stdio": "stdio",
@@ -300,6 +332,9 @@ MCP_TYPES = {
 }
 """The values of an mcpServers entry's `type` that mm accepts (lower case, `_` read as `-`);
 SSE, the transport the protocol replaced, is not among them."""
+
+MCP_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+"""`${VAR}` or `${VAR:-default}` in an mcpServers entry (see `McpServer.expanded`)."""
 
 MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 """A server's name: the first part of its tools' names (`files__read`), which a model's tool

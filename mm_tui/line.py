@@ -49,6 +49,7 @@ from mm_tui.core.events import (
     ToolCallFinished,
     ToolCallRunning,
     ToolCallStarted,
+    ToolProgress,
     TurnEnded,
     TurnStarted,
 )
@@ -242,7 +243,13 @@ class LinePrinter:
                 pass  # the stream it wrote is closed above
             case ContextUsage():
                 pass  # the recap that ends the turn says how full the context is
-            case TurnStarted() | Thinking() | ComposingToolCall() | ToolCallRunning():
+            case (
+                TurnStarted()
+                | Thinking()
+                | ComposingToolCall()
+                | ToolCallRunning()
+                | ToolProgress()
+            ):
                 pass  # the request was typed on the line above; no spinner in line mode
             case _:
                 assert_never(event)

@@ -17,10 +17,11 @@ from mm_tui.engine.instructions import Instructions, load_instructions
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import Session, SessionError, find_session, latest_session
 from mm_tui.engine.turn import Engine
-from mm_tui.tools.registry import ToolRegistry, ToolSource
+from mm_tui.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from mm_tui.engine.servers import Preset
+    from mm_tui.tools.mcp import McpPool
 
 
 class StartupError(Exception):
@@ -223,7 +224,9 @@ async def start(
     )
     engine.server_answering = picked.answering
     if settings.mcp_servers:  # they connect in the background from here; tools join when ready
-        engine.registry.add_source(mcp_pool(settings.mcp_servers, cwd))
+        pool = mcp_pool(settings.mcp_servers, cwd)
+        notes.extend(pool.notes)  # a `${VAR}` that is not set
+        engine.registry.add_source(pool)
         engine.registry.start()
     notes.extend(await engine.learn_context_window())
     notes.extend(session.warnings)
@@ -257,7 +260,7 @@ def agent_runners(entries: Mapping[str, AgentEntry], command: Sequence[str] | No
     return AgentPool.acquire(entries, command)
 
 
-def mcp_pool(servers: Mapping[str, McpServer], cwd: Path) -> ToolSource:
+def mcp_pool(servers: Mapping[str, McpServer], cwd: Path) -> McpPool:
     """MCP servers (stdio ones working in `cwd`), as a source of tools for a registry; the
     package is loaded only when some server is configured."""
     from mm_tui.tools.mcp import McpPool

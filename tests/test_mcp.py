@@ -15,13 +15,22 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import types
+from mcp_helpers import (
+    MODEL,
+    SERVER,
+    declared,
+    finished,
+    mm_with,
+    pids,
+    stdio,
+    warnings_of,
+)
 from scripted_server import Reply, ScriptedServer, call, closed_port_url
 from support.engine import of, turn
 from support.env import clean_env
@@ -30,79 +39,22 @@ from support.program import mm
 from support.trusting import trust_project_file
 from support.waiting import await_until, wait_until
 
-from mm_tui.config import ConfigError, Settings, load_settings
+from mm_tui.config import ConfigError, McpServer, Settings, load_settings
 from mm_tui.core.events import (
     Decision,
-    EngineError,
     Event,
     PermissionRequested,
-    ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
     TurnEnded,
 )
 from mm_tui.engine.guards import LOOP_WARNING
-from mm_tui.engine.turn import Engine
 from mm_tui.startup import start
 from mm_tui.tools.mcp import McpTool, tool_name
-from mm_tui.tools.mcp.link import result_outcome
-from mm_tui.tools.mcp.tool import short_args
+from mm_tui.tools.mcp.link import Outcome, result_outcome
+from mm_tui.tools.mcp.tool import short_args, unique_name
 
-SERVER = Path(__file__).parent / "mcp_server.py"
-MODEL = "scripted-model"
-TOOLS = ["add", "crash", "echo", "env", "fail", "picture", "sleep"]
-
-
-def stdio(pidfile: Path | None = None, **env: str) -> dict[str, Any]:
-    """An mcpServers entry for the test server on stdio."""
-    if pidfile is not None:
-        env["MCP_TEST_PIDFILE"] = str(pidfile)
-    return {"command": sys.executable, "args": [str(SERVER)], "env": env}
-
-
-def pids(pidfile: Path) -> list[int]:
-    return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []
-
-
-def declared(engine: Engine) -> list[str]:
-    return sorted(t["function"]["name"] for t in engine.tools())
-
-
-def finished(events: list[Event]) -> list[ToolCallFinished]:
-    return of(events, ToolCallFinished)
-
-
-def warnings_of(events: list[Event]) -> list[str]:
-    return [e.message for e in events if isinstance(e, EngineError) and e.where == "mcp"]
-
-
-@asynccontextmanager
-async def mm_with(
-    tmp_path: Path,
-    server: ScriptedServer,
-    servers: dict[str, Any],
-    listen: bool = True,
-    **keys: Any,
-) -> AsyncIterator[tuple[Engine, list[Event]]]:
-    """mm as start-up makes it on the scripted server, with these MCP servers, every server
-    started (or failed); its warnings in the list it yields (unless not `listen`); closed at
-    the end."""
-    settings = Settings(
-        baseUrl=server.base_url,
-        model=MODEL,
-        sessionsDir=str(tmp_path / ".mm" / "sessions"),
-        mcpServers=servers,
-        **keys,
-    )
-    started = await start(settings, tmp_path)
-    engine = started.engine
-    said: list[Event] = []
-    if listen:
-        engine.registry.listen(said.append)
-    try:
-        await engine.registry.ready()
-        yield engine, said
-    finally:
-        await engine.aclose()
+TOOLS = ["add", "crash", "echo", "env", "fail", "grow", "picture", "sleep", "untyped"]
 
 
 @pytest.fixture
@@ -167,6 +119,89 @@ def test_mcp_servers_take_the_shape_every_client_uses(tmp_path: Path) -> None:
     assert servers["web"].transport == "http" and servers["web"].headers == {"X-Key": "k"}
     assert servers["typed"].transport == "http"
     assert (servers["slow"].startup_timeout, servers["slow"].timeout) == (90, 60)
+    assert (servers["files"].startup_timeout, servers["files"].timeout) == (10, 60)
+
+
+def test_variables_in_an_entry_are_expanded_from_the_environment() -> None:
+    entry = McpServer.model_validate(
+        {
+            "command": "${TOOLS}/server",
+            "args": ["--token=${TOKEN}", "${MODE:-fast}", "${EMPTY:-}", "$TOKEN", "${TOKEN"],
+            "env": {"KEY": "${TOKEN}", "GONE": "${NOT_SET}", "TWICE": "${NOT_SET}${EMPTY}"},
+            "cwd": "${TOOLS}",
+        }
+    )
+    environ = {"TOOLS": "/opt/t", "TOKEN": "s3cret", "EMPTY": ""}
+    made, unset = entry.expanded(environ)
+    assert made.command == "/opt/t/server"
+    assert made.args == ["--token=s3cret", "fast", "", "$TOKEN", "${TOKEN"]
+    assert made.env == {"KEY": "s3cret", "GONE": "", "TWICE": ""}
+    assert made.cwd == "${TOOLS}"  # not among the keys other clients expand
+    assert unset == ["NOT_SET"]  # once, and EMPTY is set (to nothing)
+    assert entry.command == "${TOOLS}/server"  # the entry as written is kept
+    web = McpServer.model_validate(
+        {"url": "https://${HOST:-example.com}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+    )
+    made, unset = web.expanded(environ)
+    assert (made.url, made.headers, unset) == (
+        "https://example.com/mcp",
+        {"Authorization": "Bearer s3cret"},
+        [],
+    )
+
+
+async def test_a_stdio_server_gets_its_variables_and_a_note_says_which_are_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_process_left: None
+) -> None:
+    monkeypatch.setenv("MM_TEST_TOKEN", "tok-from-the-shell")
+    monkeypatch.delenv("MM_TEST_NOT_SET", raising=False)
+    entry = stdio(
+        GIVEN="${MM_TEST_TOKEN}", OTHER="${MM_TEST_NOT_SET}", MODE="${MM_TEST_NOT_SET:-x}"
+    )
+    entry["args"] = ["${MM_TEST_SERVER}"]
+    monkeypatch.setenv("MM_TEST_SERVER", str(SERVER))
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("t__env", {"name": "GIVEN"}, id="c1"),
+                call("t__env", {"name": "OTHER"}, id="c2"),
+                call("t__env", {"name": "MODE"}, id="c3"),
+            ]
+        ),
+        Reply("done"),
+    ) as server:
+        settings = Settings(
+            baseUrl=server.base_url,
+            model=MODEL,
+            sessionsDir=str(tmp_path / "s"),
+            mcpServers={"t": entry, "u": {"command": "${MM_TEST_NOT_SET}x"}},
+        )
+        started = await start(settings, tmp_path)
+        try:
+            await started.engine.registry.ready()
+            events = await turn(started.engine, "go")
+        finally:
+            await started.engine.aclose()
+    assert [f.output for f in finished(events)] == ["tok-from-the-shell", "", "x"]
+    unset = [note for note in started.notes if "MM_TEST_NOT_SET" in note]
+    assert unset == [
+        "MCP servers t, u: ${MM_TEST_NOT_SET} is not set in mm's environment — it expands to "
+        "nothing"
+    ]
+
+
+async def test_a_url_is_expanded(
+    tmp_path: Path, http_server: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = http_server
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    monkeypatch.setenv("MM_TEST_PORT", port)
+    entry = {"url": "http://127.0.0.1:${MM_TEST_PORT}/mcp", "headers": {"X-Key": "${MM_TEST_PORT}"}}
+    with ScriptedServer() as server:
+        async with mm_with(tmp_path, server, {"web": entry}) as (engine, said):
+            names = declared(engine)
+    assert said == []
+    assert "web__echo" in names
 
 
 @pytest.mark.parametrize(
@@ -201,26 +236,88 @@ def test_names_and_short_arguments() -> None:
     assert short_args({"a": 1, "b": "two words"}) == "a=1 b=two words"
     assert short_args({"text": "line one\nline two"}) == "line one line two"
     assert len(short_args({"text": "x" * 500})) == 80
+    taken = {"a__b", "a__b_2", "x" * 64}
+    assert unique_name("a__c", taken.__contains__) == "a__c"
+    assert unique_name("a__b", taken.__contains__) == "a__b_3"
+    assert unique_name("x" * 64, taken.__contains__) == "x" * 62 + "_2"  # within the 64
+
+
+async def test_two_tools_joined_to_one_name_are_both_offered(
+    tmp_path: Path, no_process_left: None
+) -> None:
+    """Server `t`'s tool `echo__loud` and server `t__echo`'s tool `loud` are both
+    `t__echo__loud`: the second one made gets a suffix, and a warning says so."""
+    servers = {"t": stdio(MCP_TEST_ALIAS="echo__loud"), "t__echo": stdio(MCP_TEST_ALIAS="loud")}
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("t__echo__loud", {"text": "one"}, id="c1"),
+                call("t__echo__loud_2", {"text": "two"}, id="c2"),
+            ]
+        ),
+        Reply("done"),
+    ) as server:
+        async with mm_with(tmp_path, server, servers) as (engine, said):
+            first, second = (
+                engine.registry.get("t__echo__loud"),
+                engine.registry.get("t__echo__loud_2"),
+            )
+            events = await turn(engine, "go")
+        names = server.requests[0].tool_names
+    assert isinstance(first, McpTool) and isinstance(second, McpTool)
+    owners = {(first.server, first.tool), (second.server, second.tool)}
+    assert owners == {("t", "echo__loud"), ("t__echo", "loud")}
+    assert len(names) == len(set(names)) and {"t__echo__loud", "t__echo__loud_2"} <= set(names)
+    assert warnings_of(said) == [
+        f"[warning: MCP server {second.server}: its tool {second.tool} is offered as "
+        f"t__echo__loud_2 — t__echo__loud is the name of {first.server}'s tool {first.tool}]"
+    ]
+    assert [f.output for f in finished(events)] == ["one", "two"]
+
+
+def test_progress_reads_as_a_count_a_share_or_a_number() -> None:
+    def text(progress: float, total: float | None, message: str = "") -> str:
+        return ToolProgress(
+            call_id="c", tool="t", progress=progress, total=total, message=message
+        ).text
+
+    assert text(2, 5) == "2/5"
+    assert text(0.25, 1.0, "reading\nfiles") == "25% · reading files"
+    assert text(7, None) == "7"
+    assert text(3, 0) == "3"
 
 
 def test_a_result_becomes_text() -> None:
     image = types.ImageContent(type="image", data="AAAA" * 25, mimeType="image/png")
     link = types.ResourceLink(type="resource_link", uri="file:///a.txt", name="a.txt")
-    text = types.TextResourceContents(uri="file:///b.md", mimeType="text/markdown", text="# hi")
+    text = types.TextResourceContents(
+        uri="file:///b.md", mimeType="text/markdown", text="# hi\n\nbody"
+    )
     embedded = types.EmbeddedResource(type="resource", resource=text)
+    blob = types.BlobResourceContents(uri="file:///c.bin", mimeType="image/x-raw", blob="AAAA")
     result = types.CallToolResult(
-        content=[types.TextContent(type="text", text="first"), image, link, embedded]
+        content=[
+            types.TextContent(type="text", text="first"),
+            image,
+            link,
+            embedded,
+            types.EmbeddedResource(type="resource", resource=blob),
+        ]
     )
     outcome = result_outcome(result)
     assert outcome.text.split("\n") == [
         "first",
         "[image: image/png, 75 bytes]",
         "[resource link: file:///a.txt (a.txt)]",
-        "[resource: file:///b.md (text/markdown, 4 characters)]",
+        "[resource: file:///b.md (text/markdown)]",  # a text resource: its text follows
+        "# hi",
+        "",
+        "body",
+        "[resource: file:///c.bin (image/x-raw, 3 bytes)]",  # a blob: what it is
     ]
     assert not outcome.is_error
     failed = types.CallToolResult(content=[types.TextContent(type="text", text="no")], isError=True)
-    assert result_outcome(failed).is_error
+    assert result_outcome(failed, "s: t") == Outcome("[error: s: t failed]\nno", is_error=True)
     structured = types.CallToolResult(content=[], structuredContent={"n": 1})
     assert result_outcome(structured).text == '{"n": 1}'
 
@@ -243,6 +340,11 @@ def test_an_mcp_tool_declares_the_server_schema() -> None:
     }
     bare = McpTool("web", "ping", description=None, schema={}, link=None)  # type: ignore[arg-type]
     assert bare.parameters() == {"type": "object", "properties": {}}
+    untyped = {"properties": {"q": {"type": "string"}}, "required": ["q"]}
+    tool = McpTool("web", "find", description=None, schema=untyped, link=None)  # type: ignore[arg-type]
+    assert tool.parameters() == {"type": "object", **untyped}  # its properties kept
+    odd = McpTool("web", "odd", description=None, schema={"type": "string"}, link=None)  # type: ignore[arg-type]
+    assert odd.parameters() == {"type": "object", "properties": {}}
     assert "ping" in bare.description() and "web" in bare.description()
 
 
@@ -266,6 +368,9 @@ async def test_tools_are_declared_and_a_call_reaches_the_model(
     assert echo["function"]["description"] == "Say the text back."
     assert echo["function"]["parameters"]["properties"]["text"]["type"] == "string"
     assert echo["function"]["parameters"]["required"] == ["text"]
+    untyped = next(t for t in requests[0].tools if t["function"]["name"] == "t__untyped")
+    assert untyped["function"]["parameters"]["type"] == "object"  # a schema that named none
+    assert untyped["function"]["parameters"]["properties"]["query"]["type"] == "string"
     assert requests[1].messages[-1] == {
         "role": "tool",
         "tool_call_id": "c1",
@@ -304,11 +409,30 @@ async def test_an_error_result_an_image_and_the_environment(
             events = await turn(engine, "go")
     results = [(f.status, f.output) for f in finished(events)]
     assert results == [
-        ("error", "Error executing tool fail: the disk is on fire"),
+        ("error", "[error: t: fail failed]\nError executing tool fail: the disk is on fire"),
         ("ok", "[image: image/png, 72 bytes]\na red dot"),
         ("ok", "(unset)"),  # a stdio server gets a plain environment, not mm's keys
         ("ok", "from the config"),
     ]
+
+
+async def test_a_changed_list_of_tools_is_offered_from_the_next_request(
+    tmp_path: Path, no_process_left: None
+) -> None:
+    """The server adds a tool during a call and says so (notifications/tools/list_changed):
+    the request that follows the call offers it, and the model can call it."""
+    with ScriptedServer(
+        Reply(tool_calls=[call("t__grow", {}, id="c1")]),
+        Reply(tool_calls=[call("t__grown", {"text": "new here"}, id="c2")]),
+        Reply("done"),
+    ) as server:
+        async with mm_with(tmp_path, server, {"t": stdio()}) as (engine, said):
+            events = await turn(engine, "grow")
+        requests = server.requests
+    assert "t__grown" not in requests[0].tool_names
+    assert "t__grown" in requests[1].tool_names and "t__echo" in requests[1].tool_names
+    assert [f.output for f in finished(events)] == ["grown", "new here"]
+    assert said == []
 
 
 async def test_the_guards_and_truncation_apply(tmp_path: Path, no_process_left: None) -> None:
@@ -494,23 +618,56 @@ async def test_a_cancelled_call_leaves_the_server_working(
 ) -> None:
     from mm_tui.core.events import ToolCallRunning
 
+    record = tmp_path / "cancelled"
     with ScriptedServer(
         Reply(tool_calls=[call("t__sleep", {"seconds": 60}, id="c1")]),
         Reply(tool_calls=[call("t__echo", {"text": "still here"}, id="c2")]),
         Reply("done"),
     ) as server:
-        async with mm_with(tmp_path, server, {"t": stdio()}) as (engine, said):
+        async with mm_with(tmp_path, server, {"t": stdio(MCP_TEST_SLEEP_LOG=str(record))}) as (
+            engine,
+            said,
+        ):
             events: list[Event] = []
             first = asyncio.ensure_future(engine.run_turn("sleep", events.append))
             running = await await_until(lambda: of(events, ToolCallRunning), 10)
             assert running, "the call never ran"
+            slept = await await_until(lambda: record.exists(), 30)
+            assert slept, "the server never started the call"
             engine.cancel()
             ended = await asyncio.wait_for(first, 5)
+            # the server was told (notifications/cancelled) and stopped the work, while it runs
+            told = await await_until(lambda: "cancelled" in record.read_text(), 30)
+            assert told, "the server never heard the call was cancelled"
             second = await turn(engine, "echo")
     assert ended.stop_reason == "cancelled"
     assert [f.status for f in finished(events)] == ["cancelled"]
     assert [f.output for f in finished(second)] == ["still here"]
     assert said == []
+    assert record.read_text() == "sleep started\nsleep cancelled\n"
+
+
+async def test_a_server_that_hangs_at_start_holds_no_other_servers_tools(
+    tmp_path: Path, no_process_left: None
+) -> None:
+    """The servers start at the same time: one that never answers its handshake does not
+    keep the others' tools from the model while it hangs."""
+    servers = {"slow": stdio(MCP_TEST_START_DELAY="600"), "fast": stdio()}
+    with ScriptedServer() as server:
+        settings = Settings(
+            baseUrl=server.base_url,
+            model=MODEL,
+            sessionsDir=str(tmp_path / "s"),
+            mcpServers=servers,
+        )
+        engine = (await start(settings, tmp_path)).engine
+        try:
+            offered = await await_until(lambda: "fast__echo" in declared(engine), 30)
+            assert offered, "the fast server's tools never came"
+            still = engine.registry.get("slow__echo") is None  # made once it is ready
+        finally:
+            await engine.aclose()
+    assert still, "the slow server started after all"
 
 
 async def test_servers_are_stopped_when_mm_closes(tmp_path: Path) -> None:

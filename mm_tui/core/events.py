@@ -180,6 +180,31 @@ class ToolCallRunning(BaseEvent):
 
 
 @frozen
+class ToolProgress(BaseEvent):
+    """A running call says how far it is (an MCP server's progress notification): a person
+    waiting on a long call sees it move. `progress` grows; `total` when it is known; `message`
+    is the tool's own words (a server's: front ends make it safe to show)."""
+
+    call_id: str
+    tool: str
+    progress: float
+    total: float | None = None
+    message: str = ""
+
+    @property
+    def text(self) -> str:
+        """`3/5`, `40%` of a total that is not a count, or `3`; then the message."""
+        if self.total and float(self.total).is_integer() and float(self.progress).is_integer():
+            done = f"{self.progress:g}/{self.total:g}"
+        elif self.total:
+            done = f"{min(100.0, 100 * self.progress / self.total):.0f}%"
+        else:
+            done = f"{self.progress:g}"
+        message = " ".join(self.message.split())[:120]
+        return f"{done} · {message}" if message else done
+
+
+@frozen
 class ToolCallFinished(BaseEvent):
     """`output` is what the front ends show: the result the model got, or the tool's own
     display of it when it has one (ask_agent: `<agent> answered (N characters)`)."""
@@ -348,6 +373,7 @@ Event = (
     | ThoughtDelta
     | ToolCallStarted
     | ToolCallRunning
+    | ToolProgress
     | ToolCallFinished
     | PermissionRequested
     | AgentStarted

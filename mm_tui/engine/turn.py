@@ -811,7 +811,7 @@ class Engine:
                 continue
             emit(ToolCallRunning(call_id=call.id, tool=tool.name))
             try:
-                result = await tool.run(args, ctx)
+                result = await tool.run(args, replace(ctx, call_id=call.id))
             except ToolCancelled as cancelled:
                 state.count(tool.counter)  # a bash response all the same, as a rejected one is
                 self._finish(

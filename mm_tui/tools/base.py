@@ -49,6 +49,7 @@ class ToolContext:
     # The conversation as the turn started (its question included, none of its tool calls):
     # what ask_agent's with_context sends along.
     history: Sequence[dict[str, Any]] = ()
+    call_id: str = ""  # the call being run: what a tool's own events (`ToolProgress`) name
 
     def resolve(self, path: str) -> Path:
         """A path the model gave, relative to the working folder unless absolute."""

@@ -297,6 +297,7 @@ class Transcript:
             ToolCallFinished,
             ToolCallRunning,
             ToolCallStarted,
+            ToolProgress,
             TurnEnded,
             TurnStarted,
         )
@@ -378,6 +379,10 @@ class Transcript:
                 item.waiting = False
                 item.touch()
                 return [item]
+            case ToolProgress():
+                if agent is None and (agent, event.call_id) in self._tools:
+                    self.state = f"Running {event.text}"  # the status line: `Running 3/5`
+                return []
             case ToolCallFinished():
                 item = self._tools.get((agent, event.call_id))
                 if item is None:

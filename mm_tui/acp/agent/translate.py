@@ -10,6 +10,7 @@
 | `EngineError` | an `agent_message_chunk` with the message, so an editor shows it; also logged |
 | `ContextUsage` | `usage_update`: `used` tokens of the window's `size` (sent when the window is known) |
 | `HistoryShortened`, `HistoryCompacted`, `ModelRetrying`, `ServerState` | nothing but a line in the log: ACP has no notice (see below) |
+| `ToolProgress` | nothing: a spinner, which is the client's |
 | `TurnEnded` | the prompt's stop reason (see `STOP_REASONS` in `mm_agent.py`) |
 
 Shortened outputs and a compaction have no update of their own: ACP's session updates are the
@@ -70,6 +71,7 @@ from mm_tui.core.events import (
     ToolCallFinished,
     ToolCallRunning,
     ToolCallStarted,
+    ToolProgress,
     TurnEnded,
     TurnStarted,
 )
@@ -150,6 +152,7 @@ async def translate(state: AcpSession, event: Event) -> None:
             TurnStarted()
             | Thinking()
             | ComposingToolCall()
+            | ToolProgress()
             | AgentStarted()
             | AgentFinished()
             | TurnEnded()

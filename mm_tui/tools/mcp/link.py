@@ -38,6 +38,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
+from pydantic import FileUrl
 
 from mm_tui import __version__
 from mm_tui.config import McpServer, resolve_dir
@@ -48,6 +49,7 @@ from mm_tui.core.text import one_line
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 State = Literal["starting", "ready", "failed", "closed"]
+OnProgress = Callable[[float, float | None, str | None], None]  # progress, total, message
 STDERR_TAIL = 4096  # bytes of a server's stderr read back for the reason it stopped
 
 
@@ -66,6 +68,7 @@ class Listed:
     name: str
     description: str | None
     schema: dict[str, Any]
+    task_only: bool = False  # `execution.taskSupport: required`: every plain call fails
 
 
 class Link:
@@ -78,9 +81,11 @@ class Link:
         config: McpServer,
         cwd: Path,
         on_change: Callable[[Link], None],
+        launch: McpServer | None = None,
     ) -> None:
         self.name = name
-        self.config = config
+        self.config = config  # as written: what messages quote
+        self.launch = launch or config  # what is started (its `${VAR}`s replaced)
         self.cwd = cwd
         self.on_change = on_change
         self.state: State = "starting"
@@ -93,6 +98,10 @@ class Link:
         self._task: asyncio.Task[None] | None = None
         self._starting = anyio.CancelScope()  # the handshake, cut short when mm stops first
         self._errlog: Any = None  # a stdio server's stderr, in a temporary file
+        # `notifications/tools/list_changed`: the tools listed again, in a task of their own (the
+        # SDK's reading loop, which calls the handler, must go on to bring the answer)
+        self._relisting: asyncio.Task[None] | None = None
+        self._relist_again = False
 
     # -- life ------------------------------------------------------------------------------
 
@@ -113,6 +122,8 @@ class Link:
             self.state = "closed"
         self._gone.set()
         self._starting.cancel()
+        if self._relisting is not None:
+            self._relisting.cancel()
         task = self._task
         if task is None:
             self._started.set()
@@ -174,7 +185,7 @@ class Link:
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> ClientSession:
         """The transport, a pump that notices when it ends, and the SDK's session over them."""
-        config = self.config
+        config = self.launch
         if config.transport == "stdio":
             assert config.command is not None
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -208,22 +219,100 @@ class Link:
         group.start_soon(pump)
         stack.callback(group.cancel_scope.cancel)  # left before the group: the pump stops
         info = types.Implementation(name="mm", version=__version__)
-        return await stack.enter_async_context(ClientSession(receiver, write, client_info=info))
+        return await stack.enter_async_context(
+            ClientSession(
+                receiver,
+                write,
+                client_info=info,
+                message_handler=self._notified,
+                list_roots_callback=self._roots,
+            )
+        )
+
+    async def _roots(self, context: Any) -> types.ListRootsResult:
+        """The folders the server may work in (`roots/list`, which a callback also declares
+        as a capability): the project's, as an editor offers its workspace; a server that
+        takes roots (a filesystem server) then needs no folder in its arguments."""
+        folder = self.cwd.resolve()
+        root = types.Root(uri=FileUrl(folder.as_uri()), name=folder.name or str(folder))
+        return types.ListRootsResult(roots=[root])
+
+    # -- the server's notifications ------------------------------------------------------------
+
+    async def _notified(self, message: Any) -> None:
+        """What the server says unasked: a changed list of tools is listed again."""
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            if self._relisting is not None and not self._relisting.done():
+                self._relist_again = True  # it changed again while it was being listed
+            else:
+                self._relisting = asyncio.get_running_loop().create_task(
+                    self._relist(), name=f"mcp server {self.name}: tools"
+                )
+
+    async def _relist(self) -> None:
+        """The tools listed again (once the server is ready); the pool makes them anew and the
+        next request to the model offers them. A list that fails keeps the tools as they were."""
+        await self._started.wait()
+        while self.state == "ready" and self._session is not None:
+            self._relist_again = False
+            try:
+                with anyio.fail_after(self.config.startup_timeout):
+                    tools = await _list_tools(self._session)
+            except Exception:  # noqa: BLE001 - the server's failure is said when it stops
+                logging.getLogger("mm.mcp").warning(
+                    "MCP server %s: listing tools failed", self.name
+                )
+                return
+            if self.state != "ready":
+                return
+            self.tools = tools
+            self.on_change(self)
+            if not self._relist_again:
+                return
+
+    async def tools_settled(self, timeout: float) -> None:
+        """Until a list of tools under way is made (at most `timeout`): a call during which the
+        server changed its tools answers once the next request can offer the new ones."""
+        relisting = self._relisting
+        if relisting is not None and not relisting.done():
+            await asyncio.wait({relisting}, timeout=timeout)
 
     # -- calls -----------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Outcome:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], on_progress: OnProgress | None = None
+    ) -> Outcome:
         """Call `tool`; never raises but for cancellation. A call that gets no answer in time
-        stops the server."""
+        stops the server. The call carries a progress token: the server's progress reaches
+        `on_progress`. A call cancelled (Esc) is cancelled on the server too: it is told
+        (`notifications/cancelled`) and may stop its work, which the SDK does not say."""
         session = self._session
         if self.state != "ready" or session is None:
             return Outcome(self._unavailable(tool), is_error=True)
         timeout = self.config.timeout
-        calling = asyncio.ensure_future(session.call_tool(tool, arguments))
+        sent: list[types.RequestId] = []
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                on_progress(progress, total, message)
+
+        async def request() -> types.CallToolResult:
+            # the id the SDK gives this request (and makes its progress token): it reads the
+            # counter with no await before, so nothing else takes it in between
+            sent.append(session._request_id)  # noqa: SLF001
+            return await session.call_tool(tool, arguments, progress_callback=report)
+
+        calling = asyncio.ensure_future(request())
         lost = asyncio.ensure_future(self._gone.wait())
         finished = False
         try:
             await asyncio.wait({calling, lost}, timeout=timeout, return_when="FIRST_COMPLETED")
+        except asyncio.CancelledError:
+            if not calling.done() and sent and not self._gone.is_set():
+                await self._cancel_on_server(session, sent[0], calling)
+            raise
         finally:
             lost.cancel()
             finished = calling.done()
@@ -232,7 +321,8 @@ class Link:
                 await asyncio.gather(calling, return_exceptions=True)
         exc = calling.exception() if finished else None
         if finished and exc is None:
-            return result_outcome(calling.result())
+            await self.tools_settled(self.config.startup_timeout)
+            return result_outcome(calling.result(), f"{self.name}: {tool}")
         if self._gone.is_set() or _connection_closed(exc):
             if self._task is not None:  # its task says why, as it ends (a second at most)
                 await asyncio.wait({self._task}, timeout=2.0)
@@ -254,6 +344,26 @@ class Link:
             return Outcome(f"[error: {self.name}: {tool}: {exc.error.message}]", is_error=True)
         return Outcome(f"[error: {self.name}: {tool}: {type(exc).__name__}: {exc}]", is_error=True)
 
+    async def _cancel_on_server(
+        self, session: ClientSession, request: types.RequestId, calling: asyncio.Future[Any]
+    ) -> None:
+        """Tell the server a call is cancelled (at most a second: mm is being stopped by the
+        person), once the SDK forgot the request, so that a late answer is dropped."""
+        calling.cancel()
+        await asyncio.gather(calling, return_exceptions=True)
+        notice = types.ClientNotification(
+            types.CancelledNotification(
+                params=types.CancelledNotificationParams(
+                    requestId=request, reason="cancelled by the user"
+                )
+            )
+        )
+        sending = asyncio.ensure_future(session.send_notification(notice))
+        await asyncio.wait({sending}, timeout=1.0)
+        if not sending.done():
+            sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
+
     def _unavailable(self, tool: str) -> str:
         if self.state == "starting":
             return f"[error: the MCP server {self.name} is still starting — call {tool} again soon]"
@@ -272,9 +382,9 @@ class Link:
         if isinstance(exc, FileNotFoundError) and config.transport == "stdio":
             if config.cwd and not resolve_dir(config.cwd, self.cwd).is_dir():
                 return f"no such folder: {resolve_dir(config.cwd, self.cwd)}"
-            return f"no such command: {config.command}"
+            return f"no such command: {self.launch.command}"
         if isinstance(exc, PermissionError) and config.transport == "stdio":
-            return f"{config.command} cannot be run (permission denied)"
+            return f"{self.launch.command} cannot be run (permission denied)"
         if isinstance(exc, httpx.HTTPStatusError):
             return f"{config.url} answered HTTP {exc.response.status_code}"
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
@@ -316,7 +426,12 @@ async def _list_tools(session: ClientSession) -> list[Listed]:
     while True:
         page = await session.list_tools(cursor)
         tools.extend(
-            Listed(tool.name, tool.description or tool.title, dict(tool.inputSchema))
+            Listed(
+                tool.name,
+                tool.description or tool.title,
+                dict(tool.inputSchema),
+                task_only=tool.execution is not None and tool.execution.taskSupport == "required",
+            )
             for tool in page.tools
         )
         cursor = page.nextCursor
@@ -324,12 +439,17 @@ async def _list_tools(session: ClientSession) -> list[Listed]:
             return tools
 
 
-def result_outcome(result: types.CallToolResult) -> Outcome:
-    """A tool's result as text: its text parts joined, each image, audio clip or resource one
-    line that says what it is; the structured content when there is nothing else."""
+def result_outcome(result: types.CallToolResult, label: str = "the tool") -> Outcome:
+    """A tool's result as text: its text parts joined, an embedded text resource's text under a
+    line that names it (a server may return a file's contents so), each image, audio clip, blob
+    or resource link one line that says what it is; the structured content when there is
+    nothing else. An error result (`isError`) starts with `[error: <label> failed]`, as mm's
+    own failures are marked: without it the model reads the server's text as a success."""
     parts = [content_text(block) for block in result.content]
     if not parts and result.structuredContent is not None:
         parts = [json.dumps(result.structuredContent, ensure_ascii=False)]
+    if result.isError:
+        parts.insert(0, f"[error: {label} failed]")
     return Outcome("\n".join(parts), is_error=result.isError)
 
 
@@ -344,11 +464,10 @@ def content_text(block: types.ContentBlock) -> str:
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
-            size = f"{len(resource.text):,} characters"
-        else:
-            size = _size(len(resource.blob) * 3 // 4)
+            mime = f" ({resource.mimeType})" if resource.mimeType else ""
+            return f"[resource: {resource.uri}{mime}]\n{resource.text}"
         mime = f"{resource.mimeType}, " if resource.mimeType else ""
-        return f"[resource: {resource.uri} ({mime}{size})]"
+        return f"[resource: {resource.uri} ({mime}{_size(len(resource.blob) * 3 // 4)})]"
     return f"[{getattr(block, 'type', 'content')}]"
 
 

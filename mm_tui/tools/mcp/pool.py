@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ from mm_tui.config import McpServer
 from mm_tui.core.events import EngineError, Event
 from mm_tui.core.text import one_line
 from mm_tui.tools.base import Tool
-from mm_tui.tools.mcp.tool import McpTool
+from mm_tui.tools.mcp.tool import McpTool, tool_name, unique_name
 
 if TYPE_CHECKING:
     from mm_tui.tools.mcp.link import Link
@@ -31,11 +32,37 @@ SDK_MODULE = "mm_tui.tools.mcp.link"
 
 
 class McpPool:
-    def __init__(self, servers: Mapping[str, McpServer], cwd: Path) -> None:
+    def __init__(
+        self,
+        servers: Mapping[str, McpServer],
+        cwd: Path,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.servers = dict(servers)
         self.cwd = cwd
+        # Each entry with its `${VAR}`s replaced from mm's environment: what is started. The
+        # entry as written stays what messages quote (a URL's token is not shown on screen).
+        self.launches: dict[str, McpServer] = {}
+        unset: dict[str, list[str]] = {}  # variable -> the servers that name it
+        for name, config in self.servers.items():
+            self.launches[name], missing = config.expanded(
+                os.environ if environ is None else environ
+            )
+            for variable in missing:
+                unset.setdefault(variable, []).append(name)
+        # Start-up notes: the variables that are not set, said once.
+        self.notes: list[str] = [
+            f"MCP server{'s' if len(names) > 1 else ''} {', '.join(names)}: ${{{variable}}} is "
+            "not set in mm's environment — it expands to nothing"
+            for variable, names in unset.items()
+        ]
         self.links: dict[str, Link] = {}
         self._tools: dict[str, dict[str, McpTool]] = {}  # server -> its tools by mm's name
+        # mm's name of each (server, tool) ever made: kept when a server lists its tools again,
+        # and never given twice (`<server>__<tool>` can be two tools' once joined or cut)
+        self._names: dict[tuple[str, str], str] = {}
+        self._taken: set[str] = set()
+        self._noted: set[str] = set()  # what `_note` said, said once
         self._version = 0
         self._emit: Callable[[Event], None] | None = None
         self._unsaid: list[Event] = []  # warnings from before anyone listened
@@ -106,24 +133,14 @@ class McpPool:
         if self._closed:
             return
         for name, config in self.servers.items():
-            link = sdk.Link(name, config, self.cwd, self._changed)
+            link = sdk.Link(name, config, self.cwd, self._changed, self.launches.get(name))
             self.links[name] = link
             link.start()
 
     def _changed(self, link: Link) -> None:
         """A server became ready (its tools are made) or failed (its warning is said)."""
         if link.state == "ready":
-            made: dict[str, McpTool] = {}
-            for listed in link.tools:
-                tool = McpTool(
-                    link.name,
-                    listed.name,
-                    description=listed.description,
-                    schema=listed.schema,
-                    link=link,
-                )
-                made.setdefault(tool.name, tool)  # two names alike once cleaned: the first
-            self._tools[link.name] = made
+            self._make_tools(link)
         elif link.state == "failed":
             if link.was_ready:
                 self._warn(
@@ -133,15 +150,67 @@ class McpPool:
                 self._warn(link.name, f"did not start ({link.error}) — its tools are not offered")
         self._version += 1
 
+    def _make_tools(self, link: Link) -> None:
+        """The server's tools as mm's, but those that run only as a task (mm does not run
+        tasks: every plain call of one fails), each under a name no other tool has."""
+        made: dict[str, McpTool] = {}
+        for listed in link.tools:
+            if listed.task_only:
+                self._note(
+                    f"[warning: MCP server {link.name}: its tool {listed.name} is not offered — "
+                    "it runs only as a task, which mm does not support]"
+                )
+                continue
+            name = self._name_for(link.name, listed.name)
+            made[name] = McpTool(
+                link.name,
+                listed.name,
+                description=listed.description,
+                schema=listed.schema,
+                link=link,
+                name=name,
+            )
+        self._tools[link.name] = made
+
+    def _name_for(self, server: str, tool: str) -> str:
+        """`<server>__<tool>`, or when another tool of these servers has that name already (a
+        server `a__b` and a server `a`'s tool `b__c`; two names alike in their first 64
+        characters), the same with a short suffix, said once."""
+        name = self._names.get((server, tool))
+        if name is not None:
+            return name
+        wanted = tool_name(server, tool)
+        name = unique_name(wanted, lambda n: n in self._taken)
+        self._names[(server, tool)] = name
+        self._taken.add(name)
+        if name != wanted:
+            owner = next(key for key, given in self._names.items() if given == wanted)
+            self._note(
+                f"[warning: MCP server {server}: its tool {tool} is offered as {name} — "
+                f"{wanted} is the name of {owner[0]}'s tool {owner[1]}]"
+            )
+        return name
+
+    def _note(self, message: str) -> None:
+        """A warning about a server's tools, said once however often they are listed."""
+        if message in self._noted:
+            return
+        self._noted.add(message)
+        self._say(EngineError(where="mcp", level="warning", message=one_line(message, 600)))
+
     def _warn(self, server: str, what: str) -> None:
         if server in self._warned:  # one warning a server
             return
         self._warned.add(server)
-        event = EngineError(
-            where="mcp",
-            level="warning",
-            message=f"[warning: MCP server {server} {one_line(what, 400)}]",
+        self._say(
+            EngineError(
+                where="mcp",
+                level="warning",
+                message=f"[warning: MCP server {server} {one_line(what, 400)}]",
+            )
         )
+
+    def _say(self, event: Event) -> None:
         if self._emit is None:
             self._unsaid.append(event)
         else:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import ConfigDict
 
+from mm_tui.core.events import ToolProgress
 from mm_tui.core.text import one_line
 from mm_tui.tools.args import ToolArgs
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, truncate
@@ -35,12 +37,29 @@ class Outcome(Protocol):
 class Caller(Protocol):
     """What a tool needs of its server's link: to run a call."""
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Outcome: ...
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        on_progress: Callable[[float, float | None, str | None], None] | None = None,
+    ) -> Outcome: ...
 
 
 def tool_name(server: str, tool: str) -> str:
     """`<server>__<tool>`, with what a model's tool name may not hold made `_`, cut to 64."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}__{tool}")[:NAME_LIMIT]
+
+
+def unique_name(name: str, taken: Callable[[str], bool]) -> str:
+    """`name`, or when it is `taken`, `name` with the first free `_2`, `_3`… (cut to leave room
+    for it within the 64 characters): two tools must never answer to one name."""
+    count = 1
+    candidate = name
+    while taken(candidate):
+        count += 1
+        suffix = f"_{count}"
+        candidate = name[: NAME_LIMIT - len(suffix)] + suffix
+    return candidate
 
 
 def short_args(arguments: dict[str, Any]) -> str:
@@ -69,8 +88,9 @@ class McpTool(Tool):
         description: str | None,
         schema: dict[str, Any] | None,
         link: Caller,
+        name: str | None = None,
     ) -> None:
-        self.name = tool_name(server, tool)
+        self.name = name or tool_name(server, tool)  # the pool gives another when it is taken
         self.server = server
         self.tool = tool  # the server's own name for it
         self._description = description
@@ -81,10 +101,12 @@ class McpTool(Tool):
         return self._description or f"{self.tool}, a tool of the MCP server {self.server}"
 
     def parameters(self) -> dict[str, Any]:
-        """The server's input schema, as it gave it (a schema must be an object's: one that is
-        not, or says nothing, becomes an object with no properties)."""
+        """The server's input schema, as it gave it. A function's parameters must be an
+        object's: a schema that names no type (some servers leave `"type": "object"` out) is
+        one, with its properties kept; one of another type becomes an object with none."""
         schema = {k: v for k, v in (self._schema or {}).items() if k != "$schema"}
-        if schema.get("type") != "object":
+        kind = schema.setdefault("type", "object")
+        if kind != "object":
             return {"type": "object", "properties": {}}
         schema.setdefault("properties", {})
         return schema
@@ -110,6 +132,17 @@ class McpTool(Tool):
         return f"{self.server}: {self.tool}\n{truncate(sent, 4000)}"
 
     async def run(self, args: McpArgs, ctx: ToolContext) -> ToolResult:
-        outcome = await self.link.call(self.tool, args.model_dump())
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            ctx.emit(
+                ToolProgress(
+                    call_id=ctx.call_id,
+                    tool=self.name,
+                    progress=done,
+                    total=total,
+                    message=message or "",
+                )
+            )
+
+        outcome = await self.link.call(self.tool, args.model_dump(), progress)
         status = "error" if outcome.is_error else "ok"
         return ToolResult(truncate(outcome.text, ctx.settings.max_output), status=status)
