@@ -378,11 +378,20 @@ CZECH = (
         (RUSSIAN, "cp1251", "cp1251"),
         (RUSSIAN, "koi8-r", "koi8-r"),
         (JAPANESE, "shift_jis", "cp932"),
+        (JAPANESE, "euc-jp", "euc_jp"),  # charset-normalizer says euc_jis_2004
         (CHINESE, "gb18030", "gb18030"),
         (GERMAN, "cp1252", "windows-1252"),  # charset-normalizer says windows-1250: not taken
         (CZECH, "cp1250", "windows-1252"),  # a Latin script: the reference's fallback stays
     ],
-    ids=["russian cp1251", "russian koi8-r", "japanese", "chinese", "german", "czech"],
+    ids=[
+        "russian cp1251",
+        "russian koi8-r",
+        "japanese",
+        "japanese euc-jp",
+        "chinese",
+        "german",
+        "czech",
+    ],
 )
 def test_an_undeclared_non_latin_page_is_guessed(page: str, encoding: str, chosen: str) -> None:
     assert choose_encoding(page.encode(encoding), "text/html") == (chosen, 0)
@@ -405,3 +414,162 @@ def test_a_few_accented_bytes_are_too_little_to_guess_from() -> None:
     fewer than GUESS_EVIDENCE bytes above 0x7F it is not asked."""
     body = "<p>café “quoted” and a few more words, naïve résumé</p>".encode("cp1252")
     assert choose_encoding(body, "text/html") == ("windows-1252", 0)
+
+
+# --- a declared encoding the bytes are not text in: skipped like an unknown name ----------------
+
+
+def note(url: str, declared: str, used: str) -> str:
+    return f"[fetch_content: {url} declares {declared}, but its bytes are not {declared} text — read as {used}]"
+
+
+async def test_a_meta_utf8_over_windows_1251_bytes_is_skipped(ctx: ToolContext) -> None:
+    page = RUSSIAN.replace("<html>", '<html><head><meta charset="utf-8"></head>')
+    with WebServer() as web:
+        web.page("/", page.encode("cp1251"), content_type="text/html")
+        text = await fetch(web.url("/"), ctx)
+        assert text.startswith("# Новости\n\nСегодня в Москве прошла встреча")
+        assert text.endswith(
+            "вышли на прогулку.\n" + note(web.url("/"), "UTF-8", "windows-1251") + "\n"
+        )
+
+
+async def test_a_header_utf8_over_shift_jis_bytes_is_skipped(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page("/", JAPANESE.encode("shift_jis"), content_type="text/html; charset=utf-8")
+        text = await fetch(web.url("/"), ctx)
+        assert text.startswith("# ニュース\n\n今日、東京で各国の代表者が集まり")
+        assert text.endswith(note(web.url("/"), "UTF-8", "Shift_JIS") + "\n")
+
+
+async def test_the_meta_is_read_when_the_header_does_not_fit(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    page = RUSSIAN.replace("<html>", '<html><head><meta charset="windows-1251"></head>')
+    with WebServer() as web:
+        web.page("/", page.encode("cp1251"), content_type="text/html; charset=UTF-8")
+        result = await fetch(web.url("/"), ctx, output="news.md")
+        lines = (tmp_path / "news.md").read_text().count("\n")
+        assert result == (
+            f"[fetch_content: saved {lines} lines of Markdown "
+            f"({(tmp_path / 'news.md').stat().st_size} bytes) from {web.url('/')} to news.md — "
+            "the content is not shown]\n" + note(web.url("/"), "UTF-8", "windows-1251")
+        )
+    assert (tmp_path / "news.md").read_text().startswith("# Новости\n")  # the Markdown alone
+
+
+async def test_utf8_with_a_broken_byte_is_still_utf8(ctx: ToolContext) -> None:
+    body = "<p>Сегодня в Москве прошла встреча, naïve ✓</p>".encode() + b"<p>caf\xe9</p>"
+    with WebServer() as web:
+        web.page("/", body, content_type="text/html; charset=utf-8")
+        assert await fetch(web.url("/"), ctx) == (
+            "Сегодня в Москве прошла встреча, naïve ✓\n\ncaf\ufffd\n"
+        )
+
+
+def test_binary_bytes_declared_utf8_name_both_encodings() -> None:
+    with pytest.raises(FetchError) as caught:
+        decode(bytes(range(256)) * 20, "text/html; charset=utf-8", "https://x.org/f")
+    assert caught.value.message == (
+        "[fetch_content: error 1 (conversion) — https://x.org/f cannot be decoded: its bytes are "
+        "not text in windows-1252, nor in UTF-8, which it declares]"
+    )
+
+
+# --- a compression mm did not ask for -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd"])
+async def test_an_unasked_compression_is_named(ctx: ToolContext, coding: str) -> None:
+    with WebServer() as web:
+        # what follows the header does not matter: it is refused before the body is read
+        web.route(
+            "/",
+            body=b"\x8b\x05\x80<p>Hello</p>\x03",
+            headers={"Content-Type": "text/html; charset=utf-8", "Content-Encoding": coding},
+        )
+        output = await fetch(web.url("/"), ctx)
+        asked = web.requests[-1].headers.get("Accept-Encoding", "")
+    if coding in asked:
+        pytest.skip(f"httpx decodes {coding} here (its decoder is installed)")
+    assert output == (
+        f"[fetch_content: error 1 (conversion) — {web.url('/')} was sent compressed with "
+        f"{coding} (Content-Encoding: {coding}), which mm did not ask for and cannot decode]"
+    )
+
+
+async def test_a_content_encoding_that_is_no_compression_is_passed_through(
+    ctx: ToolContext,
+) -> None:
+    with WebServer() as web:
+        web.route(
+            "/",
+            body=b"<p>Hello</p>",
+            headers={"Content-Type": "text/html", "Content-Encoding": "UTF-8"},
+        )
+        assert await fetch(web.url("/"), ctx) == "Hello\n"
+
+
+async def test_an_undeclared_euc_jp_page_reads_as_japanese(ctx: ToolContext) -> None:
+    with WebServer() as web:
+        web.page("/", JAPANESE.encode("euc-jp"), content_type="text/html")
+        assert await fetch(web.url("/"), ctx) == (
+            "# ニュース\n\n今日、東京で各国の代表者が集まり、経済と文化について話し合いました。"
+            "参加者は協力の重要性を強調しました。\n\n天気が良く、多くの市民が公園を散歩しました。\n"
+        )
+
+
+# --- Greek: the page's language as a hint, and the variant that makes letters -----------------
+
+GREEK_MENU = (
+    "Ειδήσεις Εγγραφή Τεχνολογία Επικοινωνία Οικονομία Βιβλία Μουσική Αθλητικά Θέατρο Ελλάδα "
+    "Αναζήτηση Άρθρα"
+).split()
+GREEK_MENU_PAGE = (
+    '<html lang="el"><head><title>Ειδήσεις</title></head><body><ul>'
+    + "".join(f"<li>{word}</li>" for word in GREEK_MENU)
+    + "</ul></body></html>"
+)
+HOMER = (
+    "<html><body><p>Ο Όμηρος ήταν αρχαίος Έλληνας ποιητής, στον οποίο αποδίδονται η Ιλιάδα και η "
+    "Οδύσσεια. Άγνωστο παραμένει πότε ακριβώς έζησε. Άλλοι τον τοποθετούν στον όγδοο αιώνα."
+    "</p></body></html>"
+)
+
+
+async def test_a_greek_page_that_says_its_language_reads_as_greek(ctx: ToolContext) -> None:
+    # without lang="el", charset-normalizer reads these words in windows-1251
+    with WebServer() as web:
+        web.page("/", GREEK_MENU_PAGE.encode("iso-8859-7"), content_type="text/html")
+        assert await fetch(web.url("/"), ctx) == "".join(f"- {w}\n" for w in GREEK_MENU)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        '<html lang="el-GR">',
+        "<html xml:lang=el>",
+        '<meta http-equiv="Content-Language" content="el">',
+    ],
+)
+def test_the_language_hint_is_read_from_html_lang_or_meta(head: str) -> None:
+    page = GREEK_MENU_PAGE.replace('<html lang="el">', "<html>" if "meta" in head else head)
+    if "meta" in head:
+        page = page.replace("<head>", "<head>" + head)
+    assert choose_encoding(page.encode("iso-8859-7"), "text/html") == ("iso8859-7", 0)
+
+
+async def test_iso_8859_7_is_told_from_windows_1253_by_its_letters(ctx: ToolContext) -> None:
+    # the two differ on Ά: 0xB6 in ISO-8859-7 is ¶ in windows-1253, and 0xA2 the other way ’
+    with WebServer() as web:
+        web.page("/iso", HOMER.encode("iso-8859-7"), content_type="text/html")
+        web.page("/win", HOMER.encode("cp1253"), content_type="text/html")
+        expected = HOMER.removeprefix("<html><body><p>").removesuffix("</p></body></html>") + "\n"
+        assert await fetch(web.url("/iso"), ctx) == expected
+        assert await fetch(web.url("/win"), ctx) == expected
+
+
+def test_a_latin_page_with_a_non_latin_lang_stays_windows_1252() -> None:
+    # a template's lang="ru" over a German page: no guess says a non-Latin script
+    page = GERMAN.replace("<html>", '<html lang="ru">')
+    assert choose_encoding(page.encode("cp1252"), "text/html") == ("windows-1252", 0)

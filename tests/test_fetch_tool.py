@@ -300,13 +300,13 @@ async def test_conversion_runs_off_the_event_loop(
     from mm_tui.tools.fetch import tool as tool_module
 
     seen: list[str] = []
-    original = tool_module.html_to_markdown
+    original = tool_module.convert_page
 
-    def spy(*args: object, **kwargs: object) -> str:
+    def spy(*args: object, **kwargs: object) -> object:
         seen.append(threading.current_thread().name)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tool_module, "html_to_markdown", spy)
+    monkeypatch.setattr(tool_module, "convert_page", spy)
     with WebServer() as web:
         web.page("/", PAGE)
         await run(ctx, url=web.url("/"))
@@ -322,3 +322,42 @@ async def test_saved_through_a_symbolic_link(ctx: ToolContext, tmp_path: Path) -
         await run(ctx, url=web.url("/"), output="link.md")
     assert (tmp_path / "link.md").is_symlink()
     assert real.read_text() == "# Title\n\nOne\n\nTwo\n"
+
+
+# --- a page that scripts fill ---------------------------------------------------------------
+
+SHELL = (
+    '<!doctype html><html><head><script defer src="/static/js/main.4f2a.js"></script></head>'
+    '<body>{noscript}<div id="root"></div></body></html>'
+)
+
+
+def needs_javascript(url: str) -> str:
+    return (
+        f"[fetch_content: {url} needs JavaScript to show its content, and fetch_content runs no "
+        "scripts — nothing saved]"
+    )
+
+
+async def test_an_application_shell_needs_javascript(ctx: ToolContext, tmp_path: Path) -> None:
+    with WebServer() as web:
+        web.page("/", SHELL.format(noscript=""))
+        result = await run(ctx, url=web.url("/"), output="app.md")
+        assert result.output == needs_javascript(web.url("/"))
+        assert not (tmp_path / "app.md").exists()
+        assert (await run(ctx, url=web.url("/"))).output == needs_javascript(web.url("/"))
+
+
+async def test_an_application_shell_keeps_its_noscript_text(ctx: ToolContext) -> None:
+    noscript = (
+        "<noscript>You need to enable JavaScript to run this app. Or read the "
+        '<a href="/basic">basic version</a>.</noscript>'
+    )
+    with WebServer() as web:
+        web.page("/app/", SHELL.format(noscript=noscript))
+        result = await run(ctx, url=web.url("/app/"))
+        assert result.output == (
+            needs_javascript(web.url("/app/"))
+            + "\nwhat it shows without JavaScript (its <noscript>):\n"
+            + f"You need to enable JavaScript to run this app. Or read the [basic version]({web.url('/basic')}).\n"
+        )

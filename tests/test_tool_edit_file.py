@@ -599,6 +599,38 @@ async def test_not_utf8_refused(ctx: ToolContext, tmp_path: Path) -> None:
     assert untouched(target, data)
 
 
+def too_large(path: str, size: int) -> str:
+    return (
+        f"{path} is too large to edit ({size} bytes; edit_file edits files up to 64 MiB) — "
+        "change it with a command instead, or read_file a range"
+    )
+
+
+async def test_a_file_over_the_limit_is_refused(ctx: ToolContext, tmp_path: Path) -> None:
+    # one byte over 64 MiB (test_a_50_mb_file edits one under it)
+    data = b"first\n" + b"z" * ((64 << 20) - 6) + b"\n"
+    target = put(tmp_path, "over.txt", data)
+    result = await edit(ctx, "over.txt", ("first", "1st"))
+    assert result.output == too_large("over.txt", (64 << 20) + 1)
+    assert result.status == "error"
+    assert untouched(target, data)
+
+
+async def test_a_huge_sparse_file_is_refused_without_being_read(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    # a few gigabytes that cost no disk: reading them whole took as much memory
+    target = tmp_path / "huge.log"
+    target.write_bytes(b"start\n")
+    os.truncate(target, 5 << 30)
+    result = await edit(ctx, "huge.log", ("start", "begin"), dry_run=True)
+    assert result.output == too_large("huge.log", 5 << 30)
+    args = EditFileArgs(path="huge.log", edits=[{"old": "start", "new": "begin"}])
+    with pytest.raises(NothingToAsk):
+        await EditFileTool().permission_details(args, ctx)
+    assert target.stat().st_size == 5 << 30
+
+
 async def test_directory_refused(ctx: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     result = await edit(ctx, "d", ("a", "b"))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mm_tui.config import Settings
 from mm_tui.tools.args import ReadFileArgs
 from mm_tui.tools.base import ToolContext
-from mm_tui.tools.read_file import ReadFileTool
+from mm_tui.tools.read_file import ReadFileTool, read_lines
 
 TEXT = "one\ntwo\nthree\nfour\nfive\n"
 
@@ -224,3 +224,157 @@ async def test_any_range_is_a_slice_of_the_file(lines, final_newline, data, tmp_
     if end == total and final_newline:
         expected += "\n"
     assert result.output == expected
+
+
+# -- a range of a large file is read as far as it goes, not whole ------------------------------
+
+
+def old_read_file(data: bytes, path: str, start: int, end: int, numbered: bool, limit: int) -> str:
+    """read_file as it was when it read a file whole: the reference the streamed reading must
+    give to the letter, for any file (these are small, so judged whole either way)."""
+    if b"\0" in data:
+        return f"{path} is a binary file ({len(data)} bytes); read_file reads text files only"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return (
+            f"{path} is not UTF-8 text (invalid byte at line {line}); "
+            "read_file reads UTF-8 text only"
+        )
+    if not text:
+        return f"{path} is empty"
+    lines = text.split("\n")
+    final_newline = lines[-1] == ""
+    if final_newline:
+        lines.pop()
+    total = len(lines)
+    start = max(start, 0) or 1
+    end = max(end, 0) or total
+    if start > total:
+        return f"start line {start} is beyond the end of {path} ({total} line{'s' * (total != 1)})"
+    if end < start:
+        return f"end line {end} is before start line {start}"
+    end = min(end, total)
+    shown = lines[start - 1 : end]
+    if numbered:
+        width = len(str(end))
+        shown = [f"{start + i:>{width}} │ {line}" for i, line in enumerate(shown)]
+    output = "\n".join(shown)
+    if end == total and final_newline:
+        output += "\n"
+    if len(output) <= limit:
+        return output
+    return output[:limit] + f"\n[... output truncated: {len(output) - limit} more characters ...]"
+
+
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"\n", b"\n", "é".encode(), "中".encode(), "😀".encode(), b"\xff"])
+        | st.sampled_from([b"\0", b"\xe4\xb8", b"\r\n", "\ufeff".encode()]),
+        max_size=30,
+    ).map(b"".join),
+    start=st.integers(-1, 12),
+    end=st.integers(-1, 12),
+    numbered=st.booleans(),
+    limit=st.integers(1, 40),
+    block=st.integers(1, 9),
+)
+def test_streamed_reading_gives_what_a_whole_reading_gave(
+    data: bytes,
+    start: int,
+    end: int,
+    numbered: bool,
+    limit: int,
+    block: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # blocks of a few bytes: characters and ranges cut at every place by a block's end
+    path = tmp_path_factory.mktemp("stream") / "p.txt"
+    path.write_bytes(data)
+    args = ReadFileArgs(path="p.txt", start=start, end=end, numbered=numbered)
+    with path.open("rb") as f:
+        result = read_lines(f, "p.txt", args, limit, block=block)
+    assert result.output == old_read_file(data, "p.txt", start, end, numbered, limit)
+
+
+GIB = 1 << 30
+
+
+def sparse_tail(path: Path, head: bytes, size: int) -> None:
+    """`head`, then a hole up to `size` bytes (NUL bytes, costing no disk)."""
+    path.write_bytes(head)
+    os.truncate(path, size)
+
+
+async def test_line_one_of_a_huge_sparse_file_is_judged_on_its_first_block(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    sparse_tail(tmp_path / "disk.img", b"", 5 * GIB)
+    result = await read(ctx, "disk.img", start=1, end=1)
+    assert result.output == (
+        f"disk.img is a binary file ({5 * GIB} bytes); read_file reads text files only"
+    )
+
+
+def big_text(path: Path, lines: int, size: int) -> None:
+    """`lines` numbered lines of text (more than read_file judges whole), then a hole to `size`."""
+    with path.open("wb") as f:
+        for n in range(1, lines + 1):
+            f.write(f"line {n} {'é' * 40}\n".encode())
+    os.truncate(path, size)
+
+
+async def test_a_range_of_a_huge_file_is_read_without_reading_the_rest(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    big_text(tmp_path / "huge.log", 200_000, 3 * GIB)  # 17 MiB of text, then NUL bytes
+    result = await read(ctx, "huge.log", start=99_999, end=100_001, numbered=True)
+    assert result.output == (
+        f" 99999 │ line 99999 {'é' * 40}\n"
+        f"100000 │ line 100000 {'é' * 40}\n"
+        f"100001 │ line 100001 {'é' * 40}"
+    )
+    result = await read(ctx, "huge.log", end=2)
+    assert result.output == f"line 1 {'é' * 40}\nline 2 {'é' * 40}"
+
+
+async def test_whole_reading_of_a_large_file_is_truncated_with_the_exact_count(
+    tmp_path: Path,
+) -> None:
+    ctx = ToolContext(cwd=tmp_path, settings=Settings(maxOutput=30))
+    lines = [f"line {n} {'é' * 40}" for n in range(1, 300_001)]  # 15 MiB
+    (tmp_path / "big.txt").write_text("\n".join(lines) + "\n")
+    result = await read(ctx, "big.txt", start=2, numbered=True)
+    numbered = "".join(f"{n:>6} │ {line}\n" for n, line in enumerate(lines, 1) if n >= 2)
+    assert result.output == (
+        numbered[:30] + f"\n[... output truncated: {len(numbered) - 30} more characters ...]"
+    )
+
+
+def test_line_one_of_a_two_gigabyte_file_takes_little_memory(tmp_path: Path) -> None:
+    # in a child process, whose peak memory is its own: reading the file whole took 2 GB. Its
+    # VmHWM, not ru_maxrss, which keeps the peak of the process that started it (Linux)
+    if not Path("/proc/self/status").exists():
+        pytest.skip("no /proc/self/status to read a process's peak memory from")
+    big_text(tmp_path / "huge.log", 250_000, 2 * GIB)
+    script = (
+        "import asyncio, sys; from pathlib import Path; from mm_tui.config import "
+        "Settings; from mm_tui.tools.base import ToolContext; from mm_tui.tools.args import "
+        "ReadFileArgs; from mm_tui.tools.read_file import ReadFileTool; "
+        "ctx = ToolContext(cwd=Path(sys.argv[1]), settings=Settings()); "
+        "r = asyncio.run(ReadFileTool().run(ReadFileArgs(path='huge.log', end=1), ctx)); "
+        "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]; "
+        "print(peak.split()[1]); print(r.output)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    peak_kib, output = done.stdout.split("\n", 1)
+    assert output == f"line 1 {'é' * 40}\n"
+    assert int(peak_kib) < 200 * 1024

@@ -31,6 +31,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from mm_tui.core import files
 from mm_tui.core.paths import shown_path
@@ -243,14 +244,21 @@ class Gate:
     def read(self, name: str) -> files.FileContent:
         """A regular file's bytes and mode, judged for reading (and the opened file judged
         again by its own path)."""
+        with self.open(name) as f:
+            mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+            return files.FileContent(f.read(), mode)
+
+    @contextlib.contextmanager
+    def open(self, name: str) -> Iterator[BinaryIO]:
+        """A regular file opened for reading, judged as by `read`: for a reader that takes only
+        the part it needs of a file that may be gigabytes long. Closed on leaving."""
         with self.place(name, write=False) as place:
             if not place.exists:
                 raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
             with files.open_regular(place.name, dir_fd=place.folder) as f:
                 given = os.path.normpath(self._absolute(name))
                 self._check(name, given, files.fd_path(f.fileno()), False)
-                mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
-                return files.FileContent(f.read(), mode)
+                yield f
 
 
 def gate(config: SandboxConfig, cwd: Path) -> Gate:

@@ -23,6 +23,8 @@ with status "error", the file left untouched:
     <path> does not exist. Create it with write_file
     <path> is a binary file (N bytes); edit_file edits text files only
     <path> is not UTF-8 text (invalid byte at line L); edit_file edits UTF-8 text only
+    <path> is too large to edit (N bytes; edit_file edits files up to 64 MiB) — change it
+        with a command instead, or read_file a range
 
 A refusal in a call of several edits lists every refused edit, then ends with
 `nothing was written: the edits are applied all together or not at all`.
@@ -55,7 +57,14 @@ from mm_tui.tools.base import (
     lazy_args,
     truncate,
 )
-from mm_tui.tools.write_file import Refused, file_gate, read_regular, refused_text, save
+from mm_tui.tools.write_file import (
+    Refused,
+    TooLarge,
+    file_gate,
+    read_regular,
+    refused_text,
+    save,
+)
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import EditFileArgs
@@ -64,6 +73,10 @@ if TYPE_CHECKING:
 
 
 BOM = "\ufeff"
+# The largest file edit_file takes: it holds the file, its matching index and the new text in
+# memory at once; a source file of tens of megabytes (generated code) is edited, a log or a
+# disk image of gigabytes is refused before it is read.
+LIMIT = 64 << 20
 GUTTER = "  │ "
 SAME_TEXT = (
     "every edit is resolved against the original file, so no two may change the same text: "
@@ -83,12 +96,18 @@ class _Plan:
 
 def _read(ctx: ToolContext, path: str) -> tuple[bytes, int]:
     """The file's bytes and mode; only a regular file (a pipe would block, /dev/zero never end),
-    only one the sandbox's policy lets the tools read and write (`SandboxRefusal`)."""
+    only one the sandbox's policy lets the tools read and write (`SandboxRefusal`), only one of
+    at most LIMIT bytes (never more is read)."""
     try:
         with file_gate(ctx).place(path, write=True) as place:
-            found = read_regular(path, place)
+            found = read_regular(path, place, limit=LIMIT)
     except FileNotFoundError:  # its folder does not exist
         found = None
+    except TooLarge as exc:
+        raise Refused(
+            f"{path} is too large to edit ({exc.size} bytes; edit_file edits files up to "
+            f"{LIMIT >> 20} MiB) — change it with a command instead, or read_file a range"
+        ) from None
     if found is None:
         raise Refused(f"{path} does not exist. Create it with write_file")
     return found

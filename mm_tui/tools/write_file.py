@@ -21,6 +21,8 @@ written, no permission is asked, and the model gets `[error: refused by mm's san
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,17 +53,39 @@ class Refused(Exception):  # noqa: N818 - a message for the model, not an error 
     """A failure worth a message to the model rather than a traceback."""
 
 
-def read_regular(path: str, target: Path | Place) -> tuple[bytes, int] | None:
+class TooLarge(Exception):  # noqa: N818 - a file over a tool's limit, for its own message
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_regular(
+    path: str, target: Path | Place, *, limit: int | None = None
+) -> tuple[bytes, int] | None:
     """The bytes and mode of a regular file, None when it does not exist; `Refused` for a
-    folder, a device, a pipe (reading one would block, /dev/zero never end) or no permission.
+    folder, a device, a pipe (reading one would block, /dev/zero never end) or no permission;
+    `TooLarge` for a file of more than `limit` bytes, of which no more than that is read.
     `path` is the name the model gave, for the messages; `target` the file, or its checked
     `Place` (`core/file_access.py`). Other OSErrors are raised."""
     try:
         if isinstance(target, Place):
             if not target.exists:
                 return None
-            return target.read()
-        return files.read_regular(target)
+            if limit is None:
+                return target.read()
+            opened = files.open_regular(target.name, dir_fd=target.folder)
+        elif limit is None:
+            return files.read_regular(target)
+        else:
+            opened = files.open_regular(target)
+        with opened as f:
+            info = os.fstat(f.fileno())
+            if info.st_size > limit:
+                raise TooLarge(info.st_size)
+            data = f.read(limit + 1)  # a file that grew since
+            if len(data) > limit:
+                raise TooLarge(max(len(data), os.fstat(f.fileno()).st_size))
+            return data, stat.S_IMODE(info.st_mode)
     except FileNotFoundError:
         return None
     except PermissionError as exc:

@@ -3,7 +3,9 @@
 The order is the reference's: a byte-order mark, the `charset` of the Content-Type header,
 `<meta charset>` or `<meta http-equiv="Content-Type">` in the first 4 KiB, UTF-8 when the bytes
 are valid UTF-8, else windows-1252. A name that names no known encoding is skipped, and the
-next step decides.
+next step decides; so is, mm's choice, a declared encoding the bytes are not text in (`_fits`: a
+page saying UTF-8 whose bytes are windows-1251), and the result says which was read instead
+(`Decoded.note`).
 
 One step is mm's own, an extension of the reference: before falling back to windows-1252, a page
 that declares nothing is given to charset-normalizer, and its guess is taken only when it is the
@@ -13,7 +15,9 @@ Japanese, Chinese and Russian ones that windows-1252 turned to mojibake and brea
 windows-1252 pages; taking every guess broke four of six of those (a German page reads as
 windows-1250 to it, and a Latin guess cannot be told from a wrong one). A Latin-script page in
 another Latin encoding (Czech in windows-1250) stays windows-1252, as the reference has it, and
-so does a page with too few bytes above 0x7F to tell (`GUESS_EVIDENCE`).
+so does a page with too few bytes above 0x7F to tell (`GUESS_EVIDENCE`). Its guesses are mapped
+to the web's encodings (`euc_jis_2004` is EUC-JP); a page's `lang` picks among them
+(`guessed_encoding`).
 
 Names are read as browsers read them (the WHATWG Encoding Standard), which is not always how
 Python reads them: `iso-8859-1` and `ascii` mean windows-1252, `shift_jis` means Microsoft's
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import dataclass
 
 from mm_tui.tools.fetch.errors import CONVERSION, FetchError
 
@@ -103,6 +108,54 @@ _NON_LATIN_CODECS = frozenset(
         "cp866 iso8859-5 koi8-r koi8-u mac-cyrillic cp1251 iso8859-7 cp1253 iso8859-8 cp1255 "
         "iso8859-6 cp1256 cp874 gb18030 big5hkscs euc-jp iso2022-jp cp932 cp949"
     ).split()
+)
+# charset-normalizer's names (Python codecs) for which the web has an encoding of its own: the
+# variants it may name first for a page in the common encoding of the same script.
+_GUESSES = {
+    "euc_jis_2004": "euc-jp",
+    "euc_jisx0213": "euc-jp",
+    "shift_jis_2004": "cp932",
+    "shift_jisx0213": "cp932",
+    "iso2022_jp_1": "iso2022-jp",
+    "iso2022_jp_2": "iso2022-jp",
+    "iso2022_jp_2004": "iso2022-jp",
+    "iso2022_jp_3": "iso2022-jp",
+    "iso2022_jp_ext": "iso2022-jp",
+    "cp950": "big5hkscs",
+    "big5": "big5hkscs",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "euc_kr": "cp949",
+}
+
+
+def _codecs(names: str) -> tuple[str, ...]:
+    """Python's names, in the order of preference (the commoner first)."""
+    return tuple(codecs.lookup(name).name for name in names.split())
+
+
+_CYRILLIC = _codecs("cp1251 koi8-r koi8-u iso8859-5 cp866 mac-cyrillic")
+_GREEK = _codecs("iso8859-7 cp1253")
+_HEBREW = _codecs("iso8859-8 cp1255")
+_ARABIC = _codecs("cp1256 iso8859-6")
+_JAPANESE = _codecs("cp932 euc-jp iso2022-jp")
+_CHINESE = _codecs("gb18030 big5hkscs")
+# The non-Latin scripts by the languages written in them (primary subtags of `lang`).
+_SCRIPTS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys("ru uk be bg sr mk kk ky tg mn".split(), _CYRILLIC),
+    "el": _GREEK,
+    **dict.fromkeys("he iw yi".split(), _HEBREW),
+    **dict.fromkeys("ar fa ur ps".split(), _ARABIC),
+    "th": _codecs("cp874"),
+    "ja": _JAPANESE,
+    "zh": _CHINESE,
+    "ko": _codecs("cp949"),
+}
+_HTML_LANG = re.compile(rb"""<html\b[^>]*?\s(?:xml:)?lang\s*=\s*["']?\s*([a-z]{2,3})\b""", re.I)
+_CONTENT_LANGUAGE = re.compile(
+    rb"""<meta\b[^>]*?http-equiv\s*=\s*["']?content-language["']?[^>]*?\scontent\s*=\s*"""
+    rb"""["']?\s*([a-z]{2,3})\b""",
+    re.I,
 )
 GUESS_BYTES = 65536  # what the guess reads: enough text to tell, bounded time on a large page
 # Bytes above 0x7F a page needs before a guess is asked for: a few accented letters are too little
@@ -225,49 +278,201 @@ def meta_charset(data: bytes) -> str | None:
     return None
 
 
+def language_hint(data: bytes) -> str | None:
+    """The language the page says it is in (`<html lang>`, a Content-Language <meta>) in the
+    first 4 KiB, as its primary subtag (`el` of `el-GR`); None when it says none."""
+    head = _COMMENT.sub(b"", data[:PRESCAN_BYTES])
+    match = _HTML_LANG.search(head) or _CONTENT_LANGUAGE.search(head)
+    return match.group(1).decode("ascii").lower() if match else None
+
+
+def _variants(sample: bytes, best: str, others: list[str]) -> list[str]:
+    """`best` and those of `others` that read at least half of the sample's high bytes as it does:
+    variants of one encoding (ISO-8859-7 and windows-1253), not two scripts that happen to rank
+    alike (windows-1251 and KOI8-U, whose letters all differ)."""
+    text = sample.decode(best, errors="replace")
+    found = [best]
+    for codec in others:
+        other = sample.decode(codec, errors="replace")
+        if len(other) != len(text):
+            continue
+        high = [(a, b) for a, b in zip(text, other, strict=True) if a >= "\x80" or b >= "\x80"]
+        if sum(1 for a, b in high if a != b) * 2 <= len(high):
+            found.append(codec)
+    return found
+
+
+def _letters(data: bytes, codec: str) -> int:
+    """How many characters outside ASCII `data` decodes to letters in `codec`: of two variants
+    of one encoding, the right one turns the page's high bytes into letters, the other into
+    signs here and there (ISO-8859-7's `Ά` is windows-1253's `¶`)."""
+    text = data.decode(codec, errors="replace")
+    return sum(1 for ch in text if ch >= "\x80" and ch.isalpha())
+
+
 def guessed_encoding(data: bytes) -> str | None:
     """charset-normalizer's guess for bytes that declare no encoding and are not UTF-8, when it is
-    a non-Latin script's encoding (see the module's docstring); else None."""
+    a non-Latin script's encoding (see the module's docstring); else None.
+
+    Its guesses are mapped to the web's encodings (`euc_jis_2004` is EUC-JP). A page that names
+    its language (`<html lang="el">`) has the first guess of that language's script taken over
+    a better-ranked one of another, or that script's encoding when it has none of it (a short
+    Greek page reads as Cyrillic to it); and of the guesses ranked as well as the winner that
+    are variants of it, the one that makes the most letters of the high bytes is taken."""
     sample = data[:GUESS_BYTES]
     if len(sample) - len(sample.translate(None, _HIGH_BYTES)) < GUESS_EVIDENCE:
         return None
     from charset_normalizer import from_bytes  # loaded only for the rare page that needs it
 
-    best = from_bytes(sample).best()
-    if best is None:
+    matches: list[tuple[str, float]] = []  # (codec, chaos), best first
+    for match in from_bytes(sample):
+        codec = _guess_codec(match.encoding)
+        if codec in _NON_LATIN_CODECS and all(codec != seen for seen, _ in matches):
+            matches.append((codec, match.chaos))
+    script = _SCRIPTS.get(language_hint(data) or "")
+    if script is not None and matches:
+        fitting = [m for m in matches if m[0] in script]
+        if not fitting:
+            # The guesses say a non-Latin script, the page says which: a short Greek page has
+            # only Cyrillic guesses. (No guess at all: a Latin page, whatever its `lang`.)
+            return max(script, key=lambda codec: _letters(sample, codec))
+        matches = fitting
+    if not matches:
         return None
-    codec = codec_for(best.encoding.replace("_", "-"))
-    return codec if codec in _NON_LATIN_CODECS else None
+    best, chaos = matches[0]
+    peers = _variants(sample, best, [codec for codec, c in matches[1:] if c <= chaos])
+    return max(peers, key=lambda codec: _letters(sample, codec))  # the first of equals: max's
+
+
+def _guess_codec(name: str) -> str | None:
+    """The web codec for a name charset-normalizer gives (Python's codec names)."""
+    return codec_for(_GUESSES.get(name, name).replace("_", "-"))
+
+
+def _decode_as(data: bytes, codec: str) -> str:
+    """`data` in `codec`, an undecodable byte replaced (windows-1252: kept as its C1 control)."""
+    errors = "mm-fetch-c1" if codec in ("windows-1252", "cp1252") else "replace"
+    return data.decode(codec, errors=errors)
+
+
+def _garbage(text: str) -> bool:
+    """More than a tenth of the start made of NUL, replacement or other control characters."""
+    start = text[:4096]
+    garbage = sum(1 for ch in start if (ch < " " and ch not in "\t\n\r\f") or ch == "\ufffd")
+    return bool(start) and garbage * 10 > len(start)
+
+
+def _fits(data: bytes, codec: str) -> bool:
+    """Whether the bytes are text in a declared `codec`: they decode in it, or nearly (a page in
+    UTF-8 with a broken byte or two is still UTF-8: under a tenth of its characters outside
+    ASCII replaced, and no garbage at the start). A declaration they do not fit is a mistake of
+    the server or the page, skipped as an unknown name is."""
+    try:
+        data.decode(codec)
+    except UnicodeDecodeError:
+        pass
+    except (LookupError, UnicodeError):
+        return False
+    else:
+        return True
+    try:
+        text = _decode_as(data, codec)
+    except (LookupError, UnicodeError):
+        return False
+    high = len(text) - len(text.encode("ascii", errors="ignore"))
+    return text.count("\ufffd") * 10 <= high and not _garbage(text)
+
+
+def _choice(data: bytes, content_type: str | None) -> tuple[str, int, tuple[str, ...]]:
+    """The codec, the bytes of a BOM to skip, and the declared codecs skipped because the bytes
+    are not text in them (`_fits`)."""
+    bom = _bom(data)
+    if bom is not None:
+        return bom[0], bom[1], ()
+    refused: list[str] = []
+    for codec in (codec_for(header_charset(content_type)), meta_charset(data)):
+        if codec is None or codec in refused:
+            continue
+        if _fits(data, codec):
+            return codec, 0, tuple(refused)
+        refused.append(codec)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return guessed_encoding(data) or "windows-1252", 0, tuple(refused)
+    return "utf-8", 0, tuple(refused)
 
 
 def choose_encoding(data: bytes, content_type: str | None) -> tuple[str, int]:
     """The codec to decode with and how many leading bytes (a BOM) to skip."""
-    bom = _bom(data)
-    if bom is not None:
-        return bom
-    codec = codec_for(header_charset(content_type))
-    if codec is not None:
-        return codec, 0
-    codec = meta_charset(data)
-    if codec is not None:
-        return codec, 0
+    codec, skip, _ = _choice(data, content_type)
+    return codec, skip
+
+
+# Python's codec names as the web writes them, for the messages.
+_WEB_NAMES = {
+    "utf-8": "UTF-8",
+    "cp932": "Shift_JIS",
+    "euc_jp": "EUC-JP",
+    "iso2022_jp": "ISO-2022-JP",
+    "cp949": "EUC-KR",
+    "big5hkscs": "Big5",
+    "gb18030": "GB18030",
+    "cp866": "IBM866",
+    "koi8-r": "KOI8-R",
+    "koi8-u": "KOI8-U",
+    "mac-roman": "macintosh",
+    "mac-cyrillic": "x-mac-cyrillic",
+    "utf-16-le": "UTF-16LE",
+    "utf-16-be": "UTF-16BE",
+}
+
+
+def web_name(codec: str) -> str:
+    """`windows-1251` for cp1251, `ISO-8859-7` for iso8859-7: the name a page would declare."""
+    if codec in _WEB_NAMES:
+        return _WEB_NAMES[codec]
+    if codec.startswith("cp") and codec[2:].isdigit():
+        return f"windows-{codec[2:]}"
+    if codec.startswith("iso8859-"):
+        return "ISO-8859-" + codec.removeprefix("iso8859-")
+    return codec
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    codec: str  # the encoding read
+    refused: tuple[str, ...]  # the encodings declared that the bytes are not text in
+
+    def note(self, url: str) -> str | None:
+        """What the model is told when the page was not read in the encoding it declares."""
+        if not self.refused:
+            return None
+        names = [web_name(codec) for codec in self.refused]
+        if len(names) == 1:
+            said = f"declares {names[0]}, but its bytes are not {names[0]} text"
+        else:
+            said = f"declares {' and '.join(names)}, but its bytes are text in neither"
+        return f"[fetch_content: {url} {said} — read as {web_name(self.codec)}]"
+
+
+def decode_page(data: bytes, content_type: str | None, url: str) -> Decoded:
+    """The page as text, with the encoding read and the declared ones skipped; FetchError(1)
+    when the bytes are not text in the encoding chosen."""
+    codec, skip, refused = _choice(data, content_type)
     try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return guessed_encoding(data) or "windows-1252", 0
-    return "utf-8", 0
+        text = _decode_as(data[skip:], codec)
+    except (LookupError, UnicodeError) as exc:  # a codec that fails even with replacement
+        raise FetchError(CONVERSION, f"{url} cannot be decoded as {codec}: {exc}") from None
+    if _garbage(text):
+        reason = f"its bytes are not text in {codec}"
+        if refused:
+            reason += f", nor in {' or '.join(web_name(c) for c in refused)}, which it declares"
+        raise FetchError(CONVERSION, f"{url} cannot be decoded: {reason}")
+    return Decoded(text, codec, refused)
 
 
 def decode(data: bytes, content_type: str | None, url: str) -> str:
     """The page as text, or FetchError(1) when the bytes are not text in the chosen encoding."""
-    codec, skip = choose_encoding(data, content_type)
-    errors = "mm-fetch-c1" if codec in ("windows-1252", "cp1252") else "replace"
-    try:
-        text = data[skip:].decode(codec, errors=errors)
-    except (LookupError, UnicodeError) as exc:  # a codec that fails even with replacement
-        raise FetchError(CONVERSION, f"{url} cannot be decoded as {codec}: {exc}") from None
-    start = text[:4096]
-    garbage = sum(1 for ch in start if (ch < " " and ch not in "\t\n\r\f") or ch == "\ufffd")
-    if start and garbage * 10 > len(start):
-        raise FetchError(CONVERSION, f"{url} cannot be decoded: its bytes are not text in {codec}")
-    return text
+    return decode_page(data, content_type, url).text

@@ -980,6 +980,55 @@ def convert(root: LexborNode, options: Options) -> str:
     return markdown + "\n" if markdown else ""
 
 
+def _application_shell(html: str) -> bool:
+    """A page with scripts and not a word of its own without them (its body empty but for a
+    `<div id="root"></div>` the scripts fill): not a page whose words were all navigation."""
+    tree = LexborHTMLParser(html, options=LexborDocumentOptions.WO_EVENTS, scripting=True)
+    if tree.css_first("script") is None:
+        return False
+    tree.strip_tags(["script", "style", "noscript", "template"])
+    body = tree.body
+    return body is None or not body.text(deep=True).strip()
+
+
+@dataclass(frozen=True)
+class Conversion:
+    markdown: str  # "" when no content is left
+    scripted: bool  # nothing is left, and the page has scripts: it builds its content with them
+    noscript: str  # then the Markdown of its <noscript> elements ("" when they say nothing)
+
+
+def convert_page(
+    html: str,
+    *,
+    base_url: str = "",
+    tables: str = "html",
+    strikethrough: bool = False,
+    task_list: bool = False,
+) -> Conversion:
+    """The whole conversion of the tool, from decoded text: parse, clean, convert; and for a
+    page that comes out empty, whether it is an application that scripts fill (an empty
+    `<div id="root">` and a bundle), with what its `<noscript>` says to a reader without them."""
+    # scripting=True reads <noscript> as a browser running scripts does, as raw text, so its
+    # content stays inside it (and goes with it) even in <head>; without mutation events Lexbor
+    # parses a tenth faster, and nothing here needs them.
+    tree = LexborHTMLParser(html, options=LexborDocumentOptions.WO_EVENTS, scripting=True)
+    options = Options(base_url, tables, strikethrough, task_list)
+    clean(tree)
+    root = tree.body or tree.root
+    markdown = "" if root is None else convert(root, options)
+    if markdown or not _application_shell(html):
+        return Conversion(markdown, scripted=False, noscript="")
+    fallback = "".join(node.text(deep=True) for node in tree.css("noscript"))
+    noscript = ""
+    if fallback.strip():  # the raw HTML a browser without scripts would show
+        inner = LexborHTMLParser(fallback, options=LexborDocumentOptions.WO_EVENTS)
+        clean(inner)
+        body = inner.body or inner.root
+        noscript = "" if body is None else convert(body, options)
+    return Conversion("", scripted=True, noscript=noscript)
+
+
 def html_to_markdown(
     html: str,
     *,
@@ -989,12 +1038,10 @@ def html_to_markdown(
     task_list: bool = False,
 ) -> str:
     """The whole conversion of the tool, from decoded text: parse, clean, convert."""
-    # scripting=True reads <noscript> as a browser running scripts does, as raw text, so its
-    # content stays inside it (and goes with it) even in <head>; without mutation events Lexbor
-    # parses a tenth faster, and nothing here needs them.
-    tree = LexborHTMLParser(html, options=LexborDocumentOptions.WO_EVENTS, scripting=True)
-    clean(tree)
-    root = tree.body or tree.root
-    if root is None:
-        return ""
-    return convert(root, Options(base_url, tables, strikethrough, task_list))
+    return convert_page(
+        html,
+        base_url=base_url,
+        tables=tables,
+        strikethrough=strikethrough,
+        task_list=task_list,
+    ).markdown

@@ -9,7 +9,9 @@ are error 2 (input); not HTML and too large are error 1 (conversion).
 The type is judged from the header before the body is read: a PDF is refused without
 downloading it. A Content-Length above the limit is refused likewise; otherwise the body is
 counted as it streams (after any gzip decoding, so that a small compressed body cannot unfold
-into a huge page) and the connection closed at the first byte past the limit.
+into a huge page) and the connection closed at the first byte past the limit. A body compressed
+in a way the request did not offer (brotli, when httpx has no brotli decoder) is refused by its
+header, error 1, rather than read as bytes that are no text.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ MAX_REDIRECTS = 10
 TIMEOUT = 30.0
 _ROBOTS_REDIRECTS = 5
 _REDIRECTS = (301, 302, 303, 307, 308)
+# Content codings that compress (IANA's registry, and the x- forms still met).
+_COMPRESSIONS = frozenset(
+    "br zstd gzip x-gzip deflate compress x-compress bzip2 x-bzip2 xz lzma pack200-gzip".split()
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,23 @@ async def _read(response: httpx.Response, limit: int) -> bytes:
             raise _TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _unasked_compression(response: httpx.Response) -> str | None:
+    """The compression of a body the request did not accept (`br` to a client without brotli),
+    or None. httpx passes such a body through undecoded, which then reads as bytes that are not
+    text; the real cause is worth its own message. Only compressions are judged: a server's
+    nonsense such as `Content-Encoding: utf-8` is passed through as before, and the body is
+    usually plain."""
+    asked = {
+        coding.strip().lower()
+        for coding in response.request.headers.get("accept-encoding", "").split(",")
+    }
+    for coding in response.headers.get("content-encoding", "").split(","):
+        coding = coding.strip().lower()
+        if coding in _COMPRESSIONS and coding not in asked:
+            return coding
+    return None
 
 
 @functools.cache
@@ -160,6 +183,14 @@ class Fetcher:
         kind = media_type(content_type)
         if kind and kind not in HTML_TYPES:
             raise FetchError(CONVERSION, f"{url} is not an HTML page (Content-Type: {kind})")
+        undecodable = _unasked_compression(response)
+        if undecodable:
+            raise FetchError(
+                CONVERSION,
+                f"{url} was sent compressed with {undecodable} (Content-Encoding: "
+                f"{response.headers['content-encoding']}), which mm did not ask for and cannot "
+                "decode",
+            )
         try:
             body = await _read(response, self.max_bytes)
         except _TooLarge:

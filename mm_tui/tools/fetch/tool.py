@@ -15,6 +15,18 @@ What the model gets:
   nothing saved]` when nothing is left, and then no file is written;
 - `[fetch_content: error N (<class>) — <reason>]` for every failure (errors.py).
 
+mm's own additions, where the reference says nothing:
+
+- a page whose bytes are not text in the encoding it declares is read in the next one the
+  order gives (encoding.py), and the result ends with a line saying so:
+  `[fetch_content: <url> declares UTF-8, but its bytes are not UTF-8 text — read as windows-1251]`
+  (after the Markdown, or after the confirmation with `output`; the file holds the Markdown only);
+- a page left empty that has scripts is an application that builds its content in the
+  browser: `[fetch_content: <url> needs JavaScript to show its content, and fetch_content runs no
+  scripts — nothing saved]`, followed, when its `<noscript>` says something, by
+  `what it shows without JavaScript (its <noscript>):` and that text as Markdown. Nothing is
+  saved either way.
+
 Choices where the reference is silent: `<url>` in these messages is the page's final URL, after
 redirections (what was saved, and where relative links point); N counts the Markdown's lines
 (its newlines); an existing output file keeps its mode; the permission box shows the URL and the
@@ -37,9 +49,9 @@ from pydantic import ConfigDict, Field
 from mm_tui.core.file_access import Gate, SandboxRefusal
 from mm_tui.tools.args import ToolArgs
 from mm_tui.tools.base import NothingToAsk, Tool, ToolContext, ToolResult, truncate
-from mm_tui.tools.fetch.encoding import decode
+from mm_tui.tools.fetch.encoding import decode_page
 from mm_tui.tools.fetch.errors import CONVERSION, USAGE, FetchError
-from mm_tui.tools.fetch.markdown import html_to_markdown
+from mm_tui.tools.fetch.markdown import Conversion, convert_page
 from mm_tui.tools.fetch.request import MAX_BYTES, MAX_REDIRECTS, TIMEOUT, Fetcher, Page
 from mm_tui.tools.fetch.robots import SHARED_CACHE, RobotsCache
 from mm_tui.tools.fetch.url import check_base_url, repair_url
@@ -92,11 +104,15 @@ class FetchContentArgs(ToolArgs):
     )
 
 
-def _to_markdown(page: Page, base_url: str, args: FetchContentArgs) -> str:
-    text = decode(page.body, page.content_type, page.url)
+def _to_markdown(
+    page: Page, base_url: str, args: FetchContentArgs
+) -> tuple[Conversion, str | None]:
+    """The page converted, and the note to add when it was not read in the encoding it
+    declares."""
+    decoded = decode_page(page.body, page.content_type, page.url)
     try:
-        return html_to_markdown(
-            text,
+        conversion = convert_page(
+            decoded.text,
             base_url=base_url or page.url,
             tables=args.tables,
             strikethrough=args.strikethrough,
@@ -104,6 +120,30 @@ def _to_markdown(page: Page, base_url: str, args: FetchContentArgs) -> str:
         )
     except Exception as exc:  # noqa: BLE001 - a page no rule foresaw is still not a crash
         raise FetchError(CONVERSION, f"{page.url} cannot be converted: {exc!r}") from None
+    return conversion, decoded.note(page.url)
+
+
+def _noted(text: str, note: str | None) -> str:
+    """`text` with `note` on a line of its own after it; a text ending with a newline still
+    ends with one."""
+    if note is None:
+        return text
+    return f"{text}{note}\n" if text.endswith("\n") else f"{text}\n{note}"
+
+
+def _empty(url: str, conversion: Conversion) -> str:
+    if not conversion.scripted:
+        return (
+            f"[fetch_content: {url} has no text content once scripts, navigation and ads are "
+            "removed — nothing saved]"
+        )
+    text = (
+        f"[fetch_content: {url} needs JavaScript to show its content, and fetch_content runs no "
+        "scripts — nothing saved]"
+    )
+    if conversion.noscript:
+        text += f"\nwhat it shows without JavaScript (its <noscript>):\n{conversion.noscript}"
+    return text
 
 
 def _check_output(gate: Gate, output: str) -> None:
@@ -197,14 +237,13 @@ class FetchContentTool(Tool):
             if args.output:
                 await asyncio.to_thread(_check_output, gate, args.output)
             page = await self.fetcher.fetch(url)
-            markdown = await asyncio.to_thread(_to_markdown, page, base_url, args)
+            conversion, note = await asyncio.to_thread(_to_markdown, page, base_url, args)
+            markdown = conversion.markdown
             if not markdown:
-                return ToolResult(
-                    f"[fetch_content: {page.url} has no text content once scripts, navigation "
-                    "and ads are removed — nothing saved]"
-                )
+                empty = truncate(_empty(page.url, conversion), ctx.settings.max_output)
+                return ToolResult(_noted(empty, note))
             if not args.output:
-                return ToolResult(truncate(markdown, ctx.settings.max_output))
+                return ToolResult(_noted(truncate(markdown, ctx.settings.max_output), note))
             try:
                 await asyncio.to_thread(_save, gate, args.output, markdown)
             except SandboxRefusal:
@@ -223,6 +262,9 @@ class FetchContentTool(Tool):
         lines = markdown.count("\n")
         size = len(markdown.encode("utf-8", errors="replace"))
         return ToolResult(
-            f"[fetch_content: saved {lines} lines of Markdown ({size} bytes) from {page.url} "
-            f"to {args.output} — the content is not shown]"
+            _noted(
+                f"[fetch_content: saved {lines} lines of Markdown ({size} bytes) from {page.url} "
+                f"to {args.output} — the content is not shown]",
+                note,
+            )
         )
