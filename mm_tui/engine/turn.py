@@ -47,6 +47,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.core.redact import Redactor
 from mm_tui.core.text import one_line
+from mm_tui.engine.chunk_assembly import distinct_ids
 from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, RunawayDetector, loop_stop_message
@@ -650,21 +651,22 @@ class Engine:
             await self.learn_context_window()
         self.meter.observed(end.usage.prompt_tokens, sent)
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
-        if end.tool_calls:
+        calls = distinct_ids(end.tool_calls, self.session.messages) if end.tool_calls else ()
+        if calls:
             message["tool_calls"] = [
                 {
                     "id": call.id,
                     "type": "function",
                     "function": {"name": call.name, "arguments": call.arguments},
                 }
-                for call in end.tool_calls
+                for call in calls
             ]
         self.session.messages.append(message)
-        state.pending = list(end.tool_calls)
-        if end.tool_calls:  # else the turn ends here, and its end saves the session
+        state.pending = list(calls)
+        if calls:  # else the turn ends here, and its end saves the session
             self._save(emit)
         self._report_context(emit)
-        return list(end.tool_calls)
+        return list(calls)
 
     def _retrying(self, retrying: Retrying, emit: Emit) -> None:
         if retrying.unreachable and self.server_answering is not False:
