@@ -1,0 +1,129 @@
+"""`mm -acp` under what an editor should not send and what a model server should not do: lines
+that are no message, a failing model, a server that never answers, sessions of other folders.
+The real `mm -acp` in a subprocess, on raw pipes or the acp package's own client, talking to the
+scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scripted_server import Reply, ScriptedServer
+from support.env import clean_env
+from support.program import MM
+
+MODEL = "m1"
+
+
+class RawAgent:
+    """`mm -acp` on raw pipes: lines written as they are, answers read line by line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc = proc
+        self.stdin = proc.stdin
+        self.stdout = proc.stdout
+
+    async def write(self, line: bytes) -> None:
+        self.stdin.write(line + b"\n")
+        await self.stdin.drain()
+
+    async def read(self) -> dict[str, Any]:
+        line = await asyncio.wait_for(self.stdout.readline(), timeout=60)
+        assert line.endswith(b"\n"), f"mm -acp ended: {line!r}"
+        return json.loads(line)
+
+    async def request(self, id_: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a request; its answer (the notifications before it are passed over)."""
+        message = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+        await self.write(json.dumps(message).encode())
+        while True:
+            answer = await self.read()
+            if answer.get("id") == id_ and "method" not in answer:
+                return answer
+
+
+@asynccontextmanager
+async def raw_mm_acp(tmp_path: Path, server: ScriptedServer, *args: str) -> AsyncIterator[RawAgent]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    proc = await asyncio.create_subprocess_exec(
+        *MM,
+        "-acp",
+        "--base-url",
+        server.base_url,
+        "--model",
+        MODEL,
+        *args,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=clean_env(home),
+    )
+    try:
+        yield RawAgent(proc)
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=20)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+# --------------------------------------------------------------------------- lines that are no message
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b'[{"jsonrpc": "2.0", "id": 7, "method": "initialize"}]', -32600),
+        (b"[]", -32600),
+        (b"42", -32600),
+        (b'"x"', -32600),
+        (b"null", -32600),
+        (b"true", -32600),
+        (b"{}", -32600),
+        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "initialize"}', -32600),
+        (b'{"jsonrpc": "2.0", "id": 9, "method": 5}', -32600),
+        (b"{not json", -32700),
+        (b"\xff\xfe", -32700),
+    ],
+)
+async def test_a_line_that_is_no_message_is_answered_and_mm_goes_on(
+    tmp_path: Path, line: bytes, code: int
+) -> None:
+    with ScriptedServer(Reply("still here")) as server:
+        async with raw_mm_acp(tmp_path, server) as agent:
+            await agent.write(line)
+            answer = await agent.read()
+            assert answer["error"]["code"] == code
+            assert answer["id"] == (9 if b'"id": 9' in line else None)
+            assert answer["error"]["data"]["message"]
+            init = await agent.request(1, "initialize", {"protocolVersion": 1})
+            assert init["result"]["agentInfo"]["name"] == "mm"
+            new = await agent.request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
+            prompt = {
+                "sessionId": new["result"]["sessionId"],
+                "prompt": [{"type": "text", "text": "hi"}],
+            }
+            done = await agent.request(3, "session/prompt", prompt)
+            assert done["result"] == {"stopReason": "end_turn"}
+
+
+async def test_a_malformed_response_is_not_answered(tmp_path: Path) -> None:
+    """A response whose id cannot be one gets no answer (two peers must not answer each
+    other's errors forever); the next request is served."""
+    with ScriptedServer() as server:
+        async with raw_mm_acp(tmp_path, server) as agent:
+            await agent.write(b'{"jsonrpc": "2.0", "id": [1], "result": {}}')
+            init = await agent.request(1, "initialize", {"protocolVersion": 1})
+            assert init["result"]["agentInfo"]["name"] == "mm"
