@@ -13,10 +13,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import acp
 import pytest
-from scripted_server import Reply, ScriptedServer
+from acp.exceptions import RequestError
+from scripted_server import Error, Reply, ScriptedServer
 from support.env import clean_env
 from support.program import MM
+from test_acp_agent import Recorder, ask, caught_up, mm_acp, start
 
 MODEL = "m1"
 
@@ -127,3 +130,26 @@ async def test_a_malformed_response_is_not_answered(tmp_path: Path) -> None:
             await agent.write(b'{"jsonrpc": "2.0", "id": [1], "result": {}}')
             init = await agent.request(1, "initialize", {"protocolVersion": 1})
             assert init["result"]["agentInfo"]["name"] == "mm"
+
+
+# --------------------------------------------------------------------------- a failed turn
+
+
+async def test_a_failed_turn_answers_the_prompt_with_an_error(tmp_path: Path) -> None:
+    """The server refuses the request: the prompt's answer is a JSON-RPC error with mm's words,
+    not `end_turn` (an editor would take the words for the answer); the words also came as agent
+    text; the session goes on."""
+    client = Recorder()
+    with ScriptedServer(Error(400, "model llama-9 is not loaded")) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _log):
+            session_id = await start(conn, tmp_path)
+            with pytest.raises(RequestError) as raised:
+                await conn.prompt(session_id=session_id, prompt=[acp.text_block("hi")])
+            await caught_up(client)
+            assert raised.value.code == -32603
+            said = str(raised.value)
+            assert "model llama-9 is not loaded" in said and not said.startswith("[error")
+            assert "model llama-9 is not loaded" in client.text()
+            server.script(Reply("answered"))
+            assert await ask(conn, session_id, "again") == "end_turn"
+    assert client.text().endswith("answered")

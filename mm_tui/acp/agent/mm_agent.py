@@ -49,13 +49,19 @@ STOP_REASONS: dict[str, str] = {
     "end_turn": "end_turn",
     "max_turns": "max_turn_requests",
     "cancelled": "cancelled",
-    # ACP has no stop reason for a failed turn: the error has already gone to the client as
-    # agent text (EngineError), and the turn did end.
-    "error": "end_turn",
+    # A guard's stop is mm's decision, said as agent text; the turn did end.
     "loop_detected": "end_turn",
 }
 """The engine's stop reason -> ACP's. A prompt that the client cancelled answers `cancelled`
-whatever the engine's reason, as the protocol requires."""
+whatever the engine's reason, as the protocol requires. A failed turn (`error`: the model or its
+server failed, the watchdog stopped it, the request no longer fits) has no stop reason: the
+prompt is answered with a JSON-RPC error (`TURN_FAILED`) carrying mm's words, as other agents
+answer a failed turn, so that an editor cannot take it for an answer. The words went as agent
+text too, before it (`EngineError`), and stay in the conversation an editor shows."""
+
+TURN_FAILED = -32603
+"""The JSON-RPC code of a prompt whose turn failed: internal error, what the protocol's agents
+answer then."""
 
 
 class MMAgent(acp.Agent):
@@ -250,6 +256,8 @@ class MMAgent(acp.Agent):
         state.prompting = False
         if state.cancel_requested or ended.stop_reason == "cancelled":
             return PromptResponse(stop_reason="cancelled")
+        if ended.stop_reason == "error":
+            raise acp.RequestError(TURN_FAILED, _failure(ended.error))
         return PromptResponse(stop_reason=STOP_REASONS.get(ended.stop_reason, "end_turn"))  # type: ignore[arg-type]
 
     # -- what mm does not offer ---------------------------------------------------------------
@@ -381,6 +389,15 @@ class MMAgent(acp.Agent):
                 {"message": f"no session {session_id} here: start one with session/new"}
             )
         return state
+
+
+def _failure(error: str | None) -> str:
+    """The words of a failed turn for an error answer: the engine's, without their brackets
+    (`[error: ...]` sets them apart in a transcript, not in an error)."""
+    text = (error or "the turn failed").strip()
+    if text.startswith("[error: ") and text.endswith("]"):
+        text = text[len("[error: ") : -1]
+    return text
 
 
 def _session_cwd(cwd: str) -> Path:
