@@ -16,7 +16,8 @@ from typing import Any
 import acp
 import pytest
 from acp.exceptions import RequestError
-from scripted_server import Error, Reply, ScriptedServer
+from acp.schema import AgentThoughtChunk, UsageUpdate
+from scripted_server import Error, Reply, ScriptedServer, call
 from support.env import clean_env
 from support.program import MM
 from test_acp_agent import Recorder, ask, caught_up, mm_acp, start
@@ -153,3 +154,42 @@ async def test_a_failed_turn_answers_the_prompt_with_an_error(tmp_path: Path) ->
             server.script(Reply("answered"))
             assert await ask(conn, session_id, "again") == "end_turn"
     assert client.text().endswith("answered")
+
+
+# --------------------------------------------------------------------------- session/load
+
+
+async def test_load_replays_the_thoughts(tmp_path: Path) -> None:
+    """Each answer's reasoning comes back as thought, before its text and its calls, as it came
+    live; the model is never sent it back (a server may refuse it in a request)."""
+    live = Recorder()
+    with ScriptedServer(
+        Reply(reasoning="Let me look first.", tool_calls=[call("bash", {"command": "true"})]),
+        Reply("Nothing there.", reasoning="It printed nothing.", reasoning_field="reasoning"),
+        Reply("ok"),
+    ) as server:
+        async with mm_acp(tmp_path, server, live) as (conn, _log):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "look") == "end_turn"
+        again = Recorder()
+        async with mm_acp(tmp_path, server, again) as (conn, _log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+            await caught_up(again)
+            replayed = [u for u in again.updates if not isinstance(u, UsageUpdate)]
+            assert await ask(conn, session_id, "more") == "end_turn"
+        sent = server.requests[-1].messages
+    assert [type(u).__name__ for u in replayed] == [
+        "UserMessageChunk",
+        "AgentThoughtChunk",
+        "ToolCallStart",
+        "AgentThoughtChunk",
+        "AgentMessageChunk",
+    ]
+    assert [u.content.text for u in replayed if isinstance(u, AgentThoughtChunk)] == [
+        "Let me look first.",
+        "It printed nothing.",
+    ]
+    assert live.thoughts() == "Let me look first.It printed nothing."
+    assert "Let me look first." not in json.dumps(sent)
+    assert all(set(m) <= {"role", "content", "tool_calls", "tool_call_id"} for m in sent)

@@ -5,6 +5,8 @@ of what happened, in order, never rewritten:
 
     {"type": "session", "version": 2, "id", "created", "cwd", "model", "provider", "base_url"}
     {"type": "message", "message": {...}}          one message of the history, as sent
+    {"type": "message", "message": {role: assistant}, "thought": "..."}
+                                                    an answer, and the reasoning before it
     {"type": "message", "message": {role: tool}, "tool": {"status", "elapsed", "title",
         "display"?, "diff"?}}                       a tool's result, and what the window showed
     {"type": "turn", "time", "counters", "usage", "elapsed", "stop_reason"}
@@ -169,14 +171,22 @@ class Session:
             self._seen += 1
 
     def add_message(
-        self, message: dict[str, Any], *, tool: Mapping[str, Any] | None = None
+        self,
+        message: dict[str, Any],
+        *,
+        tool: Mapping[str, Any] | None = None,
+        thought: str | None = None,
     ) -> None:
         """Append a message to the history; `tool`: a result's status, time and title, so that a
-        resumed window shows the call as it ended (the message alone cannot say)."""
+        resumed window shows the call as it ended (the message alone cannot say); `thought`: an
+        answer's reasoning, kept beside the message and never sent back to the model (a server
+        may refuse it there), so that a reopened session shows it again."""
         self._catch_up()
         self.messages.append(message)
         self._seen += 1
         record: dict[str, Any] = {"type": "message", "message": message}
+        if thought:
+            record["thought"] = thought
         if tool is not None:
             record["tool"] = {k: v for k, v in tool.items() if v is not None}
             self.tool_results[str(message.get("tool_call_id"))] = record["tool"]
