@@ -193,3 +193,31 @@ async def test_load_replays_the_thoughts(tmp_path: Path) -> None:
     assert live.thoughts() == "Let me look first.It printed nothing."
     assert "Let me look first." not in json.dumps(sent)
     assert all(set(m) <= {"role", "content", "tool_calls", "tool_call_id"} for m in sent)
+
+
+# --------------------------------------------------------------------------- session/list
+
+
+async def test_list_without_cwd_lists_every_project(tmp_path: Path) -> None:
+    """`cwd` is a filter: with it, one project's sessions; without it, those of every project
+    mm knows, each with its own folder, so that the editor can load it there."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    with ScriptedServer() as server:
+        async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+            in_a = await start(conn, a)
+            in_b = (await conn.new_session(cwd=str(b), mcp_servers=[])).session_id
+            every = await conn.list_sessions()
+            only_a = await conn.list_sessions(cwd=str(a))
+            launch = await conn.list_sessions(cwd=str(tmp_path))
+        async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            listed = {s.session_id: s.cwd for s in (await conn.list_sessions()).sessions}
+            await conn.load_session(cwd=listed[in_b], session_id=in_b, mcp_servers=[])
+            server.script(Reply("answered in b"))
+            assert await ask(conn, in_b, "hi") == "end_turn"
+    assert {(s.session_id, s.cwd) for s in every.sessions} == {(in_a, str(a)), (in_b, str(b))}
+    assert [s.session_id for s in only_a.sessions] == [in_a]
+    assert launch.sessions == []
+    assert listed == {in_a: str(a), in_b: str(b)}

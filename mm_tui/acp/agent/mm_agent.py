@@ -36,7 +36,7 @@ from mm_tui.acp.agent.acp_session import AcpSession
 from mm_tui.acp.agent.content import prompt_text
 from mm_tui.acp.agent.replay import replay
 from mm_tui.acp.agent.translate import send_events, translate
-from mm_tui.config import McpServer, Settings, sessions_folders
+from mm_tui.config import McpServer, Settings, known_sessions_folders, sessions_folders
 from mm_tui.core.events import EngineError, Event
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.session import Session, SessionError, find_session, list_sessions_in
@@ -69,7 +69,7 @@ class MMAgent(acp.Agent):
 
     def __init__(self, settings: Settings, cwd: Path, *, demo: bool = False) -> None:
         self.settings = settings
-        self.cwd = cwd  # the process folder: sessions are listed here when no cwd is given
+        self.cwd = cwd  # the process folder: the configured MCP servers work here
         self.demo = demo
         self._conn: Any = None
         self._client: ModelClient | None = None
@@ -209,8 +209,12 @@ class MMAgent(acp.Agent):
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        folder = _session_cwd(cwd) if cwd else self.cwd
-        infos = list_sessions_in(sessions_folders(self.settings, folder))
+        # `cwd` is a filter: without it, the sessions of every project mm knows
+        if cwd:
+            folders = sessions_folders(self.settings, _session_cwd(cwd))
+        else:
+            folders = known_sessions_folders(self.settings, self.cwd)
+        infos = list_sessions_in(folders)
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
