@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,9 +21,7 @@ from acp.schema import AgentThoughtChunk, UsageUpdate
 from scripted_server import Error, Reply, ScriptedServer, call
 from support.env import clean_env
 from support.program import MM
-from test_acp_agent import Recorder, ask, caught_up, mm_acp, start
-
-MODEL = "m1"
+from test_acp_agent import MODEL, Recorder, ask, caught_up, mm_acp, start
 
 
 class RawAgent:
@@ -54,14 +53,14 @@ class RawAgent:
 
 
 @asynccontextmanager
-async def raw_mm_acp(tmp_path: Path, server: ScriptedServer, *args: str) -> AsyncIterator[RawAgent]:
+async def raw_mm_acp(tmp_path: Path, base_url: str, *args: str) -> AsyncIterator[RawAgent]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     proc = await asyncio.create_subprocess_exec(
         *MM,
         "-acp",
         "--base-url",
-        server.base_url,
+        base_url,
         "--model",
         MODEL,
         *args,
@@ -106,7 +105,7 @@ async def test_a_line_that_is_no_message_is_answered_and_mm_goes_on(
     tmp_path: Path, line: bytes, code: int
 ) -> None:
     with ScriptedServer(Reply("still here")) as server:
-        async with raw_mm_acp(tmp_path, server) as agent:
+        async with raw_mm_acp(tmp_path, server.base_url) as agent:
             await agent.write(line)
             answer = await agent.read()
             assert answer["error"]["code"] == code
@@ -127,7 +126,7 @@ async def test_a_malformed_response_is_not_answered(tmp_path: Path) -> None:
     """A response whose id cannot be one gets no answer (two peers must not answer each
     other's errors forever); the next request is served."""
     with ScriptedServer() as server:
-        async with raw_mm_acp(tmp_path, server) as agent:
+        async with raw_mm_acp(tmp_path, server.base_url) as agent:
             await agent.write(b'{"jsonrpc": "2.0", "id": [1], "result": {}}')
             init = await agent.request(1, "initialize", {"protocolVersion": 1})
             assert init["result"]["agentInfo"]["name"] == "mm"
@@ -221,3 +220,48 @@ async def test_list_without_cwd_lists_every_project(tmp_path: Path) -> None:
     assert [s.session_id for s in only_a.sessions] == [in_a]
     assert launch.sessions == []
     assert listed == {in_a: str(a), in_b: str(b)}
+
+
+# --------------------------------------------------------------------------- a session in use
+
+
+async def test_load_refuses_a_session_another_mm_writes(tmp_path: Path) -> None:
+    """`mm -p --resume` holds the session (its answer kept waiting): `session/load` of it is
+    refused with the reason, not forked, since the editor's id must stay the session it names;
+    once that mm has ended, the load succeeds."""
+    gate = threading.Event()
+
+    def answer(request: Any) -> Reply:
+        if request.messages[-1]["content"] == "held":
+            gate.wait(60)
+        return Reply("ok")
+
+    with ScriptedServer(on_empty=answer) as server:
+        async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "hi") == "end_turn"
+        base = ("--base-url", server.base_url, "--model", MODEL)
+        held = subprocess.Popen(
+            [*MM, *base, "--resume", session_id, "-p", "held"],
+            cwd=tmp_path,
+            env=clean_env(tmp_path / "home"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await asyncio.to_thread(server.wait_for_requests, 2, 60)
+            async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+                await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+                with pytest.raises(RequestError) as raised:
+                    await conn.load_session(
+                        cwd=str(tmp_path), session_id=session_id, mcp_servers=[]
+                    )
+        finally:
+            gate.set()
+            await asyncio.to_thread(held.wait, 60)
+        assert raised.value.code == -32600
+        assert f"session {session_id} is open in another mm process" in str(raised.value.data)
+        async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])

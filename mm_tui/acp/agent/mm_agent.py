@@ -39,7 +39,13 @@ from mm_tui.acp.agent.translate import send_events, translate
 from mm_tui.config import McpServer, Settings, known_sessions_folders, sessions_folders
 from mm_tui.core.events import EngineError, Event
 from mm_tui.engine.model_stream import ModelClient
-from mm_tui.engine.session import Session, SessionError, find_session, list_sessions_in
+from mm_tui.engine.session import (
+    Session,
+    SessionBusy,
+    SessionError,
+    find_session,
+    list_sessions_in,
+)
 from mm_tui.engine.turn import Engine
 from mm_tui.tools.registry import ToolRegistry, ToolSource
 
@@ -194,7 +200,10 @@ class MMAgent(acp.Agent):
                 {"message": f"session {session_id} is running a prompt; cancel it first"}
             )
         try:
-            session = find_session(sessions_folders(self.settings, folder), session_id)
+            # Another mm writing it: refused, not forked (the editor's id names this session).
+            session = find_session(sessions_folders(self.settings, folder), session_id, fork=False)
+        except SessionBusy as exc:
+            raise acp.RequestError.invalid_request({"message": str(exc)}) from None
         except SessionError as exc:
             raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
         client = await self._model()
