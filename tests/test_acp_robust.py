@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import threading
 from collections.abc import AsyncIterator
@@ -21,6 +22,7 @@ from acp.schema import AgentThoughtChunk, UsageUpdate
 from scripted_server import Error, Reply, ScriptedServer, call
 from support.env import clean_env
 from support.program import MM
+from support.waiting import await_until
 from test_acp_agent import MODEL, Recorder, ask, caught_up, mm_acp, start
 
 
@@ -265,3 +267,61 @@ async def test_load_refuses_a_session_another_mm_writes(tmp_path: Path) -> None:
         async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+
+
+# --------------------------------------------------------------------------- initialize
+
+
+class SilentServer:
+    """A server that accepts, reads the request and never answers: the model probe waits on
+    it until its own timeout. `asked` holds each connection once its request has been read."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.asked: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            request = b""
+            while b"\r\n\r\n" not in request:
+                piece = conn.recv(4096)
+                if not piece:
+                    break
+                request += piece
+            self.asked.append(conn)
+
+    def still_open(self, conn: socket.socket) -> bool:
+        """Whether the other end has not closed `conn` (nothing more was sent on it)."""
+        try:
+            return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except BlockingIOError:
+            return True
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.asked:
+            conn.close()
+
+
+async def test_initialize_answers_while_the_server_is_still_asked(tmp_path: Path) -> None:
+    """A server that accepts and never answers holds the model probe: initialize answers while
+    the probe still waits (it goes on in the background), and closing stdin then ends mm, probe
+    and all. Before, initialize answered only once the probe had given up."""
+    server = SilentServer()
+    try:
+        async with raw_mm_acp(tmp_path, f"http://127.0.0.1:{server.port}/v1") as agent:
+            init = await agent.request(1, "initialize", {"protocolVersion": 1})
+            assert init["result"]["agentInfo"]["name"] == "mm", init
+            assert await await_until(lambda: bool(server.asked)), "the server was never asked"
+            assert server.still_open(server.asked[0]), "initialize waited for the probe"
+            agent.stdin.close()
+            assert await asyncio.wait_for(agent.proc.wait(), timeout=60) == 0
+    finally:
+        server.close()

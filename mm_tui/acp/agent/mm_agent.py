@@ -80,6 +80,7 @@ class MMAgent(acp.Agent):
         self._conn: Any = None
         self._client: ModelClient | None = None
         self._client_lock = asyncio.Lock()
+        self._probe: asyncio.Task[ModelClient] | None = None  # started by initialize
         self._window_lock = asyncio.Lock()
         self._window: tuple[Any] | None = None  # (the model's ContextWindow or None), once learned
         self._sessions: dict[str, AcpSession] = {}
@@ -90,9 +91,20 @@ class MMAgent(acp.Agent):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def _start_probe(self) -> None:
+        """Ask the model server now, in the background: `initialize` answers at once (a server
+        that accepts and never answers holds the probe for seconds, and a client that gives up
+        soon after start would have no request to cancel), and the first session waits for it
+        if it has not ended by then. Its failure is said by the request that needs the model
+        (which asks again), not here."""
+        if self._probe is None and self._client is None:
+            self._probe = asyncio.create_task(self._model(), name="mm-acp-probe")
+            self._probe.add_done_callback(_probed)
+
     async def _model(self) -> ModelClient:
-        """The shared model client, picked at the first request that needs it (initialize
-        reports the model), so that the process starts at once and probes nothing before."""
+        """The shared model client, picked once by the first caller (the probe `initialize`
+        starts); a caller that comes while it is picked waits for it, and after a failure the
+        next caller asks again."""
         async with self._client_lock:
             if self._client is None:
                 from mm_tui.startup import StartupError, pick_model
@@ -113,7 +125,10 @@ class MMAgent(acp.Agent):
         return meta.put(title=self.settings.acp.title, model=client.model, provider=client.provider)
 
     async def aclose(self) -> None:
-        """The client went away: stop every turn, and what the tools keep running."""
+        """The client went away: stop every turn, the probe, and what the tools keep running."""
+        if self._probe is not None and not self._probe.done():
+            self._probe.cancel()
+            await asyncio.gather(self._probe, return_exceptions=True)
         for state in self._sessions.values():
             state.engine.cancel()
         for state in self._sessions.values():
@@ -135,7 +150,9 @@ class MMAgent(acp.Agent):
         client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:
-        client = await self._model()
+        """Answered at once: the model server is asked in the background (`_start_probe`), and
+        the model and its provider go to a parent mm with each `session/new` instead."""
+        self._start_probe()
         return InitializeResponse(
             # The requested version when mm speaks it, else the latest it speaks (the
             # protocol's rule: a client asking for 0, or for a version from the future, is told 1).
@@ -157,7 +174,7 @@ class MMAgent(acp.Agent):
             agent_info=Implementation(
                 name="mm", title=self.settings.acp.title, version=__version__
             ),
-            field_meta=self._meta(client),
+            field_meta=meta.put(title=self.settings.acp.title),
         )
 
     async def new_session(
@@ -448,6 +465,13 @@ def _mcp_servers(servers: list[Any] | None) -> dict[str, McpServer]:
             continue
         found[name] = entry
     return found
+
+
+def _probed(task: asyncio.Task[ModelClient]) -> None:
+    """The background probe ended: its failure is not lost unread (the request that needs the
+    model asks again and says it)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _log_warning(event: Event) -> None:
