@@ -783,6 +783,32 @@ def sessions_folders(
     return (state, cwd / OLD_SESSIONS)
 
 
+def known_sessions_folders(
+    settings: Settings,
+    cwd: Path,
+    *,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Path, ...]:
+    """The session folders of every project mm knows, for a list not limited to one folder
+    (ACP's `session/list` without `cwd`): each project's folder in the state folder (the
+    demo's playgrounds apart, unless `cwd` is one), and `cwd`'s own (its old `.mm/sessions`
+    too: another project's old folder is known only to that project). An absolute
+    `sessionsDir` holds every project's sessions already; a relative one is each project's
+    own, and only `cwd`'s is known."""
+    own = sessions_folders(settings, cwd, home=home, environ=environ)
+    if settings.sessions_dir:
+        return own
+    root = user_state_dir(home, environ) / "sessions"
+    try:
+        others = sorted(
+            entry for entry in root.iterdir() if entry.name != "demo" and entry.is_dir()
+        )
+    except OSError:  # no sessions yet, or a state folder that cannot be read
+        others = []
+    return (*own, *(folder for folder in others if folder not in own))
+
+
 _loader: type | None = None
 
 

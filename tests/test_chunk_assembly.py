@@ -19,9 +19,11 @@ from scripted_server import (
 
 from mm_tui.core.events import Usage
 from mm_tui.engine.chunk_assembly import (
+    CallSlots,
     ChunkAssembler,
     Replay,
     completion_chunks,
+    distinct_ids,
     merge_tool_piece,
 )
 from mm_tui.engine.model_stream import (
@@ -187,8 +189,52 @@ def test_a_call_without_a_name_is_dropped():
     assert end.tool_calls == ()
 
 
+def test_a_new_call_on_an_index_already_used_is_a_call_of_its_own():
+    """Servers that send every call on index 0, each whole with its own id: two calls, in the
+    order they came, each shown on a slot of its own; a piece after them goes to the last."""
+    chunks, end = assemble(
+        pieces({"index": 0, "id": "a", "function": {"name": "bash", "arguments": '{"c": 1}'}}),
+        pieces({"index": 0, "id": "b", "function": {"name": "read_file", "arguments": '{"p"'}}),
+        pieces({"index": 0, "function": {"arguments": ": 2}"}}),
+        pieces({"index": 1, "id": "c", "function": {"name": "bash", "arguments": "{}"}}),
+    )
+    assert end.tool_calls == (
+        ToolCall("a", "bash", '{"c": 1}'),
+        ToolCall("b", "read_file", '{"p": 2}'),
+        ToolCall("c", "bash", "{}"),
+    )
+    assert [c.index for c in chunks] == [0, 1, 1, 2]
+
+
+def test_a_new_id_without_a_name_continues_the_call():
+    """A server that sends an id in every piece, not always the same: no name, no new call."""
+    _, end = assemble(
+        pieces({"index": 0, "id": "a", "function": {"name": "bash", "arguments": '{"c"'}}),
+        pieces({"index": 0, "id": "a2", "function": {"arguments": ": 1}"}}),
+    )
+    assert end.tool_calls == (ToolCall("a", "bash", '{"c": 1}'),)
+
+
+def test_repeated_ids_become_distinct():
+    """Within an answer and against the conversation so far: the second `x` is `x-2`, and an
+    id an earlier answer used moves on to the next free number."""
+    earlier = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "y"}, {"id": "y-2"}]},
+        {"role": "tool", "tool_call_id": "y"},
+    ]
+    calls = (ToolCall("x", "bash", "{}"), ToolCall("x", "bash", "1"), ToolCall("y", "a", ""))
+    assert distinct_ids(calls, earlier) == (
+        ToolCall("x", "bash", "{}"),
+        ToolCall("x-2", "bash", "1"),
+        ToolCall("y-3", "a", ""),
+    )
+    fresh = (ToolCall("z", "bash", "{}"),)
+    assert distinct_ids(fresh, earlier) == fresh
+
+
 def test_a_piece_that_changes_nothing_is_not_shown():
-    calls: dict[int, Any] = {}
+    calls = CallSlots()
     assert merge_tool_piece(calls, {"index": 0, "id": "a"}) is None  # no function
     assert merge_tool_piece(calls, {"index": 0, "function": {}}) is None
     assert merge_tool_piece(calls, "not a piece") is None

@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -710,3 +712,103 @@ def test_the_metadata_file_is_rewritten_only_when_what_it_shows_changes(tmp_path
     flush_all()
     assert session.meta_path.stat().st_ino != inode
     assert json.loads(session.meta_path.read_text())["message_count"] == 11
+
+
+# --------------------------------------------------------------------------- two processes
+
+
+def test_a_session_another_mm_writes_is_continued_in_a_copy(tmp_path: Path) -> None:
+    """Two real `mm -p --resume ID`: the first holds the session (its answer is kept waiting);
+    the second goes on in a copy under a new id and says so, so neither journal mixes the
+    other's records, and each reads back as the conversation its own process had."""
+    from scripted_server import Reply, ScriptedServer
+    from session_helpers import sessions_of
+    from support.program import MM, mm
+
+    gate = threading.Event()
+
+    def answer(request: Any) -> Reply:
+        asked = request.messages[-1]["content"]
+        if asked == "first":
+            gate.wait(60)  # held until the second process has done its turn
+        return Reply(f"answer to {asked}")
+
+    folder = sessions_of(tmp_path)
+    with ScriptedServer(on_empty=answer) as server:
+        base = ("--base-url", server.base_url, "--model", "m")
+        assert mm(*base, "-p", "hello", cwd=tmp_path).returncode == 0
+        (path,) = folder.glob("*.jsonl")
+        original = path.name.removesuffix(".jsonl")
+        first = subprocess.Popen(
+            [*MM, *base, "--resume", original, "-p", "first"],
+            cwd=tmp_path,
+            env=clean_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            server.wait_for_requests(2, timeout=60)  # the first is asking: it holds the session
+            second = mm(*base, "--resume", original, "-p", "second", cwd=tmp_path)
+        finally:
+            gate.set()
+            out, err = first.communicate(timeout=60)
+        assert first.returncode == 0, err
+        assert second.returncode == 0, second.stderr
+    assert out.startswith("answer to first")
+    assert second.stdout.startswith("answer to second")
+    forks = [p for p in folder.glob("*.jsonl") if p.name != path.name]
+    assert len(forks) == 1
+    copy = forks[0].name.removesuffix(".jsonl")
+    said = f"session {original} is open in another mm process, which writes it: this one goes "
+    assert f"{said}on in a copy of it, session {copy}" in second.stderr
+    talk = [(m["role"], m["content"]) for m in Session.load(folder, original).messages[1:]]
+    assert talk == [
+        ("user", "hello"),
+        ("assistant", "answer to hello"),
+        ("user", "first"),
+        ("assistant", "answer to first"),
+    ]
+    forked = Session.load(folder, copy)
+    assert forked.records[0]["forked_from"] == original
+    assert [(m["role"], m["content"]) for m in forked.messages[1:]] == [
+        ("user", "hello"),
+        ("assistant", "answer to hello"),
+        ("user", "second"),
+        ("assistant", "answer to second"),
+    ]
+
+
+def test_the_lock_goes_with_a_killed_process(tmp_path: Path) -> None:
+    """An mm killed while it holds a session leaves no lock behind: the next resume goes on in
+    the session itself, not in a copy."""
+    from scripted_server import Reply, ScriptedServer, silence_after
+    from session_helpers import sessions_of
+    from support.program import MM, mm
+
+    folder = sessions_of(tmp_path)
+    with ScriptedServer(Reply("hi"), silence_after(0)) as server:
+        base = ("--base-url", server.base_url, "--model", "m")
+        assert mm(*base, "-p", "hello", cwd=tmp_path).returncode == 0
+        (path,) = folder.glob("*.jsonl")
+        original = path.name.removesuffix(".jsonl")
+        held = subprocess.Popen(
+            [*MM, *base, "--resume", original, "-p", "first"],
+            cwd=tmp_path,
+            env=clean_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            server.wait_for_requests(2, timeout=60)
+        finally:
+            held.kill()
+            held.wait(30)
+        server.script(Reply("back"))
+        again = mm(*base, "--resume", original, "-p", "again", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+    assert "in a copy" not in again.stderr
+    assert [p.name for p in folder.glob("*.jsonl")] == [path.name]
+    assert Session.load(folder, original).messages[-1]["content"] == "back"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scripted_model import ScriptedModel, call, calls, say
+from scripted_server import SSE, Reply, ScriptedServer, chunk, finish_chunk
 from session_helpers import saved as saved_session
 from support.engine import make_engine, of
 from support.engine import turn as run
@@ -309,3 +312,44 @@ async def test_demo_model_helps_with_anything_else(tmp_path: Path) -> None:
     answer = "".join(e.text for e in of(events, TextDelta))
     assert "demo model" in answer and "--base-url" in answer
     assert not of(events, ToolCallStarted)
+
+
+async def test_calls_sharing_an_index_or_an_id_each_run_under_an_id_of_their_own(
+    tmp_path: Path,
+) -> None:
+    """A server that streams every call on index 0 and a model that repeats ids: each call runs,
+    and the conversation sent back names each call by an id of its own, its result after it
+    under the same id (a strict server refuses a repeated id)."""
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.txt").write_text(f"file {name}\n")
+
+    def whole(index: int, id: str, path: str) -> dict[str, Any]:
+        args = json.dumps({"path": path})
+        piece = {"index": index, "id": id, "function": {"name": "read_file", "arguments": args}}
+        return chunk({"tool_calls": [piece]})
+
+    with ScriptedServer() as server:
+        server.script(
+            SSE(
+                [
+                    whole(0, "t", "a.txt"),
+                    whole(0, "u", "b.txt"),
+                    whole(1, "t", "c.txt"),
+                    finish_chunk("tool_calls"),
+                ]
+            ),
+            SSE([whole(0, "t", "a.txt"), finish_chunk("tool_calls")]),
+            Reply("done"),
+        )
+        engine = make_engine(tmp_path, server, yolo=True)
+        events = await run(engine, "read them")
+        end = events[-1]
+        assert isinstance(end, TurnEnded) and end.stop_reason == "end_turn"
+        sent = server.wait_for_requests(3)[2].messages
+    asked = [m for m in sent if m["role"] in ("assistant", "tool")]
+    assert [
+        [c["id"] for c in m["tool_calls"]] if m["role"] == "assistant" else m["tool_call_id"]
+        for m in asked
+    ] == [["t", "u", "t-2"], "t", "u", "t-2", ["t-3"], "t-3"]
+    assert ["file a" in asked[1]["content"], "file b" in asked[2]["content"]] == [True, True]
+    assert "file c" in asked[3]["content"] and "file a" in asked[5]["content"]

@@ -4,9 +4,14 @@ An answer arrives as deltas: text and reasoning (under either of its two names, 
 disagree), and tool calls in pieces that carry an index, an id, a name and some of the
 arguments' text. Servers differ here too: pieces without an index, calls without ids, the whole
 call in one piece, a name repeated in every piece, arguments sent as an object instead of its
-JSON text. The assembler folds the pieces into call slots, shows each change as it comes, keeps
-the finish reason and the usage figures, and ends the answer with the `StreamEnd` that carries
-the whole calls in index order. A call without a name is dropped, never guessed at.
+JSON text, every call on index 0 (each with its own id). The assembler folds the pieces into
+call slots, shows each change as it comes, keeps the finish reason and the usage figures, and
+ends the answer with the `StreamEnd` that carries the whole calls in index order. A call
+without a name is dropped, never guessed at.
+
+Ids are the model's, and models repeat them (the same id for two calls of one answer, or the
+`call_0` of every answer): `distinct_ids` gives each call of the conversation its own, since the
+result names its call by id and a strict server refuses a repeated one.
 
 A retried answer starts from the beginning, so the assembler also compares it with what earlier
 tries showed (`Replay`): nothing is ever shown twice.
@@ -33,7 +38,15 @@ from mm_tui.engine.model_stream import (
 )
 from mm_tui.engine.server_errors import reported_error
 
-__all__ = ["ChunkAssembler", "Replay", "completion_chunks", "merge_tool_piece", "stream_end"]
+__all__ = [
+    "CallSlots",
+    "ChunkAssembler",
+    "Replay",
+    "completion_chunks",
+    "distinct_ids",
+    "merge_tool_piece",
+    "stream_end",
+]
 
 # Chunks are built without the frozen dataclass's __init__, which alone costs more than the rest
 # of the path a text delta takes.
@@ -95,6 +108,34 @@ class _Call:
         return False
 
 
+class CallSlots(dict[int, _Call]):
+    """The calls of one answer being assembled, by slot (the order they end in), and `at`, the
+    slot each stream index now fills. A slot is the call's index, unless the server sends a new
+    call (a new id and a name) on an index already used: that call gets the next free slot, and
+    the index's later pieces go to it."""
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at: dict[int, int] = {}
+
+
+def _slot(calls: CallSlots, index: int, call_id: Any, name: Any) -> int:
+    """The slot of a piece on stream `index`. A piece that starts another call (a name, and an
+    id other than the one of the call on its index) opens a new slot; a new id without a name is
+    only a server that repeats ids oddly, and continues the call."""
+    slot = calls.at.get(index)
+    if slot is None:
+        slot = index if index not in calls else max(calls) + 1
+        calls.at[index] = slot
+        return slot
+    known = calls[slot].id if slot in calls else ""
+    if call_id and known and call_id != known and name and name.__class__ is str:
+        slot = calls.at[index] = max(calls) + 1
+    return slot
+
+
 def _implied_index(calls: dict[int, _Call], call_id: Any) -> int:
     """The slot of a piece without an index: a new id opens a new call, a known id goes to its
     call, and no id continues the last call."""
@@ -106,24 +147,27 @@ def _implied_index(calls: dict[int, _Call], call_id: Any) -> int:
     return max(calls) + 1 if calls else 0
 
 
-def merge_tool_piece(calls: dict[int, _Call], piece: Any) -> ToolCallChunk | None:
+def merge_tool_piece(calls: CallSlots, piece: Any) -> ToolCallChunk | None:
     """Fold one `delta.tool_calls[i]` piece into the calls being assembled; return the update to
     show, or None when the piece carried neither name nor arguments."""
     if piece.__class__ is not dict:
         return None
     index = piece.get("index")
     call_id = piece.get("id")
-    if index.__class__ is not int:
+    fn = piece.get("function")
+    name = fn.get("name") if fn.__class__ is dict else None
+    if index.__class__ is int:
+        index = _slot(calls, index, call_id, name)
+    else:
         index = _implied_index(calls, call_id)
     call = calls.get(index)
     if call is None:
         call = calls[index] = _Call()
     if call_id and not call.id:
         call.id = str(call_id)
-    fn = piece.get("function")
     if fn.__class__ is not dict:
         return None
-    changed = call.merge_name(fn.get("name"))
+    changed = call.merge_name(name)
     args = fn.get("arguments")
     if args:
         if args.__class__ is not str:
@@ -169,7 +213,7 @@ class ChunkAssembler:
     def begin(self) -> None:
         """A new try. It answers from the beginning, so it is compared with what the earlier
         tries showed."""
-        self.calls: dict[int, _Call] = {}  # index -> the call being assembled
+        self.calls = CallSlots()  # slot -> the call being assembled
         self.finish: str | None = None
         self.usage: Any = None
         self.yielded = False
@@ -264,7 +308,7 @@ def _put(out: list[ModelChunk], kind: type[TextChunk | ReasoningChunk], text: st
 def completion_chunks(data: dict[str, Any], next_call_id: Callable[[], str]) -> list[ModelChunk]:
     """A whole JSON completion (a non-streamed answer) as the chunks a stream would have given."""
     out: list[ModelChunk] = []
-    calls: dict[int, _Call] = {}
+    calls = CallSlots()
     finish = None
     choices = data.get("choices") or []
     if choices and isinstance(choices[0], dict):
@@ -284,6 +328,31 @@ def completion_chunks(data: dict[str, Any], next_call_id: Callable[[], str]) -> 
                         out.append(update)
     out.append(stream_end(finish, calls, data.get("usage"), next_call_id))
     return out
+
+
+def distinct_ids(
+    calls: tuple[ToolCall, ...], messages: Iterable[dict[str, Any]]
+) -> tuple[ToolCall, ...]:
+    """`calls` (an answer's) with an id of their own each: one the conversation so far
+    (`messages`) or an earlier call of the answer already has becomes `<id>-2`, `-3`... The
+    answer is recorded and its results sent with the new id, so call and result stay paired,
+    where a repeated id would make a strict server refuse the conversation and pair a result
+    with the wrong call when a session is shown again."""
+    taken: set[str] = set()
+    for message in messages:
+        for earlier in message.get("tool_calls") or ():
+            if isinstance(earlier, dict):
+                taken.add(str(earlier.get("id")))
+    out = []
+    for call in calls:
+        new = call.id
+        n = 1
+        while new in taken:
+            n += 1
+            new = f"{call.id}-{n}"
+        taken.add(new)
+        out.append(call if new == call.id else ToolCall(new, call.name, call.arguments))
+    return tuple(out)
 
 
 def _as_text(value: Any) -> str:

@@ -18,6 +18,12 @@ whatever the length of the session.
   per event"); `sync` fsyncs (turn end, exit) and returns a future to wait on.
 - A failed write cuts the file back to its last whole line and marks the journal failed; the
   session raises the error at its next save and starts a new journal with the whole state.
+- The descriptor that writes a journal holds an exclusive `flock` on it (`lock_descriptor`), for
+  as long as the journal is open: two processes appending to one journal would interleave their
+  records, and the history read back would send the model results that do not follow their
+  calls. Another process that wants it gets `JournalBusy` (the session then goes on in a copy);
+  the lock goes with the descriptor, so a killed process leaves none behind. Within one process
+  a journal opened twice (a session reloaded) shares the one lock.
 """
 
 from __future__ import annotations
@@ -37,7 +43,73 @@ from typing import Any
 from mm_tui.core.files import TEMP_SUFFIX, write_atomically
 from mm_tui.core.redact import Redactor
 
+try:
+    import fcntl
+except ImportError:  # no flock on this system: journals are not locked
+    fcntl = None
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class JournalBusy(Exception):
+    """Another process holds the journal's lock: it is writing the session."""
+
+
+# A journal locked by this process: its inode -> [a descriptor of the locked open file, holders]
+_locks: dict[tuple[int, int], list[int]] = {}
+_locks_guard = threading.Lock()
+
+
+def open_for_append(path: Path) -> tuple[int, tuple[int, int]]:
+    """`path` opened for appending (never through a link) and locked for this process: the
+    descriptor and the inode it locks (for `release_descriptor`). Raises JournalBusy when
+    another process holds the lock, OSError when the file cannot be opened."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+    return lock_descriptor(fd)
+
+
+def lock_descriptor(fd: int) -> tuple[int, tuple[int, int]]:
+    """Lock the journal open on `fd` for this process, without waiting. Returns the descriptor
+    to write with: `fd` itself, or, when this process has the journal locked already, a copy of
+    the descriptor holding that lock (`fd` is closed), so that the lock lasts while either is
+    open. Raises JournalBusy (and closes `fd`) when another process holds it."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    key = (info.st_dev, info.st_ino)
+    with _locks_guard:
+        held = _locks.get(key)
+        if held is not None:
+            os.close(fd)
+            held[1] += 1
+            return os.dup(held[0]), key
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise JournalBusy from None
+            except OSError:  # a file system without locks: written unlocked, as before
+                pass
+        _locks[key] = [os.dup(fd), 1]
+        return fd, key
+
+
+def release_descriptor(fd: int, key: tuple[int, int]) -> None:
+    """Close a descriptor `lock_descriptor` gave; the lock goes with the last of them."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with _locks_guard:
+        held = _locks.get(key)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] <= 0:
+            del _locks[key]
+            with contextlib.suppress(OSError):
+                os.close(held[0])
 
 
 def encode_record(record: dict[str, Any], redactor: Redactor) -> bytes:
@@ -62,10 +134,19 @@ class Journal:
     """One session's files. Its methods queue work for the writer thread and return at once,
     except `create`/`reopen`, which open the file on the caller's thread."""
 
-    def __init__(self, path: Path, meta_path: Path, fd: int, size: int, temp: Path | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        meta_path: Path,
+        fd: int,
+        size: int,
+        temp: Path | None,
+        key: tuple[int, int],
+    ) -> None:
         self.path = path
         self.meta_path = meta_path
         self._fd: int | None = fd
+        self._key = key  # the inode `fd` holds the lock of
         self._size = size  # bytes of whole lines written
         self._temp = temp  # until the first batch is renamed over `path`
         self._failure: OSError | None = None
@@ -87,23 +168,31 @@ class Journal:
             temp.unlink()
         # 0o600: tool output in the history may hold whatever the tools read.
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _NOFOLLOW
-        fd = os.open(temp, flags, 0o600)
-        return cls(path, meta_path, fd, 0, temp)
+        fd, key = lock_descriptor(os.open(temp, flags, 0o600))  # a new inode: never busy
+        return cls(path, meta_path, fd, 0, temp, key)
 
     @classmethod
-    def reopen(cls, path: Path, meta_path: Path, whole: int) -> Journal:
+    def reopen(
+        cls,
+        path: Path,
+        meta_path: Path,
+        whole: int,
+        claimed: tuple[int, tuple[int, int]] | None = None,
+    ) -> Journal:
         """Append to `path`, whose first `whole` bytes are whole lines (a torn tail is cut).
+        `claimed`: the locked descriptor the session took when it was opened (`open_for_append`),
+        else the file is opened and locked now (JournalBusy when another process has it).
         A resumed session's folder is swept as a new one's is: a run killed while it replaced
         the session's `.meta.json` left its temporary file there."""
         remove_stale_temps(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        fd, key = claimed if claimed is not None else open_for_append(path)
         try:
             if os.fstat(fd).st_size != whole:
                 os.ftruncate(fd, whole)
         except BaseException:
-            os.close(fd)
+            release_descriptor(fd, key)
             raise
-        return cls(path, meta_path, fd, whole, None)
+        return cls(path, meta_path, fd, whole, None, key)
 
     # -- the caller's side ---------------------------------------------------------------------
 
@@ -160,8 +249,7 @@ class Journal:
     def _close(self) -> None:
         self._sync()
         if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
+            release_descriptor(self._fd, self._key)
             self._fd = None
         if self._temp is not None:  # never renamed into place: nothing of it is worth keeping
             with contextlib.suppress(OSError):
@@ -174,8 +262,7 @@ class Journal:
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self._size)
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
+            release_descriptor(self._fd, self._key)
             self._fd = None
         if self._temp is not None:
             with contextlib.suppress(OSError):

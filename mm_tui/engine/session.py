@@ -5,6 +5,8 @@ of what happened, in order, never rewritten:
 
     {"type": "session", "version": 2, "id", "created", "cwd", "model", "provider", "base_url"}
     {"type": "message", "message": {...}}          one message of the history, as sent
+    {"type": "message", "message": {role: assistant}, "thought": "..."}
+                                                    an answer, and the reasoning before it
     {"type": "message", "message": {role: tool}, "tool": {"status", "elapsed", "title",
         "display"?, "diff"?}}                       a tool's result, and what the window showed
     {"type": "turn", "time", "counters", "usage", "elapsed", "stop_reason"}
@@ -25,6 +27,12 @@ Saving costs what the new records cost: `save` hands them to the journal's write
 save) is converted to a journal the first time it is opened, and kept beside it as `<id>.v1.json`.
 
 The api key has no field here: a session file holds nothing that cannot be shown.
+
+One process writes a journal at a time (its descriptor holds a lock, `journal.py`). A session
+resumed while another mm has it open goes on in a fork: a copy of it as it stood at the end of
+its last finished turn, under a new id, written whole at its first save, its header naming the
+session it came from, and a warning saying so (`warnings`); the other mm keeps the original. ACP's `session/load` refuses instead (`fork=False`):
+the editor's id must stay the session it names.
 """
 
 from __future__ import annotations
@@ -44,8 +52,11 @@ from mm_tui.core.redact import Redactor, clean_url
 from mm_tui.core.text import one_line
 from mm_tui.engine.journal import (
     Journal,
+    JournalBusy,
     JournalDamaged,
+    open_for_append,
     read_records,
+    release_descriptor,
     replace_file,
 )
 
@@ -61,6 +72,10 @@ CONVERTED_SUFFIX = ".v1.json"
 
 class SessionError(Exception):
     """A session that cannot be opened; str() is one line naming the file and the reason."""
+
+
+class SessionBusy(SessionError):
+    """A session another mm process writes, opened with `fork=False`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +116,7 @@ class Session:
         self.created = created
         self.updated = updated or created
         self.version = SESSION_VERSION
+        self.forked_from: str | None = None  # the session this one is a copy of
         self.messages: list[dict[str, Any]] = []
         self.turns: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
@@ -112,6 +128,8 @@ class Session:
         self._written = 0  # records handed to the journal
         self._journal: Journal | None = None
         self._reopen_at: int | None = None  # a loaded journal: append after this many bytes
+        # the journal's locked descriptor, taken when it was resumed, until the journal opens
+        self._claim: tuple[int, tuple[int, int]] | None = None
         # What is kept out of the file: the environment's keys until an engine gives its own.
         self.redactor = Redactor()
         self._titled = False
@@ -128,11 +146,9 @@ class Session:
     ) -> Session:
         """A session in memory only: a person who starts mm and quits leaves no empty file."""
         now = datetime.now(UTC)
-        # sorts by time; os.urandom, as secrets.token_hex is, without secrets' import (hmac)
-        session_id = f"{now:%Y%m%d-%H%M%S}-{os.urandom(3).hex()}"
         return cls(
             folder,
-            session_id,
+            _new_id(now),
             cwd=str(cwd),
             model=model,
             provider=provider,
@@ -141,7 +157,7 @@ class Session:
         )
 
     def _header(self) -> dict[str, Any]:
-        return {
+        header = {
             "type": "session",
             "version": SESSION_VERSION,
             "id": self.id,
@@ -151,6 +167,9 @@ class Session:
             "provider": self.provider,
             "base_url": clean_url(self.base_url),
         }
+        if self.forked_from is not None:
+            header["forked_from"] = self.forked_from
+        return header
 
     @property
     def path(self) -> Path:
@@ -169,14 +188,22 @@ class Session:
             self._seen += 1
 
     def add_message(
-        self, message: dict[str, Any], *, tool: Mapping[str, Any] | None = None
+        self,
+        message: dict[str, Any],
+        *,
+        tool: Mapping[str, Any] | None = None,
+        thought: str | None = None,
     ) -> None:
         """Append a message to the history; `tool`: a result's status, time and title, so that a
-        resumed window shows the call as it ended (the message alone cannot say)."""
+        resumed window shows the call as it ended (the message alone cannot say); `thought`: an
+        answer's reasoning, kept beside the message and never sent back to the model (a server
+        may refuse it there), so that a reopened session shows it again."""
         self._catch_up()
         self.messages.append(message)
         self._seen += 1
         record: dict[str, Any] = {"type": "message", "message": message}
+        if thought:
+            record["thought"] = thought
         if tool is not None:
             record["tool"] = {k: v for k, v in tool.items() if v is not None}
             self.tool_results[str(message.get("tool_call_id"))] = record["tool"]
@@ -282,12 +309,15 @@ class Session:
             times = [r["time"] for r in self.records[self._written :] if "time" in r]
             self.updated = max(times) if times else _now()
         created = False
+        if self._journal is None and self._reopen_at is not None:
+            claimed, self._claim = self._claim, None
+            try:
+                self._journal = Journal.reopen(self.path, self.meta_path, self._reopen_at, claimed)
+            except JournalBusy:  # loaded without a claim, and another mm took it since
+                self._fork()
         if self._journal is None:
-            if self._reopen_at is not None:
-                self._journal = Journal.reopen(self.path, self.meta_path, self._reopen_at)
-            else:
-                self._journal = Journal.create(self.path, self.meta_path)
-                self._written, created = 0, True
+            self._journal = Journal.create(self.path, self.meta_path)
+            self._written, created = 0, True
         new = self.records[self._written :]
         self._written = len(self.records)
         meta = None
@@ -308,6 +338,7 @@ class Session:
             self.save()
         except OSError:
             pass
+        self._release_claim()
         journal, self._journal = self._journal, None
         if journal is None:
             return None
@@ -349,9 +380,16 @@ class Session:
     # -- reading ---------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, folder: Path, session_id: str) -> Session:
+    def load(
+        cls, folder: Path, session_id: str, *, claim: bool = False, fork: bool = True
+    ) -> Session:
         """Reopen a session. A damaged journal raises SessionError and is left as it is; a torn
-        last line is skipped, with a warning in `warnings`."""
+        last line is skipped, with a warning in `warnings`.
+
+        `claim`: the session is to be continued, so its journal is locked for this process
+        before it is read (nothing another mm writes can come between the reading and the
+        lock). When another mm holds it, the session goes on in a fork, said in `warnings`, or
+        with `fork` False SessionError says so."""
         folder = Path(folder)
         if not _ID.fullmatch(session_id):
             raise SessionError(f"mm: {session_id!r} is not a session id")
@@ -359,9 +397,31 @@ class Session:
         old = folder / f"{session_id}{OLD_SUFFIX}"
         if not _exists(path) and _exists(old):
             return _convert(folder, session_id, old)
-        records, whole, torn = _read_journal(path)
-        session = _replay(folder, session_id, records)
+        claimed, busy = None, False
+        if claim:
+            try:
+                claimed = open_for_append(path)
+            except JournalBusy:
+                busy = True
+                if not fork:
+                    raise SessionBusy(
+                        f"mm: session {session_id} is open in another mm process, which writes "
+                        "it; close it there, or open it in a terminal (`mm --resume "
+                        f"{session_id}`), which goes on in a copy"
+                    ) from None
+            except OSError:
+                pass  # a file mm cannot write: reading says why, or the first save does
+        try:
+            records, whole, torn = _read_journal(path)
+            if busy:  # the turn the other mm is in is its own: the copy starts before it
+                records, torn = _settled(records), 0
+            session = _replay(folder, session_id, records)
+        except BaseException:
+            if claimed is not None:
+                release_descriptor(*claimed)
+            raise
         session._reopen_at = whole
+        session._claim = claimed
         session._written = len(session.records)
         if torn:
             session.warnings.append(
@@ -377,7 +437,29 @@ class Session:
                 session.messages = repaired
                 session._seen = len(repaired)
                 session.records.append({"type": "history", "time": _now(), "messages": repaired})
+        if busy:
+            session._fork()
         return session
+
+    def _fork(self) -> None:
+        """Go on as a copy of this session under a new id, written whole at the next save:
+        another mm writes the original. Said in `warnings`."""
+        self._release_claim()
+        original = self.id
+        self.forked_from = original
+        self.id = _new_id(datetime.now(UTC))
+        self.records[0] = self._header()
+        self._journal, self._written, self._reopen_at = None, 0, None
+        self.warnings.append(
+            f"session {original} is open in another mm process, which writes it: this one goes "
+            f"on in a copy of it, session {self.id}"
+        )
+
+    def _release_claim(self) -> None:
+        """Unlock a journal claimed for a resume that is left before writing it."""
+        claimed, self._claim = self._claim, None
+        if claimed is not None:
+            release_descriptor(*claimed)
 
     @classmethod
     def latest(cls, folder: Path) -> Session | None:
@@ -414,17 +496,20 @@ class Session:
     def move_to(self, folder: Path) -> None:
         """Go on in `folder`: the next save writes the whole session there, as a new journal;
         the file it was read from is left as it was (an old session folder is only read)."""
+        self._release_claim()
         self.folder = Path(folder)
         self._journal, self._written, self._reopen_at = None, 0, None
 
 
-def find_session(folders: Sequence[Path], session_id: str) -> Session:
+def find_session(folders: Sequence[Path], session_id: str, *, fork: bool = True) -> Session:
     """`--resume ID` over the session folders, the first first: a session found in a later one
-    (the project's old `.mm/sessions`) moves to the first (`move_to`). Raises SessionError."""
+    (the project's old `.mm/sessions`) moves to the first (`move_to`). Raises SessionError.
+    The session is to be continued: its journal is claimed (`Session.load`), and one another
+    mm writes goes on in a fork (with `fork` False: SessionError)."""
     for index, folder in enumerate(folders):
         folder = Path(folder)
         if _ID.fullmatch(session_id) and session_id in _session_paths(folder):
-            session = Session.load(folder, session_id)
+            session = Session.load(folder, session_id, claim=not index, fork=fork)
             if index:
                 session.move_to(folders[0])
             return session
@@ -439,6 +524,8 @@ def latest_session(folders: Sequence[Path]) -> Session | None:
         if session is not None:
             if index:
                 session.move_to(folders[0])
+            elif session.path.exists():  # read again, claimed: see `Session.load`
+                session = Session.load(folder, session.id, claim=True)
             return session
     return None
 
@@ -588,6 +675,25 @@ def _check_version(path: Path, version: Any, lowest: int, highest: int) -> None:
 
 def _is_message(message: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(message, dict) and isinstance(message.get("role"), str)
+
+
+def _settled(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records up to the end of the last finished turn (to the first request when none
+    has finished): what a session another process is writing holds for sure. What follows is
+    that process's turn in flight, a request without its answer, calls without results."""
+    for index in range(len(records) - 1, 0, -1):
+        if records[index].get("type") == "turn":
+            return records[: index + 1]
+    for index, record in enumerate(records):
+        if any(m.get("role") == "user" for m in _messages_of(record)):
+            return records[:index]
+    return records
+
+
+def _new_id(now: datetime) -> str:
+    """A session id: sorts by time; os.urandom, as secrets.token_hex is, without secrets' import
+    (hmac)."""
+    return f"{now:%Y%m%d-%H%M%S}-{os.urandom(3).hex()}"
 
 
 def _changes_meta(record: dict[str, Any]) -> bool:
@@ -836,6 +942,7 @@ __all__ = [
     "INTERRUPTED",
     "SESSION_VERSION",
     "Session",
+    "SessionBusy",
     "SessionError",
     "SessionInfo",
     "answer_interrupted_tool_calls",

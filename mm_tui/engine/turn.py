@@ -47,6 +47,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.core.redact import Redactor
 from mm_tui.core.text import one_line
+from mm_tui.engine.chunk_assembly import distinct_ids
 from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, RunawayDetector, loop_stop_message
@@ -556,6 +557,7 @@ class Engine:
         """One model round trip: stream the answer, return the tool calls it asked for."""
         await self._make_room(emit)
         text: list[str] = []
+        thought: list[str] = []
         runaway = RunawayDetector()
         end: StreamEnd | None = None
         timeout = self.settings.watchdog_timeout
@@ -593,11 +595,12 @@ class Engine:
                         text.append(chunk.text)
                         emit(TextDelta(text=chunk.text))
                     elif isinstance(chunk, ReasoningChunk):
+                        thought.append(chunk.text)
                         emit(ThoughtDelta(text=chunk.text))
                     elif isinstance(chunk, ToolCallChunk):
                         problem = runaway.check(chunk.arguments)
                         if problem:
-                            self._keep_partial(text)
+                            self._keep_partial(text, thought)
                             raise _StopTurn("error", problem, "generation")
                         emit(
                             ComposingToolCall(
@@ -607,7 +610,7 @@ class Engine:
                     elif isinstance(chunk, StreamEnd):
                         end = chunk
         except TimeoutError:
-            self._keep_partial(text)
+            self._keep_partial(text, thought)
             raise _StopTurn(
                 "error",
                 f"[error: the model sent nothing for {timeout:g}s — turn stopped by the "
@@ -616,7 +619,7 @@ class Engine:
                 "generation",
             ) from None
         except ModelError as exc:
-            self._keep_partial(text)
+            self._keep_partial(text, thought)
             if exc.unreachable and self.server_answering is not False:
                 self._server_state(False, exc.message, emit)
             elif exc.status is not None and self.server_answering is not True:
@@ -625,7 +628,7 @@ class Engine:
                 raise _StopTurn("error", f"[error: {exc.message}]", "provider") from None
             refused = exc
         except asyncio.CancelledError:
-            self._keep_partial(text)
+            self._keep_partial(text, thought)
             if end is None:
                 self._server_busy = True
             raise
@@ -640,7 +643,7 @@ class Engine:
             return await self._generate(emit, state)
         state.overflowed = False
         if end is None:
-            self._keep_partial(text)
+            self._keep_partial(text, thought)
             raise _StopTurn(
                 "error", "[error: the model's answer ended without a final chunk]", "provider"
             )
@@ -650,21 +653,22 @@ class Engine:
             await self.learn_context_window()
         self.meter.observed(end.usage.prompt_tokens, sent)
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
-        if end.tool_calls:
+        calls = distinct_ids(end.tool_calls, self.session.messages) if end.tool_calls else ()
+        if calls:
             message["tool_calls"] = [
                 {
                     "id": call.id,
                     "type": "function",
                     "function": {"name": call.name, "arguments": call.arguments},
                 }
-                for call in end.tool_calls
+                for call in calls
             ]
-        self.session.messages.append(message)
-        state.pending = list(end.tool_calls)
-        if end.tool_calls:  # else the turn ends here, and its end saves the session
+        self.session.add_message(message, thought="".join(thought) or None)
+        state.pending = list(calls)
+        if calls:  # else the turn ends here, and its end saves the session
             self._save(emit)
         self._report_context(emit)
-        return list(end.tool_calls)
+        return list(calls)
 
     def _retrying(self, retrying: Retrying, emit: Emit) -> None:
         if retrying.unreachable and self.server_answering is not False:
@@ -751,10 +755,11 @@ class Engine:
         self._report_context(emit)
         return True
 
-    def _keep_partial(self, text: list[str]) -> None:
+    def _keep_partial(self, text: list[str], thought: list[str]) -> None:
         """What the model said before a failure stays in the history: nothing is lost."""
         if text:
-            self.session.messages.append({"role": "assistant", "content": "".join(text)})
+            message = {"role": "assistant", "content": "".join(text)}
+            self.session.add_message(message, thought="".join(thought) or None)
 
     async def _run_calls(self, calls: list[ToolCall], emit: Emit, state: _TurnState) -> None:
         ctx = ToolContext(

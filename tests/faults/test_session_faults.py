@@ -270,7 +270,9 @@ def a_saved_session(folder: Path) -> Session:
         counters={}, usage={"prompt_tokens": 1, "completion_tokens": 1}, elapsed=0.5,
         stop_reason="end_turn",
     )  # fmt: skip
-    flush_all()
+    closed = session.close()  # as mm leaves it at exit: another mm may take it up
+    assert closed is not None
+    closed.result(10)
     return session
 
 

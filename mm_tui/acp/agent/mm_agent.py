@@ -36,10 +36,16 @@ from mm_tui.acp.agent.acp_session import AcpSession
 from mm_tui.acp.agent.content import prompt_text
 from mm_tui.acp.agent.replay import replay
 from mm_tui.acp.agent.translate import send_events, translate
-from mm_tui.config import McpServer, Settings, sessions_folders
+from mm_tui.config import McpServer, Settings, known_sessions_folders, sessions_folders
 from mm_tui.core.events import EngineError, Event
 from mm_tui.engine.model_stream import ModelClient
-from mm_tui.engine.session import Session, SessionError, find_session, list_sessions_in
+from mm_tui.engine.session import (
+    Session,
+    SessionBusy,
+    SessionError,
+    find_session,
+    list_sessions_in,
+)
 from mm_tui.engine.turn import Engine
 from mm_tui.tools.registry import ToolRegistry, ToolSource
 
@@ -49,13 +55,19 @@ STOP_REASONS: dict[str, str] = {
     "end_turn": "end_turn",
     "max_turns": "max_turn_requests",
     "cancelled": "cancelled",
-    # ACP has no stop reason for a failed turn: the error has already gone to the client as
-    # agent text (EngineError), and the turn did end.
-    "error": "end_turn",
+    # A guard's stop is mm's decision, said as agent text; the turn did end.
     "loop_detected": "end_turn",
 }
 """The engine's stop reason -> ACP's. A prompt that the client cancelled answers `cancelled`
-whatever the engine's reason, as the protocol requires."""
+whatever the engine's reason, as the protocol requires. A failed turn (`error`: the model or its
+server failed, the watchdog stopped it, the request no longer fits) has no stop reason: the
+prompt is answered with a JSON-RPC error (`TURN_FAILED`) carrying mm's words, as other agents
+answer a failed turn, so that an editor cannot take it for an answer. The words went as agent
+text too, before it (`EngineError`), and stay in the conversation an editor shows."""
+
+TURN_FAILED = -32603
+"""The JSON-RPC code of a prompt whose turn failed: internal error, what the protocol's agents
+answer then."""
 
 
 class MMAgent(acp.Agent):
@@ -63,11 +75,12 @@ class MMAgent(acp.Agent):
 
     def __init__(self, settings: Settings, cwd: Path, *, demo: bool = False) -> None:
         self.settings = settings
-        self.cwd = cwd  # the process folder: sessions are listed here when no cwd is given
+        self.cwd = cwd  # the process folder: the configured MCP servers work here
         self.demo = demo
         self._conn: Any = None
         self._client: ModelClient | None = None
         self._client_lock = asyncio.Lock()
+        self._probe: asyncio.Task[ModelClient] | None = None  # started by initialize
         self._window_lock = asyncio.Lock()
         self._window: tuple[Any] | None = None  # (the model's ContextWindow or None), once learned
         self._sessions: dict[str, AcpSession] = {}
@@ -78,9 +91,20 @@ class MMAgent(acp.Agent):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def _start_probe(self) -> None:
+        """Ask the model server now, in the background: `initialize` answers at once (a server
+        that accepts and never answers holds the probe for seconds, and a client that gives up
+        soon after start would have no request to cancel), and the first session waits for it
+        if it has not ended by then. Its failure is said by the request that needs the model
+        (which asks again), not here."""
+        if self._probe is None and self._client is None:
+            self._probe = asyncio.create_task(self._model(), name="mm-acp-probe")
+            self._probe.add_done_callback(_probed)
+
     async def _model(self) -> ModelClient:
-        """The shared model client, picked at the first request that needs it (initialize
-        reports the model), so that the process starts at once and probes nothing before."""
+        """The shared model client, picked once by the first caller (the probe `initialize`
+        starts); a caller that comes while it is picked waits for it, and after a failure the
+        next caller asks again."""
         async with self._client_lock:
             if self._client is None:
                 from mm_tui.startup import StartupError, pick_model
@@ -101,7 +125,10 @@ class MMAgent(acp.Agent):
         return meta.put(title=self.settings.acp.title, model=client.model, provider=client.provider)
 
     async def aclose(self) -> None:
-        """The client went away: stop every turn, and what the tools keep running."""
+        """The client went away: stop every turn, the probe, and what the tools keep running."""
+        if self._probe is not None and not self._probe.done():
+            self._probe.cancel()
+            await asyncio.gather(self._probe, return_exceptions=True)
         for state in self._sessions.values():
             state.engine.cancel()
         for state in self._sessions.values():
@@ -123,7 +150,9 @@ class MMAgent(acp.Agent):
         client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:
-        client = await self._model()
+        """Answered at once: the model server is asked in the background (`_start_probe`), and
+        the model and its provider go to a parent mm with each `session/new` instead."""
+        self._start_probe()
         return InitializeResponse(
             # The requested version when mm speaks it, else the latest it speaks (the
             # protocol's rule: a client asking for 0, or for a version from the future, is told 1).
@@ -145,7 +174,7 @@ class MMAgent(acp.Agent):
             agent_info=Implementation(
                 name="mm", title=self.settings.acp.title, version=__version__
             ),
-            field_meta=self._meta(client),
+            field_meta=meta.put(title=self.settings.acp.title),
         )
 
     async def new_session(
@@ -188,7 +217,10 @@ class MMAgent(acp.Agent):
                 {"message": f"session {session_id} is running a prompt; cancel it first"}
             )
         try:
-            session = find_session(sessions_folders(self.settings, folder), session_id)
+            # Another mm writing it: refused, not forked (the editor's id names this session).
+            session = find_session(sessions_folders(self.settings, folder), session_id, fork=False)
+        except SessionBusy as exc:
+            raise acp.RequestError.invalid_request({"message": str(exc)}) from None
         except SessionError as exc:
             raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
         client = await self._model()
@@ -203,8 +235,12 @@ class MMAgent(acp.Agent):
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        folder = _session_cwd(cwd) if cwd else self.cwd
-        infos = list_sessions_in(sessions_folders(self.settings, folder))
+        # `cwd` is a filter: without it, the sessions of every project mm knows
+        if cwd:
+            folders = sessions_folders(self.settings, _session_cwd(cwd))
+        else:
+            folders = known_sessions_folders(self.settings, self.cwd)
+        infos = list_sessions_in(folders)
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
@@ -250,6 +286,8 @@ class MMAgent(acp.Agent):
         state.prompting = False
         if state.cancel_requested or ended.stop_reason == "cancelled":
             return PromptResponse(stop_reason="cancelled")
+        if ended.stop_reason == "error":
+            raise acp.RequestError(TURN_FAILED, _failure(ended.error))
         return PromptResponse(stop_reason=STOP_REASONS.get(ended.stop_reason, "end_turn"))  # type: ignore[arg-type]
 
     # -- what mm does not offer ---------------------------------------------------------------
@@ -383,6 +421,15 @@ class MMAgent(acp.Agent):
         return state
 
 
+def _failure(error: str | None) -> str:
+    """The words of a failed turn for an error answer: the engine's, without their brackets
+    (`[error: ...]` sets them apart in a transcript, not in an error)."""
+    text = (error or "the turn failed").strip()
+    if text.startswith("[error: ") and text.endswith("]"):
+        text = text[len("[error: ") : -1]
+    return text
+
+
 def _session_cwd(cwd: str) -> Path:
     path = Path(cwd)
     if not path.is_absolute() or not path.is_dir():
@@ -418,6 +465,13 @@ def _mcp_servers(servers: list[Any] | None) -> dict[str, McpServer]:
             continue
         found[name] = entry
     return found
+
+
+def _probed(task: asyncio.Task[ModelClient]) -> None:
+    """The background probe ended: its failure is not lost unread (the request that needs the
+    model asks again and says it)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _log_warning(event: Event) -> None:

@@ -1,5 +1,5 @@
 """`session/load` replays the whole conversation from the journal's records (what a compaction
-replaced too: the editor showed it before), each tool call with the status, title and output its
+replaced too: the editor showed it before), each answer's reasoning as thought, each tool call with the status, title and output its
 result record kept; a call with no result (mm was killed) comes as failed, `cancelled` in `_meta`.
 """
 
@@ -18,14 +18,15 @@ from mm_tui.acp.agent.content import (
     message_chunk,
     single_path,
     text_content,
+    thought_chunk,
 )
 from mm_tui.config import Settings
 from mm_tui.engine.session import INTERRUPTED
 
 
 async def replay(state: AcpSession, settings: Settings) -> None:
-    """The conversation as updates, from the journal's records: user and agent messages,
-    and each tool call as it ended (the status its result record kept, never guessed from
+    """The conversation as updates, from the journal's records: user and agent messages (an
+    answer's reasoning first, as thought), and each tool call as it ended (the status its result record kept, never guessed from
     the text). What a compaction replaced is replayed too: the editor showed it before."""
     records = state.engine.session.records
     results = _results(records)
@@ -39,6 +40,9 @@ async def replay(state: AcpSession, settings: Settings) -> None:
             if text:
                 await state.send(acp.update_user_message_text(text))
         elif role == "assistant":
+            thought = record.get("thought")
+            if isinstance(thought, str) and thought:
+                await state.send(thought_chunk(thought, None))
             text = _flat(message.get("content"))
             if text:
                 await state.send(message_chunk(text, None))

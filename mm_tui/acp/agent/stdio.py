@@ -3,16 +3,22 @@
 Nothing but protocol messages may reach stdout: the protocol writes to a duplicate of the real
 stdout, and file descriptor 1 is then pointed at stderr, so a stray `print` of a library, or a
 process a tool starts that inherits stdout, lands in the log instead of corrupting the stream.
+
+The lines are framed here (`LineTransport`), not by the acp package: its reader takes any JSON
+for a message, and a line that is JSON but no object (`[]`, `42`) ended its receive loop, and so
+the agent. Here such a line is answered with JSON-RPC's error and the next line is read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import acp
 
@@ -48,6 +54,93 @@ class _WriteProtocol(asyncio.BaseProtocol):
         if self._paused:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
+
+
+class LineTransport:
+    """ACP's messages as lines of JSON, one object a line, for `acp.run_agent` (the package's
+    message-level `Transport`). What is not a message is answered, as JSON-RPC says, and
+    skipped: a line that is not JSON with a parse error (-32700), JSON that is not a request,
+    a notification or a response (an array, a number, a request whose id is an object) with an
+    invalid request (-32600); the answer's id is null unless the request had a usable one."""
+
+    def __init__(self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._lock = asyncio.Lock()  # one message at a time, whole, in the order sent
+
+    async def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        async with self._lock:
+            self._writer.write(data)
+            await self._writer.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next message, or None when the client closed stdin."""
+        while True:
+            line = await self._line()
+            if not line:
+                return None
+            line = line.strip()
+            if not line:
+                continue
+            message, refusal = _message(line)
+            if message is not None:
+                return message
+            if refusal is not None:
+                log.warning("%s", refusal["error"]["data"]["message"])
+                await self.send(refusal)
+
+    async def close(self) -> None:
+        """Nothing to close: stdout is closed when the process ends."""
+
+    async def _line(self) -> bytes:
+        """One line, however long (the reader's limit only bounds each read)."""
+        parts: list[bytes] = []
+        while True:
+            try:
+                parts.append(await self._reader.readuntil(b"\n"))
+                return b"".join(parts)
+            except asyncio.LimitOverrunError as exc:
+                parts.append(await self._reader.readexactly(exc.consumed))
+            except asyncio.IncompleteReadError as exc:
+                parts.append(exc.partial)
+                return b"".join(parts)
+
+
+def _message(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A line's message, or else the answer it gets (None for a response, which is never
+    answered, even a malformed one: two peers must not answer each other's errors forever)."""
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:  # bad JSON, or bytes that are not UTF-8
+        return None, _refusal(None, -32700, f"a line that is not JSON was skipped ({exc})")
+    if not isinstance(obj, dict):
+        kind = {list: "an array", str: "a string", type(None): "null", bool: "a boolean"}.get(
+            type(obj), "a number"
+        )
+        said = f"a message must be a JSON object, not {kind}; the line was skipped"
+        return None, _refusal(None, -32600, said)
+    ident = obj.get("id")
+    method = obj.get("method")
+    if isinstance(ident, bool) or not isinstance(ident, str | int | float | None):
+        if method is None:
+            return None, None  # a response with an id that cannot be one: nothing to answer
+        said = "a request's id must be a string, a number or null; the message was skipped"
+        return None, _refusal(None, -32600, said)
+    if method is None and "id" not in obj:
+        said = "a message needs a method (a request) or an id (a response); it was skipped"
+        return None, _refusal(None, -32600, said)
+    if method is not None and not isinstance(method, str):
+        said = "a request's method must be a string; the message was skipped"
+        return None, _refusal(ident if "id" in obj else None, -32600, said)
+    return obj, None
+
+
+def _refusal(ident: Any, code: int, said: str) -> dict[str, Any]:
+    """The JSON-RPC answer to a line that is no message: `code`, and `said` for the log."""
+    name = "Parse error" if code == -32700 else "Invalid request"
+    error = acp.RequestError(code, name, {"message": said})
+    return {"jsonrpc": "2.0", "id": ident, "error": error.to_error_obj()}
 
 
 class StdioError(Exception):
@@ -118,7 +211,7 @@ async def serve(settings: Settings, cwd: Path, *, demo: bool = False) -> int:
     agent = MMAgent(settings, cwd, demo=demo)
     log.info("mm %s serving ACP on stdio in %s", __version__, cwd)
     try:
-        await acp.run_agent(agent, writer, reader)
+        await acp.run_agent(agent, LineTransport(writer, reader))
     finally:
         await agent.aclose()
     return 0
