@@ -21,6 +21,7 @@ from lsp_fixtures.support import Project, copy_project, make_project, require, s
 
 from mm_tui.config import Settings
 from mm_tui.tools.lsp import LspArgs, LspTool
+from mm_tui.tools.lsp.asking import SETTLE_GRACE
 from mm_tui.tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -466,6 +467,10 @@ async def test_servers_start_on_first_use_and_stop_politely(fresh, name: str) ->
     client = project.client
     proc = client._proc
     assert proc is not None and proc.returncode is None
+    # The server's start-up work done first (clangd indexing, slower still on a busy machine,
+    # answers shutdown only when it is over; mm gives each step of the polite stop 2 s, then
+    # kills, as a person quitting wants): a server at rest leaves politely.
+    await client.settle(SETTLE_GRACE, 60)
     await project.tool.aclose()
     assert proc.returncode == 0  # it left on shutdown and exit, not killed
     assert project.tool.manager.running() == []
