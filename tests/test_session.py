@@ -717,13 +717,31 @@ def test_the_metadata_file_is_rewritten_only_when_what_it_shows_changes(tmp_path
 # --------------------------------------------------------------------------- two processes
 
 
+def resuming(
+    base: tuple[str, ...], session_id: str, request: str, cwd: Path, output: int
+) -> subprocess.Popen[str]:
+    """The real `mm --resume SESSION -p REQUEST`, started and left running: a second process
+    that holds the session while it asks."""
+    from support.program import MM
+
+    return subprocess.Popen(
+        [*MM, *base, "--resume", session_id, "-p", request],
+        cwd=cwd,
+        env=clean_env(cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=output,
+        text=True,
+    )
+
+
 def test_a_session_another_mm_writes_is_continued_in_a_copy(tmp_path: Path) -> None:
     """Two real `mm -p --resume ID`: the first holds the session (its answer is kept waiting);
     the second goes on in a copy under a new id and says so, so neither journal mixes the
     other's records, and each reads back as the conversation its own process had."""
     from scripted_server import Reply, ScriptedServer
     from session_helpers import sessions_of
-    from support.program import MM, mm
+    from support.program import mm
 
     gate = threading.Event()
 
@@ -739,15 +757,7 @@ def test_a_session_another_mm_writes_is_continued_in_a_copy(tmp_path: Path) -> N
         assert mm(*base, "-p", "hello", cwd=tmp_path).returncode == 0
         (path,) = folder.glob("*.jsonl")
         original = path.name.removesuffix(".jsonl")
-        first = subprocess.Popen(
-            [*MM, *base, "--resume", original, "-p", "first"],
-            cwd=tmp_path,
-            env=clean_env(tmp_path),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        first = resuming(base, original, "first", tmp_path, subprocess.PIPE)
         try:
             server.wait_for_requests(2, timeout=60)  # the first is asking: it holds the session
             second = mm(*base, "--resume", original, "-p", "second", cwd=tmp_path)
@@ -785,7 +795,7 @@ def test_the_lock_goes_with_a_killed_process(tmp_path: Path) -> None:
     the session itself, not in a copy."""
     from scripted_server import Reply, ScriptedServer, silence_after
     from session_helpers import sessions_of
-    from support.program import MM, mm
+    from support.program import mm
 
     folder = sessions_of(tmp_path)
     with ScriptedServer(Reply("hi"), silence_after(0)) as server:
@@ -793,14 +803,7 @@ def test_the_lock_goes_with_a_killed_process(tmp_path: Path) -> None:
         assert mm(*base, "-p", "hello", cwd=tmp_path).returncode == 0
         (path,) = folder.glob("*.jsonl")
         original = path.name.removesuffix(".jsonl")
-        held = subprocess.Popen(
-            [*MM, *base, "--resume", original, "-p", "first"],
-            cwd=tmp_path,
-            env=clean_env(tmp_path),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        held = resuming(base, original, "first", tmp_path, subprocess.DEVNULL)
         try:
             server.wait_for_requests(2, timeout=60)
         finally:
