@@ -10,6 +10,7 @@ import base64
 import json
 from pathlib import Path
 
+import acp
 import pytest
 from scripted_server import Error, Received, Reply, ScriptedServer
 from session_helpers import journal_files, sessions_of
@@ -231,9 +232,13 @@ async def test_mm_acp_answers_and_logs_a_401_that_echoes_the_key_redacted(tmp_pa
         args = ("--config", "key.yaml", "--base-url", url)
         async with mm_acp(tmp_path, server, client, *args) as (conn, log):
             session_id = await start(conn, tmp_path)
-            await ask(conn, session_id, "hello")
+            with pytest.raises(acp.RequestError) as failed:  # a failed turn answers with an error
+                await ask(conn, session_id, "hello")
     said = client.text()
     assert "answered 401" in said and MARK in said and KEY not in said, said
+    error = json.dumps(failed.value.to_error_obj())
+    assert "answered 401" in error and MARK in error, error
+    assert KEY not in error and URL_PASSWORD not in error, error
     logged = log.read_text()
     assert "answered 401" in logged and "127.0.0.1" in logged, logged
     assert KEY not in logged and URL_PASSWORD not in logged, logged
