@@ -38,9 +38,17 @@ SH_SYMBOLS = "variable GREETING  line 4\nfunction greet  line 6\nfunction farewe
 
 
 @pytest.fixture(autouse=True)
-def _server_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The servers are found on the PATH the tests set up (tests/node_lsp's .bin among it)."""
+def _server_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """The servers are found on the PATH the tests set up (tests/node_lsp's .bin among it).
+
+    Their temp folder is one of the test's own, as a person's /tmp holds no folder of mm's: the
+    tests' state folder is under /tmp (pytest's), and the sandbox keeps a read-only folder by
+    giving up the right to make entries in every folder above it, /tmp among them, where
+    typescript-language-server makes its own (EACCES, once an earlier test made the folder)."""
     monkeypatch.setenv("PATH", server_path())
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
     yield
 
 
