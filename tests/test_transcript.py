@@ -392,3 +392,16 @@ def test_a_compaction_s_summary_opens_as_markdown_not_raw() -> None:
     assert "Task: count the files." in text and "**" not in text
     assert "• ls ran" in text and "`" not in text
     assert all(row.startswith("    ") for row in text.splitlines() if row)
+
+
+def test_a_resumed_answer_shows_its_reasoning_folded() -> None:
+    """The journal keeps an answer's reasoning beside it: the reopened transcript shows it above
+    the answer, folded, as the live one was once the answer started."""
+    record = {"type": "message", "time": "", "thought": "Let me look first."}
+    record["message"] = {"role": "assistant", "content": "Nothing there."}
+    t = Transcript()
+    transcript_from_records(t, [record])
+    thought, answer = t.items
+    assert isinstance(thought, ThoughtItem) and thought.folded and thought.done
+    assert thought.pieces == ["Let me look first."]
+    assert isinstance(answer, AnswerItem) and answer.pieces == ["Nothing there."]

@@ -514,6 +514,9 @@ def transcript_from_records(
             if role == "user":
                 add(UserItem(text=_flat(message.get("content"))))
             elif role == "assistant":
+                thought = record.get("thought")
+                if isinstance(thought, str) and thought.strip():  # folded, as once answered
+                    add(ThoughtItem(pieces=[thought], done=True, folded=True))
                 text = _flat(message.get("content"))
                 if text:
                     add(AnswerItem(pieces=[text], done=True))
