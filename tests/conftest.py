@@ -139,6 +139,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def _idle_priority(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked `idle_priority` needs work a program does at the kernel's idle priority
+    (clangd's index), which busy loops starve: it runs with them stopped (support/load.py)."""
+    if request.node.get_closest_marker("idle_priority") is None:
+        yield
+        return
+    from support.load import paused
+
+    with paused():
+        yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _under_load(request: pytest.FixtureRequest) -> Iterator[None]:
     if not request.config.getoption("--under-load"):

@@ -83,6 +83,7 @@ async def test_definition_python(shared: Shared, name: str) -> None:
     )
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 async def test_definition_clangd(shared: Shared) -> None:
     project = await shared("clangd")
     # the first occurrence of greet is in `#include "greet.h"`: a string, tried after the code
@@ -94,6 +95,7 @@ async def test_definition_clangd(shared: Shared) -> None:
     )
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 async def test_definition_outside_the_project_is_absolute(shared: Shared) -> None:
     project = await shared("clangd")
     output = await project.ok(action="definition", path="greet.c", symbol="printf")
@@ -118,6 +120,7 @@ async def test_references_python(shared: Shared, name: str) -> None:
     )
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 async def test_references_clangd(shared: Shared) -> None:
     project = await shared("clangd")
     assert await project.ok(action="references", path="greet.h", symbol="greet") == (
@@ -297,6 +300,7 @@ async def test_rename_python(fresh, name: str) -> None:
     )
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 async def test_rename_clangd_across_files(fresh) -> None:
     project: Project = fresh("clangd")
     output = await project.ok(action="rename", path="main.c", symbol="greet", new_name="welcome")
@@ -459,6 +463,7 @@ async def test_a_killed_server_is_started_again(fresh, name: str) -> None:
     assert project.tool.manager.running()[0].starts == 2
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 @pytest.mark.parametrize("name", ALL)
 async def test_servers_start_on_first_use_and_stop_politely(fresh, name: str) -> None:
     project: Project = fresh(name)
