@@ -287,17 +287,3 @@ def exited(pid: int) -> bool:
     except ChildProcessError:  # not ours, or reaped already
         return not alive(pid)
     return done != 0
-
-
-async def test_an_index_announced_late_is_waited_for(tmp_path: Path) -> None:
-    """On a busy machine clangd read the opened file and announced its index after the grace
-    mm gave it (0.3 s), and a cross-file question got a partial answer (the header's declaration
-    for a definition, one file of three for a rename). The server's first publication for the
-    opened file says it has got to the project: its announcement is waited for from there."""
-    tool, ctx, log = make(tmp_path, "--late-index", "0.8")
-    (tmp_path / "a.py").write_text("x = 1\n")
-    try:
-        result = await tool.run(LspArgs(action="references", path="a.py", symbol="x"), ctx)
-    finally:
-        await tool.aclose()
-    assert result.output == "1 reference(s):\na.py:1:1  x = 1"

@@ -8,10 +8,7 @@ never answers, one that asks the client things, one that records what it was sen
 `--once FILE`: a second server started by the client behaves). `--garbage-on`: answer that
 request with bytes that are not the protocol, then carry on. `--mute-after`: answer that
 request, then close stdin and stdout and linger: to the client a dead server whose exit has
-not been seen yet (as a killed one is, on a busy machine, until it is reaped). `--late-index
-SECONDS`: as clangd on a busy machine, the server reads the project late: SECONDS after the first
-file is opened it publishes that file's diagnostics, then announces its indexing with work-done
-progress and ends it a moment later; `references` answered before that end finds nothing.
+not been seen yet (as a killed one is, on a busy machine, until it is reaped).
 
 Every message received is appended to FILE as one JSON line; the answers the client gives to
 the server's own requests are recorded there too (they carry an id and no method).
@@ -23,7 +20,6 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -45,27 +41,10 @@ def read_message(stream) -> dict | None:
     return json.loads(stream.read(length))
 
 
-_sending = threading.Lock()  # the late index writes from a thread of its own
-
-
 def send(message: dict) -> None:
     body = json.dumps(message).encode()
-    with _sending:
-        sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        sys.stdout.buffer.flush()
-
-
-def index_late(uri: str, delay: float, indexed: threading.Event) -> None:
-    """What clangd does on a busy machine: the opened file read, then the project indexed."""
-    time.sleep(delay)
-    diagnostics = {"uri": uri, "diagnostics": []}
-    send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": diagnostics})
-    begin = {"kind": "begin", "title": "indexing"}
-    send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "i", "value": begin}})
-    time.sleep(0.3)
-    indexed.set()
-    end = {"kind": "end"}
-    send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "i", "value": end}})
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    sys.stdout.buffer.flush()
 
 
 def main() -> None:
@@ -79,7 +58,6 @@ def main() -> None:
     parser.add_argument("--garbage-on", default=None)
     parser.add_argument("--mute-after", default=None)
     parser.add_argument("--once", default=None, help="misbehave only while FILE does not exist")
-    parser.add_argument("--late-index", type=float, default=None)
     args = parser.parse_args()
     if args.once and Path(args.once).exists():
         args.crash_on = args.garbage_on = args.mute_after = None
@@ -92,7 +70,6 @@ def main() -> None:
         sys.stderr.write("x" * args.flood + "\nthe end of the flood\n")
         sys.stderr.flush()
     stdin = sys.stdin.buffer
-    indexed = threading.Event()
     while True:
         message = read_message(stdin)
         if message is None:
@@ -164,25 +141,6 @@ def main() -> None:
                     "method": "workspace/applyEdit",
                     "params": {"edit": {"changes": {uri: [edit]}}},
                 }
-            )
-        elif method == "textDocument/didOpen" and args.late_index is not None:
-            uri = message["params"]["textDocument"]["uri"]
-            late = threading.Thread(target=index_late, args=(uri, args.late_index, indexed))
-            late.start()
-            args.late_index = None
-        elif method == "textDocument/references":
-            where = message["params"]["textDocument"]["uri"]
-            found = [
-                {
-                    "uri": where,
-                    "range": {
-                        "start": {"line": 0, "character": 0},
-                        "end": {"line": 0, "character": 1},
-                    },
-                }
-            ]
-            send(
-                {"jsonrpc": "2.0", "id": message["id"], "result": found if indexed.is_set() else []}
             )
         elif method == "shutdown":
             send({"jsonrpc": "2.0", "id": message["id"], "result": None})

@@ -76,7 +76,9 @@ class Opened:
 def offers_pull(client: LspClient) -> bool:
     """Whether the server gives diagnostics when asked (textDocument/diagnostic) rather than
     publishing them on its own."""
-    return not client.publishes_diagnostics
+    if client.capabilities.get("diagnosticProvider"):
+        return True
+    return any(r.get("method") == "textDocument/diagnostic" for r in client.registrations.values())
 
 
 async def digested(opened: Opened, uri: str) -> bool:

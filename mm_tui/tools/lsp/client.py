@@ -45,7 +45,6 @@ from mm_tui.tools.lsp.positions import ENCODINGS, UTF16
 REQUEST_TIMEOUT = 15.0  # seconds a request may take before the call gives up
 INITIALIZE_TIMEOUT = 60.0  # a server indexing a large project on start-up may take a while
 READY_LOG_WAIT = 5.0  # seconds, at most, waited for a _READY_LOGS marker
-FIRST_PUBLISH_WAIT = 10.0  # seconds, at most, for a first publication when nothing was announced
 SHUTDOWN_TIMEOUT = 2.0  # per step of the polite stop (shutdown answer, exit)
 STDERR_KEEP = 4096  # characters of the end of the server's stderr kept for error messages
 STDERR_HEAD_KEEP = 1024  # and of its beginning
@@ -631,43 +630,8 @@ class LspClient:
             if left > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._begun.wait(), left)
-        if not self._begun.is_set() and self._serial == 0 and self.publishes_diagnostics:
-            # Nothing announced and nothing published: the server may not have got to the
-            # project yet (clangd on a busy machine announced its index a second late). Its
-            # first publication says it has read the opened file; the grace starts again there.
-            if await self._published_or_begun(min(timeout, FIRST_PUBLISH_WAIT)):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._begun.wait(), grace)
         await self.wait_idle(timeout)
         self.settled = True
-
-    @property
-    def publishes_diagnostics(self) -> bool:
-        """Whether the server publishes diagnostics on its own (not only when asked)."""
-        if self.capabilities.get("diagnosticProvider"):
-            return False
-        return not any(
-            r.get("method") == "textDocument/diagnostic" for r in self.registrations.values()
-        )
-
-    async def _published_or_begun(self, timeout: float) -> bool:
-        """Wait for the server's first publication or its first announced work; whether one
-        came within `timeout`."""
-        deadline = time.monotonic() + timeout
-        while self._serial == 0 and not self._begun.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.alive:
-                return False
-            waits = [
-                asyncio.ensure_future(self._published.wait()),
-                asyncio.ensure_future(self._begun.wait()),
-            ]
-            try:
-                await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for each in waits:
-                    each.cancel()
-        return True
 
     def _ready_marker(self) -> re.Pattern[str] | None:
         return _READY_LOGS.get(str(self.server_info.get("name", "")).lower())
