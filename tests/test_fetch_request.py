@@ -559,6 +559,46 @@ def test_the_language_hint_is_read_from_html_lang_or_meta(head: str) -> None:
     assert choose_encoding(page.encode("iso-8859-7"), "text/html") == ("iso8859-7", 0)
 
 
+async def test_a_short_greek_page_on_a_greek_domain_reads_as_greek(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No lang: the guesses are all Cyrillic, and the host's country says Greek, as browsers take
+    # their fallback encoding from the domain. The page comes through the test server as a proxy.
+    page = GREEK_MENU_PAGE.replace('<html lang="el">', "<html>").encode("iso-8859-7")
+    with WebServer() as web:
+        for variable in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", web.origin)
+        web.page("http://news.example.gr/", page, content_type="text/html")
+        web.page("http://news.example.com/", page, content_type="text/html")
+        assert await fetch("http://news.example.gr/", ctx) == "".join(
+            f"- {w}\n" for w in GREEK_MENU
+        )
+        assert "Ειδήσεις" not in await fetch("http://news.example.com/", ctx)
+
+
+@pytest.mark.parametrize(
+    ("url", "codec"),
+    [
+        ("https://www.example.gr/news", "iso8859-7"),
+        ("https://example.com.cy./", "iso8859-7"),
+        ("https://EXAMPLE.GR/", "iso8859-7"),
+        ("https://example.ru/", "cp1251"),
+    ],
+)
+def test_the_domain_names_the_language_of_a_page_that_says_none(url: str, codec: str) -> None:
+    page = GREEK_MENU_PAGE.replace('<html lang="el">', "<html>")
+    text = page if codec == "iso8859-7" else "<p>Новости Регистрация Технологии Контакты</p>" * 3
+    assert choose_encoding(text.encode(codec), "text/html", url) == (codec, 0)
+
+
+def test_a_latin_page_on_a_greek_domain_stays_windows_1252() -> None:
+    assert choose_encoding(GERMAN.encode("cp1252"), "text/html", "https://example.gr/") == (
+        "windows-1252",
+        0,
+    )
+
+
 async def test_iso_8859_7_is_told_from_windows_1253_by_its_letters(ctx: ToolContext) -> None:
     # the two differ on Ά: 0xB6 in ISO-8859-7 is ¶ in windows-1253, and 0xA2 the other way ’
     with WebServer() as web:

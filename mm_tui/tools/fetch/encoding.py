@@ -16,8 +16,8 @@ windows-1252 pages; taking every guess broke four of six of those (a German page
 windows-1250 to it, and a Latin guess cannot be told from a wrong one). A Latin-script page in
 another Latin encoding (Czech in windows-1250) stays windows-1252, as the reference has it, and
 so does a page with too few bytes above 0x7F to tell (`GUESS_EVIDENCE`). Its guesses are mapped
-to the web's encodings (`euc_jis_2004` is EUC-JP); a page's `lang` picks among them
-(`guessed_encoding`).
+to the web's encodings (`euc_jis_2004` is EUC-JP); a page's `lang`, or else the country of its
+domain as browsers use it for their fallback, picks among them (`guessed_encoding`).
 
 Names are read as browsers read them (the WHATWG Encoding Standard), which is not always how
 Python reads them: `iso-8859-1` and `ascii` mean windows-1252, `shift_jis` means Microsoft's
@@ -36,6 +36,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from mm_tui.tools.fetch.errors import CONVERSION, FetchError
 
@@ -150,6 +151,21 @@ _SCRIPTS: dict[str, tuple[str, ...]] = {
     "ja": _JAPANESE,
     "zh": _CHINESE,
     "ko": _codecs("cp949"),
+}
+# A page that says no language is taken to be in the language of its country's domain, as
+# browsers choose the fallback encoding by the top-level domain: a short Greek page on a `.gr`
+# host has only Cyrillic guesses otherwise. Only the countries whose language is written in one
+# of the scripts above; a generic domain (`.com`) says nothing.
+_DOMAIN_LANGUAGES: dict[str, str] = {
+    **dict.fromkeys("ru su by ua bg rs mk kz kg tj mn xn--p1ai".split(), "ru"),
+    **dict.fromkeys("gr cy".split(), "el"),
+    "il": "he",
+    **dict.fromkeys("sa ae eg iq jo kw lb ly om qa sy ye bh dz ma tn sd".split(), "ar"),
+    "ir": "fa",
+    "th": "th",
+    "jp": "ja",
+    **dict.fromkeys("cn tw hk mo".split(), "zh"),
+    "kr": "ko",
 }
 _HTML_LANG = re.compile(rb"""<html\b[^>]*?\s(?:xml:)?lang\s*=\s*["']?\s*([a-z]{2,3})\b""", re.I)
 _CONTENT_LANGUAGE = re.compile(
@@ -286,6 +302,13 @@ def language_hint(data: bytes) -> str | None:
     return match.group(1).decode("ascii").lower() if match else None
 
 
+def domain_language(url: str) -> str | None:
+    """The language of the country whose top-level domain the page's host is in, when that
+    language is written in a non-Latin script (`el` for `https://www.example.gr/`); else None."""
+    host = urlsplit(url).hostname or ""
+    return _DOMAIN_LANGUAGES.get(host.rstrip(".").rpartition(".")[2].lower())
+
+
 def _variants(sample: bytes, best: str, others: list[str]) -> list[str]:
     """`best` and those of `others` that read at least half of the sample's high bytes as it does:
     variants of one encoding (ISO-8859-7 and windows-1253), not two scripts that happen to rank
@@ -310,14 +333,15 @@ def _letters(data: bytes, codec: str) -> int:
     return sum(1 for ch in text if ch >= "\x80" and ch.isalpha())
 
 
-def guessed_encoding(data: bytes) -> str | None:
+def guessed_encoding(data: bytes, url: str = "") -> str | None:
     """charset-normalizer's guess for bytes that declare no encoding and are not UTF-8, when it is
     a non-Latin script's encoding (see the module's docstring); else None.
 
     Its guesses are mapped to the web's encodings (`euc_jis_2004` is EUC-JP). A page that names
     its language (`<html lang="el">`) has the first guess of that language's script taken over
     a better-ranked one of another, or that script's encoding when it has none of it (a short
-    Greek page reads as Cyrillic to it); and of the guesses ranked as well as the winner that
+    Greek page reads as Cyrillic to it); a page that names none has its domain's country's
+    (`domain_language`) taken instead; and of the guesses ranked as well as the winner that
     are variants of it, the one that makes the most letters of the high bytes is taken."""
     sample = data[:GUESS_BYTES]
     if len(sample) - len(sample.translate(None, _HIGH_BYTES)) < GUESS_EVIDENCE:
@@ -329,7 +353,7 @@ def guessed_encoding(data: bytes) -> str | None:
         codec = _guess_codec(match.encoding)
         if codec in _NON_LATIN_CODECS and all(codec != seen for seen, _ in matches):
             matches.append((codec, match.chaos))
-    script = _SCRIPTS.get(language_hint(data) or "")
+    script = _SCRIPTS.get(language_hint(data) or domain_language(url) or "")
     if script is not None and matches:
         fitting = [m for m in matches if m[0] in script]
         if not fitting:
@@ -383,7 +407,7 @@ def _fits(data: bytes, codec: str) -> bool:
     return text.count("\ufffd") * 10 <= high and not _garbage(text)
 
 
-def _choice(data: bytes, content_type: str | None) -> tuple[str, int, tuple[str, ...]]:
+def _choice(data: bytes, content_type: str | None, url: str) -> tuple[str, int, tuple[str, ...]]:
     """The codec, the bytes of a BOM to skip, and the declared codecs skipped because the bytes
     are not text in them (`_fits`)."""
     bom = _bom(data)
@@ -399,13 +423,13 @@ def _choice(data: bytes, content_type: str | None) -> tuple[str, int, tuple[str,
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        return guessed_encoding(data) or "windows-1252", 0, tuple(refused)
+        return guessed_encoding(data, url) or "windows-1252", 0, tuple(refused)
     return "utf-8", 0, tuple(refused)
 
 
-def choose_encoding(data: bytes, content_type: str | None) -> tuple[str, int]:
+def choose_encoding(data: bytes, content_type: str | None, url: str = "") -> tuple[str, int]:
     """The codec to decode with and how many leading bytes (a BOM) to skip."""
-    codec, skip, _ = _choice(data, content_type)
+    codec, skip, _ = _choice(data, content_type, url)
     return codec, skip
 
 
@@ -460,7 +484,7 @@ class Decoded:
 def decode_page(data: bytes, content_type: str | None, url: str) -> Decoded:
     """The page as text, with the encoding read and the declared ones skipped; FetchError(1)
     when the bytes are not text in the encoding chosen."""
-    codec, skip, refused = _choice(data, content_type)
+    codec, skip, refused = _choice(data, content_type, url)
     try:
         text = _decode_as(data[skip:], codec)
     except (LookupError, UnicodeError) as exc:  # a codec that fails even with replacement
