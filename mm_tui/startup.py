@@ -260,12 +260,15 @@ def agent_runners(entries: Mapping[str, AgentEntry], command: Sequence[str] | No
     return AgentPool.acquire(entries, command)
 
 
-def mcp_pool(servers: Mapping[str, McpServer], cwd: Path) -> McpPool:
+def mcp_pool(
+    servers: Mapping[str, McpServer], cwd: Path, *, beside: McpPool | None = None
+) -> McpPool:
     """MCP servers (stdio ones working in `cwd`), as a source of tools for a registry; the
-    package is loaded only when some server is configured."""
+    package is loaded only when some server is configured. `beside`: another pool of the same
+    registry, whose tool names this one's do not take."""
     from mm_tui.tools.mcp import McpPool
 
-    return McpPool(servers, cwd)
+    return McpPool(servers, cwd, beside=beside)
 
 
 def tool_registry(settings: Settings, cwd: Path) -> ToolRegistry:

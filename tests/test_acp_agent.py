@@ -806,3 +806,106 @@ async def test_configured_mcp_servers_are_shared_by_the_sessions(tmp_path: Path)
     assert len(running) == 1  # one server for the process, not one per session
     assert tool_messages(requests[1]) == ["3"] and tool_messages(requests[3]) == ["7"]
     assert wait_until(lambda: not alive(running[0]), 5), "the MCP server outlived mm"
+
+
+@pytest.mark.slow
+async def test_an_editor_server_named_as_a_configured_one_is_offered_apart(
+    tmp_path: Path,
+) -> None:
+    """The editor's `t` beside the configured `t`: both servers' tools are offered, the
+    editor's as `t_2__<tool>`, and the log says so; the configured entry's unset `${VAR}` is
+    said in the log too, as the other front ends say it at start."""
+    import sys
+
+    from acp.schema import EnvVariable
+
+    server_script = str(Path(__file__).parent / "mcp_server.py")
+    entry = {
+        "command": sys.executable,
+        "args": [server_script],
+        "env": {"WHO": "configured", "TOKEN": "${MM_TEST_SURELY_UNSET}"},
+    }
+    (tmp_path / ".mm").mkdir()
+    (tmp_path / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": {"t": entry}}))
+    trust_project_file(tmp_path, tmp_path / "home")  # mm_acp's home
+    editors = McpServerStdio(
+        name="t",
+        command=sys.executable,
+        args=[server_script],
+        env=[EnvVariable(name="WHO", value="editor")],
+    )
+    client = Recorder()
+    with ScriptedServer(
+        Reply(tool_calls=[call("t__env", {"name": "WHO"}), call("t_2__env", {"name": "WHO"})]),
+        Reply("both"),
+    ) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[editors])
+            assert await ask(conn, session.session_id, "who") == "end_turn"
+            text = log.read_text()
+        requests = server.requests
+    names = requests[0].tool_names
+    assert "t__env" in names and "t_2__env" in names
+    assert tool_messages(requests[1]) == ["configured", "editor"]
+    assert "MCP server t of the session is named t_2: the configuration has a server t" in text
+    assert (
+        "MCP server t: ${MM_TEST_SURELY_UNSET} is not set in mm's environment — it expands to "
+        "nothing" in text
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("late", ["configured", "editor"])
+async def test_a_name_both_pools_make_stays_the_configured_servers(
+    tmp_path: Path, late: str
+) -> None:
+    """The configured `t`'s tool `echo__loud` and the editor's `t__echo`'s tool `loud` are both
+    `t__echo__loud`: the configured one keeps it whichever server is ready first (it is shared
+    by the other sessions), the editor's is offered as `t__echo__loud_2`, and the log says so."""
+    import sys
+
+    from acp.schema import EnvVariable
+
+    server_script = str(Path(__file__).parent / "mcp_server.py")
+    delay = {"MCP_TEST_START_DELAY": "1"}
+    entry = {
+        "command": sys.executable,
+        "args": [server_script],
+        "env": {"MCP_TEST_ALIAS": "echo__loud", **(delay if late == "configured" else {})},
+    }
+    (tmp_path / ".mm").mkdir()
+    (tmp_path / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": {"t": entry}}))
+    trust_project_file(tmp_path, tmp_path / "home")  # mm_acp's home
+    env = {"MCP_TEST_ALIAS": "loud", **(delay if late == "editor" else {})}
+    editors = McpServerStdio(
+        name="t__echo",
+        command=sys.executable,
+        args=[server_script],
+        env=[EnvVariable(name=k, value=v) for k, v in env.items()],
+    )
+    client = Recorder()
+    with ScriptedServer(
+        Reply(
+            tool_calls=[
+                call("t__echo__loud", {"text": "one"}),
+                call("t__echo__loud_2", {"text": "two"}),
+            ]
+        ),
+        Reply("both"),
+    ) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[editors])
+            assert await ask(conn, session.session_id, "loud") == "end_turn"
+            text = log.read_text()
+        requests = server.requests
+    names = requests[0].tool_names
+    assert len(names) == len(set(names)) and {"t__echo__loud", "t__echo__loud_2"} <= set(names)
+    assert tool_messages(requests[1]) == ["one", "two"]
+    assert client.start("t__echo__loud").title == "t: echo__loud  one"
+    assert client.start("t__echo__loud_2").title == "t__echo: loud  two"
+    assert (
+        "[warning: MCP server t__echo: its tool loud is offered as t__echo__loud_2 — "
+        "t__echo__loud is the name of t's tool echo__loud]" in text
+    )

@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import acp
 from acp.schema import (
@@ -47,7 +47,10 @@ from mm_tui.engine.session import (
     list_sessions_in,
 )
 from mm_tui.engine.turn import Engine
-from mm_tui.tools.registry import ToolRegistry, ToolSource
+from mm_tui.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from mm_tui.tools.mcp import McpPool
 
 log = logging.getLogger("mm.acp")
 
@@ -84,7 +87,7 @@ class MMAgent(acp.Agent):
         self._window_lock = asyncio.Lock()
         self._window: tuple[Any] | None = None  # (the model's ContextWindow or None), once learned
         self._sessions: dict[str, AcpSession] = {}
-        self._mcp: ToolSource | None = None  # the configured MCP servers, shared by the sessions
+        self._mcp: McpPool | None = None  # the configured MCP servers, shared by the sessions
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -392,11 +395,14 @@ class MMAgent(acp.Agent):
         if self.settings.mcp_servers:
             if self._mcp is None:
                 self._mcp = mcp_pool(self.settings.mcp_servers, self.cwd)
+                for note in self._mcp.notes:  # a `${VAR}` that is not set
+                    log.warning("%s", note)
                 self._mcp.listen(_log_warning)
                 self._mcp.start()
             registry.add_source(self._mcp, owned=False)
         if servers:
-            registry.add_source(mcp_pool(servers, folder))
+            servers = _apart(servers, self.settings.mcp_servers)
+            registry.add_source(mcp_pool(servers, folder, beside=self._mcp))
         registry.listen(_log_warning)
         registry.start()
         return registry
@@ -465,6 +471,30 @@ def _mcp_servers(servers: list[Any] | None) -> dict[str, McpServer]:
             continue
         found[name] = entry
     return found
+
+
+def _apart(
+    servers: Mapping[str, McpServer], configured: Mapping[str, McpServer]
+) -> dict[str, McpServer]:
+    """The editor's servers, each named apart from the configured ones (`files` beside a
+    configured `files` is `files_2`, said in the log): the two are different servers, however
+    alike, and the tools of both are offered. Renamed here rather than tool by tool so that the
+    names do not depend on which server is ready first."""
+    from mm_tui.tools.mcp.tool import unique_name
+
+    named: dict[str, McpServer] = {}
+    for name, server in servers.items():
+        taken = {*configured, *named} | ({*servers} - {name})
+        given = unique_name(name, taken.__contains__)
+        if given != name:
+            log.warning(
+                "MCP server %s of the session is named %s: the configuration has a server %s",
+                name,
+                given,
+                name,
+            )
+        named[given] = server
+    return named
 
 
 def _probed(task: asyncio.Task[ModelClient]) -> None:

@@ -37,8 +37,13 @@ class McpPool:
         servers: Mapping[str, McpServer],
         cwd: Path,
         environ: Mapping[str, str] | None = None,
+        *,
+        beside: McpPool | None = None,
     ) -> None:
         self.servers = dict(servers)
+        # Another pool whose tools the same registry offers (an ACP session's editor servers sit
+        # beside the configured ones): its names are taken for this pool's tools too.
+        self.beside = beside
         self.cwd = cwd
         # Each entry with its `${VAR}`s replaced from mm's environment: what is started. The
         # entry as written stays what messages quote (a URL's token is not shown on screen).
@@ -83,6 +88,7 @@ class McpPool:
 
     def tools(self) -> list[Tool]:
         """The tools of the servers ready now."""
+        self._yield_to_beside()
         return [
             tool
             for name, link in self.links.items()
@@ -93,6 +99,7 @@ class McpPool:
     def get(self, name: str) -> Tool | None:
         """A tool by mm's name, its server ready or not (a stopped server's tool answers with
         the error that says so)."""
+        self._yield_to_beside()
         for tools in self._tools.values():
             if name in tools:
                 return tools[name]
@@ -180,16 +187,47 @@ class McpPool:
         if name is not None:
             return name
         wanted = tool_name(server, tool)
-        name = unique_name(wanted, lambda n: n in self._taken)
+        name = unique_name(wanted, self.taken)
         self._names[(server, tool)] = name
         self._taken.add(name)
         if name != wanted:
-            owner = next(key for key, given in self._names.items() if given == wanted)
+            owner = self.owner(wanted)
+            whose = f"{owner[0]}'s tool {owner[1]}" if owner else "another tool"
             self._note(
                 f"[warning: MCP server {server}: its tool {tool} is offered as {name} — "
-                f"{wanted} is the name of {owner[0]}'s tool {owner[1]}]"
+                f"{wanted} is the name of {whose}]"
             )
         return name
+
+    def _yield_to_beside(self) -> None:
+        """Give up a name the pool beside has given since this pool took it: its server became
+        ready later (the configured servers start with an ACP session's editor servers). The
+        pool beside is shared by other sessions and keeps its names; this pool's tool takes
+        another, said as any other clash, so that which tool has which name never depends on
+        which server was ready first."""
+        if self.beside is None:
+            return
+        for server, tools in self._tools.items():
+            clashing = [name for name in tools if self.beside.owner(name) is not None]
+            for name in clashing:
+                tool = tools.pop(name)
+                del self._names[(server, tool.tool)]
+                self._taken.discard(name)
+                tool.name = self._name_for(server, tool.tool)
+                tools[tool.name] = tool
+            if clashing:
+                self._version += 1
+
+    def taken(self, name: str) -> bool:
+        """Whether a tool of this pool, or of the pool beside it, has been given `name`."""
+        return name in self._taken or (self.beside is not None and self.beside.taken(name))
+
+    def owner(self, name: str) -> tuple[str, str] | None:
+        """The (server, tool) given `name`, here or beside."""
+        for key, given in self._names.items():
+            if given == name:
+                return key
+        return self.beside.owner(name) if self.beside is not None else None
 
     def _note(self, message: str) -> None:
         """A warning about a server's tools, said once however often they are listed."""
