@@ -397,8 +397,11 @@ class MMApp(App[int]):
 
     @on(PermissionBox.Answered)
     def on_permission_answered(self, message: PermissionBox.Answered) -> None:
-        self.view.update_items(self.transcript.answered(message.request))
-        self.status.show(self.transcript.state)
+        """The answer goes to the engine as a command; the call's line and the status line
+        follow what the engine says next (`ToolCallRunning`, or the rejected call's end)."""
+        request = message.request
+        if self.engine is not None:  # a question comes from a running engine
+            self.engine.answer(request.agent, request.call_id, message.decision)
         self.prompt.focus()
 
     @on(TranscriptView.Typed)

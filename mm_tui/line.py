@@ -305,7 +305,9 @@ async def run_print(engine: Engine, prompt: str, console: Console) -> int:
     """`mm -p`: one turn; every call that would ask is rejected; the exit status says how the
     turn ended."""
 
-    printer = LinePrinter(console, engine.settings.preview_lines, _rejecter(console, "mm -p"))
+    printer = LinePrinter(
+        console, engine.settings.preview_lines, _rejecter(console, "mm -p", engine)
+    )
     try:
         # One request, and nobody to see tools arrive later: the MCP servers are waited for
         # (each at most its startupTimeout), and what they say goes to stderr with the notes.
@@ -321,7 +323,9 @@ async def run_ask_print(engine: Engine, agent: str, prompt: str, console: Consol
     """`mm --ask AGENT "…"`: one /ask exchange, printed as in line mode; every call that would
     ask (the asked agent's own, under its `yolo: false`) is rejected; the exit status says how
     it ended (1 for any `[ask_agent: …]` error)."""
-    printer = LinePrinter(console, engine.settings.preview_lines, _rejecter(console, "mm --ask"))
+    printer = LinePrinter(
+        console, engine.settings.preview_lines, _rejecter(console, "mm --ask", engine)
+    )
     try:
         ended = await engine.run_ask(agent, prompt, printer)
     finally:
@@ -335,12 +339,13 @@ def _to_stderr(event: Event) -> None:
         print(f"mm: {safe_display(event.message)}", file=sys.stderr, flush=True)
 
 
-def _rejecter(console: Console, program: str) -> Callable[[PermissionRequested], None]:
+def _rejecter(
+    console: Console, program: str, engine: Engine
+) -> Callable[[PermissionRequested], None]:
     def reject(request: PermissionRequested) -> None:
         title = permission_title(request)
         console.print(Text(f"🔐 {title}: rejected ({program} does not ask)", style="yellow"))
-        if not request.future.done():
-            request.future.set_result(Decision.REJECT)
+        engine.answer(request.agent, request.call_id, Decision.REJECT)
 
     return reject
 
@@ -464,15 +469,14 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
 
     def ask(request: PermissionRequested) -> None:
         async def answer() -> None:
-            while not request.future.done():
+            while engine.questions.waiting(request.agent, request.call_id):
                 title = permission_title(request)
                 line = await keyboard.read(PERMISSION_PROMPT.format(title=title))
                 key = (line or "r").strip().lower()[:1]
                 if key not in {"a", "s", "r", "n"}:
                     console.print(Text("answer a, s, r or n", style="yellow"))
                     continue
-                if not request.future.done():
-                    request.future.set_result(Decision(key))
+                engine.answer(request.agent, request.call_id, Decision(key))
 
         pending_answers.append(loop.create_task(answer()))
 

@@ -17,6 +17,7 @@ from scripted_server import ScriptedServer
 from support.engine import make_engine
 
 from mm_tui.core.events import Decision, Event, PermissionRequested
+from mm_tui.core.questions import Questions
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.turn import Engine
 
@@ -40,17 +41,23 @@ def parent_engine(cwd: Path, server: ScriptedServer, **settings: Any) -> Engine:
 
 
 class Recorder:
-    """An engine's `emit`: keeps every event; answers permission requests with `decide`."""
+    """An engine's `emit`: keeps every event; answers permission requests with `decide`, to
+    `questions` (an engine's, or a tool context's: `ctx_for` gives it this one)."""
 
-    def __init__(self, decide: Callable[[PermissionRequested], Decision] | None = None) -> None:
+    def __init__(
+        self,
+        decide: Callable[[PermissionRequested], Decision] | None = None,
+        questions: Questions | None = None,
+    ) -> None:
         self.events: list[Event] = []
         self.decide = decide
+        self.questions = questions if questions is not None else Questions()
         self.seen: dict[type, asyncio.Event] = {}
 
     def __call__(self, event: Event) -> None:
         self.events.append(event)
         if isinstance(event, PermissionRequested) and self.decide is not None:
-            event.future.set_result(self.decide(event))
+            self.questions.answer(event.agent, event.call_id, self.decide(event))
         for kind, flag in self.seen.items():
             if isinstance(event, kind):
                 flag.set()

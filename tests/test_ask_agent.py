@@ -9,6 +9,7 @@ import asyncio
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,11 @@ from mm_tui.core.events import (
     PermissionRequested,
     TextDelta,
     ToolCallFinished,
+    ToolCallRunning,
     ToolCallStarted,
     TurnEnded,
 )
+from mm_tui.core.questions import Questions
 from mm_tui.startup import agent_runners
 from mm_tui.tools.ask_agent import DESCRIPTION, NO_RUNNER, AskAgentTool, context_text
 from mm_tui.tools.base import ToolCancelled, ToolContext, truncate
@@ -77,7 +80,10 @@ def helper_tool(work: Path, child_server: ScriptedServer, **entry) -> AskAgentTo
 
 
 def ctx_for(work: Path, emit=None, **settings) -> ToolContext:
-    return ToolContext(cwd=work, settings=Settings(**settings), emit=emit or Recorder())
+    """A tool context whose permission questions a `Recorder` given as `emit` answers."""
+    emit = emit or Recorder()
+    questions = emit.questions if isinstance(emit, Recorder) else Questions()
+    return ToolContext(cwd=work, settings=Settings(**settings), emit=emit, questions=questions)
 
 
 def ask_call(agent: str = "helper", prompt: str = "review greet.py", **more) -> Reply:
@@ -317,7 +323,7 @@ async def test_the_call_itself_is_gated_like_bash(
     engine = parent_engine(
         work, parent_server, yolo=False, mmConfigs={"helper": {"config": "helper.yaml"}}
     )
-    events = Recorder(decide=lambda request: Decision.REJECT)
+    events = Recorder(decide=lambda request: Decision.REJECT, questions=engine.questions)
     try:
         await engine.run_turn("ask", events)
         asked = events.of(PermissionRequested)
@@ -358,6 +364,8 @@ async def test_child_permissions_asked_through_this_agent(
             assert request.details == f"echo run {n}"
             finished = events.of(ToolCallFinished, "helper")[0]
             tool_result = child_server.requests[2 * n + 1].messages[-1]["content"]
+            running = [e.call_id for e in events.of(ToolCallRunning, "helper")]
+            assert running == ([request.call_id] if decision.allows else [])  # said once
             if decision.allows:
                 assert (finished.status, tool_result) == ("ok", f"run {n}\n")
             else:
@@ -467,16 +475,16 @@ async def test_a_permission_waiting_for_the_person_does_not_count_as_silence(
         Reply("decided"),
     )
     loop = asyncio.get_running_loop()
+    ctx = ctx_for(work, watchdogTimeout=1.5)
 
     def emit(event) -> None:
         if isinstance(event, PermissionRequested):  # the person thinks it over for 3 s
-            loop.call_later(3.0, event.future.set_result, Decision.ALLOW_ONCE)
+            answer = (event.agent, event.call_id, Decision.ALLOW_ONCE)
+            loop.call_later(3.0, ctx.questions.answer, *answer)
 
     try:
         await tool.run(tool.Args(agent="helper", prompt="hi"), ctx_for(work))
-        result = await tool.run(
-            tool.Args(agent="helper", prompt="hi"), ctx_for(work, emit, watchdogTimeout=1.5)
-        )
+        result = await tool.run(tool.Args(agent="helper", prompt="hi"), replace(ctx, emit=emit))
     finally:
         await tool.aclose()
     assert result.output == "decided"

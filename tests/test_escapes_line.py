@@ -78,7 +78,6 @@ def test_a_long_permission_request_says_what_it_does_not_show() -> None:
             tool="write_file",
             title="write_file  run.sh",
             details=script,
-            future=None,  # type: ignore[arg-type] - nobody answers here
         )
     )
     lines = out.getvalue().splitlines()

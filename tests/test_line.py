@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import re
 
@@ -187,7 +186,7 @@ NEW = "def greet():\n    print('Hello')\n"
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
-def diff_events(loop: asyncio.AbstractEventLoop) -> tuple[PermissionRequested, ToolCallFinished]:
+def diff_events() -> tuple[PermissionRequested, ToolCallFinished]:
     """What an edit_file call sends line mode: its unified diff to ask with, then its result,
     a headline and the numbered diff."""
     diff = compute_diff(OLD, NEW)
@@ -197,7 +196,6 @@ def diff_events(loop: asyncio.AbstractEventLoop) -> tuple[PermissionRequested, T
         tool="edit_file",
         title="greet.py",
         details=unified,
-        future=loop.create_future(),
     )
     finished = ToolCallFinished(
         call_id="1",
@@ -211,13 +209,9 @@ def diff_events(loop: asyncio.AbstractEventLoop) -> tuple[PermissionRequested, T
 
 
 def print_diff(console: Console) -> str:
-    loop = asyncio.new_event_loop()
-    try:
-        printer = LinePrinter(console, 10, ask=lambda request: None)
-        for event in diff_events(loop):
-            printer(event)
-    finally:
-        loop.close()
+    printer = LinePrinter(console, 10, ask=lambda request: None)
+    for event in diff_events():
+        printer(event)
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
@@ -247,11 +241,7 @@ def test_a_diff_is_coloured_on_a_colour_terminal() -> None:
 
 def expected_without_colour(console: Console) -> str:
     """The lines as line mode printed them before diffs had colours: all of them dim."""
-    loop = asyncio.new_event_loop()
-    try:
-        asked, finished = diff_events(loop)
-    finally:
-        loop.close()
+    asked, finished = diff_events()
     for line in asked.details.rstrip("\n").splitlines():
         console.print(Text("    " + line, style="dim"))
     for line in preview(finished.output, 10):

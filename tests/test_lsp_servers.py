@@ -544,7 +544,7 @@ async def test_through_the_engine_with_permissions(tmp_path: Path) -> None:
         events.append(event)
         if isinstance(event, PermissionRequested):
             asked.append(event)
-            event.future.set_result(Decision.REJECT)
+            engine.answer(event.agent, event.call_id, Decision.REJECT)
 
     try:
         await engine.run_turn("where is greet? then rename it", emit)

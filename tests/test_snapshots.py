@@ -10,7 +10,6 @@ turns instead of emptying each other's folder."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from scripted_model import ScriptedModel, call, calls, say
@@ -207,14 +206,12 @@ def test_permission_box_for_edit_file(snap_compare, fixed_folder: Path) -> None:
                 arguments={},
             )
         )
-        future = asyncio.get_running_loop().create_future()
         app.emit(
             PermissionRequested(
                 call_id="e1",
                 tool="edit_file",
                 title="edit_file  greet.py",
                 details=EDIT_DIFF,
-                future=future,
             )
         )
         await settle(pilot, app, idle=False)

@@ -271,7 +271,7 @@ async def test_in_a_turn_the_permission_shows_the_diff(tmp_path: Path) -> None:
     def emit(event) -> None:
         events.append(event)
         if isinstance(event, PermissionRequested):
-            event.future.set_result(Decision.ALLOW_ONCE)
+            engine.answer(event.agent, event.call_id, Decision.ALLOW_ONCE)
 
     await engine.run_turn("go", emit)
     unified = "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"

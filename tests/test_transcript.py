@@ -9,10 +9,12 @@ from mm_tui.core.events import (
     EngineError,
     HistoryCompacted,
     HistoryShortened,
+    PermissionRequested,
     TextDelta,
     Thinking,
     ThoughtDelta,
     ToolCallFinished,
+    ToolCallRunning,
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
@@ -20,6 +22,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.engine.session import INTERRUPTED
 from mm_tui.transcript.store import (
+    WAITING,
     AnswerItem,
     CompactionItem,
     NoticeItem,
@@ -93,6 +96,37 @@ def test_a_running_call_never_outlives_its_turn() -> None:
     tool = next(i for i in t.items if isinstance(i, ToolItem))
     assert tool.status == "cancelled"
     assert t.items[-1].text.endswith("cancelled")
+
+
+def test_an_answered_question_is_followed_by_what_the_engine_says_next() -> None:
+    """The store takes the call's fate from the engine's events, not from the answer: allowed,
+    `ToolCallRunning`; rejected, the call's end (never a guessed "Running")."""
+    t = Transcript()
+    t.apply(started("c1"))
+    t.apply(PermissionRequested(call_id="c1", tool="bash", title="bash  ls", details="ls"))
+    assert (t.state, t.tool("c1").waiting) == (WAITING, True)
+    t.apply(ToolCallRunning(call_id="c1", tool="bash"))
+    assert (t.state, t.tool("c1").waiting) == ("Running", False)
+    t.apply(started("c2", tool="fetch_content", title="fetch_content  https://example.com"))
+    t.apply(PermissionRequested(call_id="c2", tool="fetch_content", title="f", details="f"))
+    t.apply(ToolCallRunning(call_id="c2", tool="fetch_content"))
+    assert t.state == "Fetching"
+    t.apply(started("c3"))
+    t.apply(PermissionRequested(call_id="c3", tool="bash", title="bash  ls", details="ls"))
+    t.apply(ToolCallFinished(call_id="c3", tool="bash", status="rejected", output="", elapsed=0))
+    assert (t.state, t.tool("c3").waiting) == ("Thinking", False)
+    # an asked agent's call: its question, then it runs, or is rejected while the ask goes on
+    t.apply(started("k1"))
+    for call_id, runs in (("h1", True), ("h2", False)):
+        helper = {"agent": "helper", "call_id": call_id, "tool": "bash"}
+        t.apply(ToolCallStarted(title="bash  ls", kind="execute", arguments={}, **helper))
+        t.apply(PermissionRequested(title="bash  ls", details="ls", **helper))
+        assert t.state == WAITING
+        if runs:
+            t.apply(ToolCallRunning(**helper))
+        else:
+            t.apply(ToolCallFinished(status="rejected", output="", elapsed=0, **helper))
+        assert (t.state, t.tool(call_id, "helper").waiting) == ("Running", False)
 
 
 def test_child_agent_lines_are_titled_with_the_agent() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from mm_tui.core.events import (
     TextDelta,
     Thinking,
     ToolCallFinished,
+    ToolCallRunning,
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
@@ -233,6 +235,34 @@ async def test_cancel_stops_the_running_tool(tmp_path: Path) -> None:
     assert events[-1].stop_reason == "end_turn"
 
 
+async def test_a_permission_is_answered_by_a_command_with_no_front_end(tmp_path: Path) -> None:
+    """The question is plain data; the answer is `Engine.answer(agent, call_id, decision)`, taken
+    once, for the call that asked: nothing else resolves it."""
+    model = ScriptedModel(call("bash", {"command": "echo yes"}), say("done"))
+    engine = make_engine(tmp_path, model, yolo=False)
+    events: list[Event] = []
+    turn = asyncio.create_task(engine.run_turn("go", events.append))
+    assert await await_until(lambda: of(events, PermissionRequested)), "never asked"
+    (asked,) = of(events, PermissionRequested)
+    assert json.loads(json.dumps(dataclasses.asdict(asked))) == {
+        "agent": None,
+        "call_id": "c1",
+        "tool": "bash",
+        "title": "bash  echo yes",
+        "details": "echo yes",
+    }
+    assert not engine.answer(None, "c2", Decision.ALLOW_ONCE)  # no such question
+    assert not engine.answer("helper", "c1", Decision.ALLOW_ONCE)  # an asked agent's call c1
+    assert not of(events, ToolCallRunning)
+    assert engine.answer(None, "c1", Decision.ALLOW_ONCE)
+    assert not engine.answer(None, "c1", Decision.REJECT)  # answered already
+    end = await asyncio.wait_for(turn, 10)
+    assert end.stop_reason == "end_turn"
+    assert [e.call_id for e in of(events, ToolCallRunning)] == ["c1"]
+    (finished,) = of(events, ToolCallFinished)
+    assert (finished.status, finished.output) == ("ok", "yes\n")
+
+
 async def test_cancel_while_waiting_for_permission(tmp_path: Path) -> None:
     engine = make_engine(tmp_path, ScriptedModel(call("bash", {"command": "true"})), yolo=False)
     events: list[Event] = []
@@ -241,7 +271,9 @@ async def test_cancel_while_waiting_for_permission(tmp_path: Path) -> None:
     engine.cancel()
     end = await asyncio.wait_for(turn, 5)
     assert end.stop_reason == "cancelled"
-    assert of(events, PermissionRequested)[0].future.cancelled()
+    asked = of(events, PermissionRequested)[0]
+    assert not engine.questions.waiting(None, asked.call_id)  # withdrawn with the turn
+    assert not engine.answer(None, asked.call_id, Decision.ALLOW_ONCE)  # too late: nothing
     assert of(events, ToolCallFinished)[0].status == "cancelled"
 
 

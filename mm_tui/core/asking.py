@@ -12,7 +12,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from mm_tui.core.questions import Questions
 
 BUILTIN_TITLE = "mm"  # acp.title's default: says nothing about an agent's purpose
 DEPTH_VAR = "MM_ASK_DEPTH"  # how many levels of asked agents are above this process
@@ -60,6 +63,7 @@ class AgentRunner(Protocol):
         shown_prompt: str,
         cwd: Path,
         emit: Callable[[Any], None],
+        questions: Questions,
         asked_by: str,
         yolo: bool,
         watchdog: float,

@@ -2,15 +2,14 @@
 
 A front end starts a turn and receives these, in order, until `TurnEnded`. They are frozen
 dataclasses so that a front end can keep them in its own store without fearing that the engine
-changes them afterwards. The one mutable part is the future of `PermissionRequested`, which the
-front end resolves with a `Decision`. They are made by `@frozen` (core/frozen.py), which is
-`@dataclass(frozen=True)` without compiling their methods: 15 to 20 ms of the window's first
-frame otherwise.
+changes them afterwards, or send them elsewhere (ACP): every event is plain data, and a front
+end answers a `PermissionRequested` with a command, `Engine.answer(agent, call_id, decision)`.
+They are made by `@frozen` (core/frozen.py), which is `@dataclass(frozen=True)` without
+compiling their methods: 15 to 20 ms of the window's first frame otherwise.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import field
 from enum import StrEnum
 from typing import Any, Literal
@@ -219,13 +218,13 @@ class ToolCallFinished(BaseEvent):
 
 @frozen
 class PermissionRequested(BaseEvent):
-    """A call waits for the person: the front end resolves `future` with a `Decision`."""
+    """A call waits for the person: the front end answers with `Engine.answer(agent, call_id,
+    decision)`; the engine says `ToolCallRunning` when the call then runs."""
 
     call_id: str
     tool: str
     title: str
     details: str
-    future: asyncio.Future[Decision] = field(compare=False, repr=False)
 
 
 @frozen

@@ -45,6 +45,7 @@ from mm_tui.core.events import (
     TurnStarted,
     Usage,
 )
+from mm_tui.core.questions import Questions
 from mm_tui.core.redact import Redactor
 from mm_tui.core.text import one_line
 from mm_tui.engine.chunk_assembly import distinct_ids
@@ -142,6 +143,7 @@ class Engine:
         # default), read again for each new session.
         self.instructions = instructions if instructions is not None else Instructions()
         self.permissions = Permissions(settings.yolo)
+        self.questions = Questions()  # the permission questions waiting for the person
         self.redactor = Redactor(settings.secret_values())
         session.redactor = self.redactor
         self.loop_detector = LoopDetector()
@@ -182,6 +184,11 @@ class Engine:
             self._task.cancel()
             return True
         return False
+
+    def answer(self, agent: str | None, call_id: str, decision: Decision) -> bool:
+        """The person's decision on a `PermissionRequested` (this agent's when `agent` is None,
+        else an asked agent's); False when no question of that call waits any more."""
+        return self.questions.answer(agent, call_id, decision)
 
     def redacting(self, emit: Emit) -> Emit:
         """`emit` behind this engine's redactor: the words of an error, a retry, a dead server
@@ -506,7 +513,7 @@ class Engine:
         reason: StopReason = "end_turn"
         error: str | None = None
         tool = cast("AgentAsker | None", self.registry.get("ask_agent"))
-        ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=emit)
+        ctx = ToolContext(cwd=self.cwd, settings=self.settings, emit=emit, questions=self.questions)
         if tool is None:
             answer = error = NO_AGENTS
         else:
@@ -767,6 +774,7 @@ class Engine:
             settings=self.settings,
             emit=emit,
             history=state.history,
+            questions=self.questions,
         )
         for call in calls:
             started = self.clock()
@@ -885,21 +893,16 @@ class Engine:
             details = await tool.permission_details(args, ctx)
         except NothingToAsk:
             return None
-        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        future = self.questions.ask(None, call.id)
         emit(
             PermissionRequested(
-                call_id=call.id,
-                tool=tool.name,
-                title=tool.heading(args),
-                details=details,
-                future=future,
+                call_id=call.id, tool=tool.name, title=tool.heading(args), details=details
             ),
         )
         try:
             return await future
         finally:
-            if not future.done():
-                future.cancel()
+            self.questions.withdraw(None, call.id)
 
     def _finish(
         self,

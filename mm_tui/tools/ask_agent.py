@@ -216,6 +216,7 @@ class AskAgentTool(Tool):
             shown_prompt=prompt,
             cwd=ctx.cwd,
             emit=ctx.emit,
+            questions=ctx.questions,
             asked_by=ctx.settings.acp.title,
             yolo=ctx.settings.yolo if entry_yolo is None else entry_yolo,
             watchdog=ctx.settings.watchdog_timeout,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from mm_tui.config import Settings
 from mm_tui.core.events import Event
 from mm_tui.core.files import resolve_path
+from mm_tui.core.questions import Questions
 
 if TYPE_CHECKING:
     from mm_tui.tools.args import ToolArgs
@@ -50,6 +51,9 @@ class ToolContext:
     # what ask_agent's with_context sends along.
     history: Sequence[dict[str, Any]] = ()
     call_id: str = ""  # the call being run: what a tool's own events (`ToolProgress`) name
+    # Where an asked agent's permission questions wait for the person's answer (the engine's,
+    # so that `Engine.answer` reaches them).
+    questions: Questions = field(default_factory=Questions)
 
     def resolve(self, path: str) -> Path:
         """A path the model gave, relative to the working folder unless absolute."""

@@ -20,7 +20,7 @@ from mm_tui.core.text import agent_name, agent_title, one_line
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from mm_tui.core.events import Event, HistoryCompacted, PermissionRequested
+    from mm_tui.core.events import Event, HistoryCompacted
 
 
 class Item:
@@ -373,6 +373,9 @@ class Transcript:
             case ToolCallRunning():
                 # its time counts from here: the wait for the person's answer is not the call's
                 item = self._tools.get((agent, event.call_id))
+                if self.state == WAITING:  # answered: the call (or the asking one) runs
+                    fetching = agent is None and event.tool == "fetch_content"
+                    self.state = "Fetching" if fetching else "Running"
                 if item is None:
                     return []
                 item.started = self.clock()
@@ -395,6 +398,8 @@ class Transcript:
                 item.touch()
                 if agent is None:
                     self.state = "Thinking"
+                elif self.state == WAITING:  # an asked agent's call, rejected: the ask goes on
+                    self.state = "Running"
                 return [item]
             case PermissionRequested():
                 item = self._tools.get((agent, event.call_id))
@@ -451,16 +456,6 @@ class Transcript:
                 return changed
             case _:
                 assert_never(event)
-
-    def answered(self, request: PermissionRequested) -> list[Item]:
-        """The person decided: the call's line stops waiting."""
-        self.state = "Running"
-        item = self._tools.get((request.agent, request.call_id))
-        if item is None:
-            return []
-        item.waiting = False
-        item.touch()
-        return [item]
 
     def fold_all(self, folded: bool) -> list[Item]:
         """Ctrl+O: open or close every tool output."""

@@ -189,6 +189,4 @@ class PermissionBox(Widget, can_focus=True):
 
         decision = Decision(key)
         self.close()
-        if not request.future.done():
-            request.future.set_result(decision)
         self.post_message(self.Answered(request, decision))

@@ -75,7 +75,7 @@ async def turn(
     def emit(event: Event) -> None:
         events.append(event)
         if isinstance(event, PermissionRequested) and answer is not None:
-            event.future.set_result(answer(event))
+            engine.answer(event.agent, event.call_id, answer(event))
 
     await engine.run_turn(text, emit)
     return events

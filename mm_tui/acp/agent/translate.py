@@ -95,14 +95,15 @@ letter, so an answer maps back without a table."""
 
 async def send_events(state: AcpSession, queue: asyncio.Queue[Event | None]) -> None:
     """Translate the turn's events, in order. A failure to send one is logged and the
-    next goes on: the engine may be waiting on a permission future further down."""
+    next goes on: the engine may be waiting on a permission question further down, which a
+    failure to send rejects."""
     while (event := await queue.get()) is not None:
         try:
             await translate(state, event)
         except Exception:
             log.exception("cannot send %s", type(event).__name__)
-            if isinstance(event, PermissionRequested) and not event.future.done():
-                event.future.set_result(Decision.REJECT)
+            if isinstance(event, PermissionRequested):
+                state.engine.answer(event.agent, event.call_id, Decision.REJECT)
 
 
 async def translate(state: AcpSession, event: Event) -> None:
@@ -185,10 +186,10 @@ async def _tool_started(state: AcpSession, event: ToolCallStarted) -> None:
 
 
 async def _request_permission(state: AcpSession, event: PermissionRequested) -> None:
-    """Ask the client; the engine waits on the event's future. A cancelled turn cancels
-    the future, and the question is then dropped; an answer that cannot be had rejects."""
-    future = event.future
-    if future.done():
+    """Ask the client and give its answer to the engine. A question withdrawn meanwhile (a
+    cancelled turn) drops the request; an answer that cannot be had rejects."""
+    questions = state.engine.questions
+    if not questions.waiting(event.agent, event.call_id):
         return
     acp_id = state.acp_id(event.agent, event.call_id)
     path = single_path(state.locations.get(acp_id, ()))
@@ -206,8 +207,10 @@ async def _request_permission(state: AcpSession, event: PermissionRequested) -> 
             options=PERMISSION_OPTIONS,
         )
     )
-    await asyncio.wait({request, future}, return_when=asyncio.FIRST_COMPLETED)
-    if future.done():
+    settled = asyncio.ensure_future(questions.settled(event.agent, event.call_id))
+    done, _ = await asyncio.wait({request, settled}, return_when=asyncio.FIRST_COMPLETED)
+    settled.cancel()
+    if request not in done:
         request.cancel()
         return
     try:
@@ -217,7 +220,7 @@ async def _request_permission(state: AcpSession, event: PermissionRequested) -> 
         decision = Decision.REJECT
     else:
         decision = _decision(answer.outcome)
-    future.set_result(decision)  # allowed, the engine says ToolCallRunning next
+    state.engine.answer(event.agent, event.call_id, decision)  # allowed: ToolCallRunning next
 
 
 async def _tool_finished(state: AcpSession, event: ToolCallFinished) -> None:

@@ -32,6 +32,7 @@ from mm_tui.acp.client.wording import failed, no_answer, request_error, stop_err
 from mm_tui.config import ENV_NAMES
 from mm_tui.core.asking import DEPTH_VAR, AgentEntry, Asked, current_depth
 from mm_tui.core.events import AgentFinished, AgentStarted
+from mm_tui.core.questions import Questions
 
 CANCEL_GRACE = 5.0  # seconds a cancelled child has to answer its prompt before it is killed
 
@@ -116,6 +117,7 @@ class AgentPool:
         shown_prompt: str,
         cwd: Path,
         emit: Emit,
+        questions: Questions,
         asked_by: str,
         yolo: bool,
         watchdog: float,
@@ -123,7 +125,7 @@ class AgentPool:
         """One call: `text` to agent `name` in a fresh session in `cwd`. Never raises for the
         child's faults (they are in `Asked.error`); returns with `cancelled` when the caller
         was cancelled, after the child was told."""
-        call = AskCall(name, emit, yolo, cwd, watchdog)
+        call = AskCall(name, emit, questions, yolo, cwd, watchdog)
         async with self._locks.setdefault(name, asyncio.Lock()):
             return await self._ask(call, text, shown_prompt, asked_by)
 

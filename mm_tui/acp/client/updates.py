@@ -20,9 +20,11 @@ from mm_tui.core.events import (
     TextDelta,
     ThoughtDelta,
     ToolCallFinished,
+    ToolCallRunning,
     ToolCallStarted,
     ToolStatus,
 )
+from mm_tui.core.questions import Questions
 from mm_tui.core.text import strip_agent
 
 # The line mode's marks for a child's tool lines, as each tool's own `display` spells them.
@@ -51,23 +53,27 @@ class _OpenTool:
     title: str
     started: float
     diff: str | None = None
+    running: bool = False  # `ToolCallRunning` said
 
 
 class AskCall:
     """One call's translation of the child's updates into events, its collected answer, and its
     watchdog: every update is a sign of life; a permission waiting for the person pauses it."""
 
-    def __init__(self, name: str, emit: Emit, yolo: bool, cwd: Path, timeout: float) -> None:
+    def __init__(
+        self, name: str, emit: Emit, questions: Questions, yolo: bool, cwd: Path, timeout: float
+    ) -> None:
         self.name = name
         self.cwd = cwd
         self.emit = emit
+        self.questions = questions  # where the person's answers to the child's questions come
         self.yolo = yolo
         self.loop = asyncio.get_running_loop()
         self.answer: list[str] = []
         self.tools: dict[str, _OpenTool] = {}
         self.watchdog: asyncio.Timeout | None = None
         self.timeout = timeout  # seconds without a sign of life before the watchdog stops it
-        self.waiting: set[asyncio.Future[Decision]] = set()
+        self.waiting: set[str] = set()  # the ids of the child's calls that wait for the person
 
     # -- watchdog ---------------------------------------------------------------------------
 
@@ -144,6 +150,8 @@ class AskCall:
         diff = _diff_of(update.content, self.cwd)
         if diff:
             open_tool.diff = diff
+        if update.status == "in_progress":
+            self._running(call_id)
         if update.status not in ("completed", "failed"):
             return
         del self.tools[call_id]
@@ -199,17 +207,12 @@ class AskCall:
             raw = tool_call.raw_input
             command = raw.get("command") if isinstance(raw, dict) else None
             details = command if isinstance(command, str) else title
-        future: asyncio.Future[Decision] = self.loop.create_future()
-        self.waiting.add(future)
+        future = self.questions.ask(self.name, call_id)
+        self.waiting.add(call_id)
         self._pause()
         self.emit(
             PermissionRequested(
-                call_id=call_id,
-                tool=tool,
-                title=title,
-                details=details,
-                future=future,
-                agent=self.name,
+                call_id=call_id, tool=tool, title=title, details=details, agent=self.name
             )
         )
         try:
@@ -219,15 +222,26 @@ class AskCall:
                 outcome=schema.DeniedOutcome(outcome="cancelled")
             )
         finally:
-            self.waiting.discard(future)
+            self.waiting.discard(call_id)
+            self.questions.withdraw(self.name, call_id)
             self.alive()
+        if decision.allows:  # the child says in_progress too; an agent that does not is heard
+            self._running(call_id)
         return _outcome(decision, options)
+
+    def _running(self, call_id: str) -> None:
+        """The child's call runs: said once, whoever says it first (the child's in_progress, or
+        the person's allowing answer)."""
+        open_tool = self.tools.get(call_id)
+        if open_tool is None or open_tool.running:
+            return
+        open_tool.running = True
+        self.emit(ToolCallRunning(call_id=call_id, tool=open_tool.tool, agent=self.name))
 
     def withdraw(self) -> None:
         """The call ends: requests still waiting for the person are dropped."""
-        for future in list(self.waiting):
-            if not future.done():
-                future.cancel()
+        for call_id in list(self.waiting):
+            self.questions.withdraw(self.name, call_id)
         self.waiting.clear()
 
 
