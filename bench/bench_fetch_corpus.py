@@ -11,7 +11,7 @@ the charset they were served in, gb2312 for qq) and its Markdown is compared wit
 word by word:
 
 - kept: the share of the article's words found in the Markdown (bags of words, each word counted
-  as often as the article has it). The article is the reference's idea of the content; a
+  as often as the article has it). The article is Readability's idea of the content; a
   converter that removes what is not content must not remove it.
 - extra: words of the Markdown beyond the article's, as a share of the Markdown's words: what
   the cleaning left of menus, footers, comments and ads. Peers that remove nothing score high.

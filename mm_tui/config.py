@@ -1,6 +1,7 @@
-"""Settings: every configuration key of the design, with the reference's spelling.
+"""Settings: every configuration key of the design, spelled as the original program spelled it,
+as the reference (docs/tools.md) does too: `bashTool`, `maxOutput`.
 
-Keys keep the reference's camelCase in YAML files (`baseUrl`, `maxOutput`); in Python they are
+Keys keep that camelCase in YAML files (`baseUrl`, `maxOutput`); in Python they are
 snake_case attributes (`settings.base_url`, `settings.max_output`).
 
 The settings are plain dataclasses, and pydantic validates them (a `TypeAdapter` reading the

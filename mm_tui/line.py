@@ -1,7 +1,8 @@
 """Line mode (`mm --line`), one-shot `mm -p` and `mm --ask`: the engine's events printed with
-Rich, as the reference's terminal-display lines (`🛠️  bash: …`, the `🔐` prompt, the recap, and
-`🗣 ask_agent: …` above what an asked agent writes). What mm does to keep the conversation in
-the model's context (outputs shortened, the history compacted) is a dim line of its own.
+Rich, as the terminal-display lines of the reference (docs/tools.md): `🛠️  bash: …`, the `🔐`
+prompt, the recap, and `🗣 ask_agent: …` above what an asked agent writes. What mm does to keep
+the conversation in the model's context (outputs shortened, the history compacted) is a dim line
+of its own.
 
 A diff (the permission prompt's of edit_file and write_file, and the numbered diff in the
 preview of their result) is coloured when the terminal has colours: added lines green, removed

@@ -487,7 +487,7 @@ async def test_permission_allow_once_and_reject(tmp_path: Path) -> None:
     # allowed: runs once the answer came
     assert client.statuses("c1") == ["pending", "in_progress", "completed"]
     assert "first" in tool_messages(requests[1])[-1]
-    # rejected: the model hears the reference's text, the editor sees a failed call
+    # rejected: the model hears the text docs/tools.md quotes, the editor sees a failed call
     assert tool_messages(requests[3])[-1] == "[command rejected by the user]"
     assert client.statuses("c2") == ["pending", "failed"]
     assert client.last("c2").field_meta["mm"]["status"] == "rejected"

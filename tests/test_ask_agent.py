@@ -1,7 +1,8 @@
 """ask_agent against real children: `mm -acp` subprocesses on a scripted model server, asked by
 a real engine (or the tool itself) on another scripted server.
 
-Every quoted string of the reference's ask_agent section is asserted here to the letter."""
+Every message the original specification quotes for ask_agent (now in the reference,
+docs/tools.md) is asserted here to the letter."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""fetch_content's conversion, rule by rule of the reference's "Conversion", "Unknown element",
-"Empty element", "Escaping" and "Result" rows, each against the exact Markdown expected; and,
-where CommonMark decides what the Markdown means (emphasis next to punctuation, code in a table
-cell), the Markdown read back by a CommonMark parser."""
+"""fetch_content's conversion, rule by rule of the reference (docs/tools.md): "The conversion"
+(elements, unknown and empty elements, escaping) and the form of the result, each against the
+exact Markdown expected; and, where CommonMark decides what the Markdown means (emphasis next to
+punctuation, code in a table cell), the Markdown read back by a CommonMark parser."""
 
 from __future__ import annotations
 

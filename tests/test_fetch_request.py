@@ -381,7 +381,7 @@ CZECH = (
         (JAPANESE, "euc-jp", "euc_jp"),  # charset-normalizer says euc_jis_2004
         (CHINESE, "gb18030", "gb18030"),
         (GERMAN, "cp1252", "windows-1252"),  # charset-normalizer says windows-1250: not taken
-        (CZECH, "cp1250", "windows-1252"),  # a Latin script: the reference's fallback stays
+        (CZECH, "cp1250", "windows-1252"),  # a Latin script: docs/tools.md's fallback stays
     ],
     ids=[
         "russian cp1251",

@@ -1,4 +1,4 @@
-"""The reference's loop detector and runaway detector, to the letter."""
+"""The loop detector and runaway detector of the reference (docs/tools.md), to the letter."""
 
 from hypothesis import given
 from hypothesis import strategies as st

@@ -1,4 +1,5 @@
-"""Line mode's printing of events: the reference's terminal-display lines and the recap."""
+"""Line mode's printing of events: the terminal-display lines of the reference (docs/tools.md)
+and the recap."""
 
 from __future__ import annotations
 
@@ -281,8 +282,8 @@ def test_a_command_that_looks_like_a_diff_is_not_coloured() -> None:
 
 
 def test_counts_take_their_noun_in_the_right_number() -> None:
-    """`1 message`, `1 line`, never `1 messages` (the reference's own `(s)` forms, as in the
-    recap's `1 command(s)`, stay as they are)."""
+    """`1 message`, `1 line`, never `1 messages` (the `(s)` forms docs/tools.md quotes, as in
+    the recap's `1 command(s)`, stay as they are)."""
     from mm_tui.core.text import counted
 
     assert [counted(n, "line") for n in (0, 1, 2, 1234)] == [

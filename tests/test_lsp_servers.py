@@ -510,7 +510,7 @@ async def test_missing_server_warning_and_declaration(tmp_path: Path) -> None:
 
 async def test_through_the_engine_with_permissions(tmp_path: Path) -> None:
     """The engine reads the kind per call: navigation is `read` and runs, rename is `edit` and
-    asks; refused, the model hears the reference's text and nothing is written."""
+    asks; refused, the model hears the text docs/tools.md quotes and nothing is written."""
     from scripted_model import ScriptedModel, calls, say
     from support.engine import make_engine
 

@@ -1,4 +1,5 @@
-"""The bash tool against real shells: every row of the reference's `bash` section."""
+"""The bash tool against real shells: the rules of the `bash` section of the reference
+(docs/tools.md)."""
 
 from __future__ import annotations
 

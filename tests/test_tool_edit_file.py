@@ -107,7 +107,7 @@ def test_declared_with_the_edit_tools(tmp_path: Path) -> None:
     assert "edit_file" not in ToolRegistry.from_settings(off, tmp_path).names
 
 
-# --- the reference's own example -------------------------------------------------------------
+# --- the example of the reference (docs/tools.md) --------------------------------------------
 
 
 async def test_reference_example_not_found_to_the_letter(ctx: ToolContext, tmp_path: Path) -> None:

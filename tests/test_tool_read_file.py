@@ -1,4 +1,5 @@
-"""The read_file tool on real files: the reference's rows and the messages we chose."""
+"""The read_file tool on real files: the rules and messages of its section of the reference
+(docs/tools.md)."""
 
 from __future__ import annotations
 
@@ -230,7 +231,7 @@ async def test_any_range_is_a_slice_of_the_file(lines, final_newline, data, tmp_
 
 
 def old_read_file(data: bytes, path: str, start: int, end: int, numbered: bool, limit: int) -> str:
-    """read_file as it was when it read a file whole: the reference the streamed reading must
+    """read_file as it was when it read a file whole: the oracle the streamed reading must
     give to the letter, for any file (these are small, so judged whole either way)."""
     if b"\0" in data:
         return f"{path} is a binary file ({len(data)} bytes); read_file reads text files only"

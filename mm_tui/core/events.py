@@ -34,16 +34,16 @@ class Decision(StrEnum):
 
 @frozen
 class Counters:
-    """The reference's counters of one turn."""
+    """The counters of one turn, as the reference (docs/tools.md) lists them."""
 
     commands: int = 0
     file_ops: int = 0
     skills: int = 0
     lsp_calls: int = 0
-    mcp_calls: int = 0  # calls of MCP servers' tools (not the reference's: mm's own)
+    mcp_calls: int = 0  # calls of MCP servers' tools (mm's own, beyond the reference's four)
 
     def parts(self) -> list[str]:
-        """The recap's counters that are not zero, spelled as the reference spells them."""
+        """The recap's counters that are not zero, spelled as docs/tools.md spells them."""
         out = []
         if self.commands:
             out.append(f"⚙ {self.commands} command(s)")

@@ -1,4 +1,5 @@
-"""The reference's guards against a model that goes round in circles.
+"""The guards against a model that goes round in circles, as the reference (docs/tools.md) has
+them.
 
 - `LoopDetector`: the same (tool, input, output) three times in a row gets a warning appended to
   the output; three more stop the turn.

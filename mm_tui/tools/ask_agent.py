@@ -8,7 +8,8 @@ agents never loads the ACP package. `/ask` and `mm --ask` use the same machinery
 What the model gets and what the person sees differ on purpose: the answer streams into the
 front end as the child writes it, so the tool line only says `<agent> answered (N characters)`,
 while the model gets the answer itself, truncated to maxOutput. A call that did not finish gives
-both what was answered and the reference's `[ask_agent: … stopped before finishing: <reason>]`.
+both what was answered and `[ask_agent: … stopped before finishing: <reason>]`, as the reference
+(docs/tools.md) has it.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ class AskAgentTool(Tool):
     # -- the call --------------------------------------------------------------------------
 
     def check(self, agent: str, prompt: str) -> str | None:
-        """The reference's refusals, before any process starts."""
+        """The refusals docs/tools.md quotes, before any process starts."""
         if agent not in self.agents:
             return (
                 f'[ask_agent: unknown agent "{agent}" — agents: {", ".join(sorted(self.agents))}]'

@@ -151,7 +151,7 @@ class Tool(ABC):
 
     @abstractmethod
     def display(self, args: Any) -> str:
-        """The reference's terminal-display line, e.g. `🛠️  bash: <command>`."""
+        """The terminal-display line docs/tools.md gives, e.g. `🛠️  bash: <command>`."""
 
     def kind_for(self, args: Any) -> str:
         """The ACP kind of this call; a tool whose calls differ (lsp: rename edits, the rest

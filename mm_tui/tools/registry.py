@@ -91,7 +91,7 @@ class ToolRegistry:
     def from_settings(
         cls, settings: Settings, cwd: Path, *, runners: RunnerFactory | None = None
     ) -> ToolRegistry:
-        """The tools the configuration declares, in the order the reference lists them.
+        """The tools the configuration declares, in the order docs/tools.md lists them.
         `runners` starts asked agents for ask_agent (start-up gives the ACP client's pool)."""
         from mm_tui.tools.bash import BashTool
         from mm_tui.tools.edit_file import EditFileTool

@@ -16,7 +16,7 @@ costs a walk of the tree per selector, so the list is one `:is()`).
   attributes other than `ALLOWED_ATTRIBUTES` are never read nor written: a table kept as HTML is
   serialized with these attributes only.
 
-Choices where the reference is silent:
+Choices where the reference (docs/tools.md) is silent:
 
 - a class or id "word" is a whole whitespace-separated token (an id is one token), or such a token
   once its `-` and `_` are taken out (`side-bar`, `skip-link`, `nav_bar`), never a fragment of a
@@ -201,8 +201,8 @@ def _removed(node: LexborNode) -> bool:
 
 
 def clean(tree: LexborHTMLParser) -> None:
-    """Remove, in place, what the reference's "Removed" row names by role, attribute, class, id
-    or place (the elements it names by tag are skipped by the converter)."""
+    """Remove, in place, what docs/tools.md's "What is removed" names by role, attribute, class,
+    id or place (the elements it names by tag are skipped by the converter)."""
     root = tree.root
     if root is None:
         return

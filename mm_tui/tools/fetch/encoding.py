@@ -1,20 +1,20 @@
 """Is it HTML, and in which encoding: bytes from the network to a Python str.
 
-The order is the reference's: a byte-order mark, the `charset` of the Content-Type header,
-`<meta charset>` or `<meta http-equiv="Content-Type">` in the first 4 KiB, UTF-8 when the bytes
-are valid UTF-8, else windows-1252. A name that names no known encoding is skipped, and the
-next step decides; so is, mm's choice, a declared encoding the bytes are not text in (`_fits`: a
-page saying UTF-8 whose bytes are windows-1251), and the result says which was read instead
-(`Decoded.note`).
+The order is the reference's (docs/tools.md): a byte-order mark, the `charset` of the
+Content-Type header, `<meta charset>` or `<meta http-equiv="Content-Type">` in the first 4 KiB,
+UTF-8 when the bytes are valid UTF-8, else windows-1252. A name that names no known encoding is
+skipped, and the next step decides; so is, mm's choice, a declared encoding the bytes are not
+text in (`_fits`: a page saying UTF-8 whose bytes are windows-1251), and the result says which
+was read instead (`Decoded.note`).
 
-One step is mm's own, an extension of the reference: before falling back to windows-1252, a page
+One step is mm's own, an extension of that order: before falling back to windows-1252, a page
 that declares nothing is given to charset-normalizer, and its guess is taken only when it is the
 encoding of a script other than Latin (Cyrillic, Greek, Hebrew, Arabic, Thai, Chinese, Japanese,
 Korean). Measured on real pages re-encoded without their declarations, that decodes half of the
 Japanese, Chinese and Russian ones that windows-1252 turned to mojibake and breaks none of the real
 windows-1252 pages; taking every guess broke four of six of those (a German page reads as
 windows-1250 to it, and a Latin guess cannot be told from a wrong one). A Latin-script page in
-another Latin encoding (Czech in windows-1250) stays windows-1252, as the reference has it, and
+another Latin encoding (Czech in windows-1250) stays windows-1252, as docs/tools.md has it, and
 so does a page with too few bytes above 0x7F to tell (`GUESS_EVIDENCE`). Its guesses are mapped
 to the web's encodings (`euc_jis_2004` is EUC-JP); a page's `lang`, or else the country of its
 domain as browsers use it for their fallback, picks among them (`guessed_encoding`).

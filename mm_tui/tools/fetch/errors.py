@@ -1,6 +1,7 @@
-"""The one way fetch_content fails: a `FetchError` carrying the reference's code and class, which
-the tool turns into `[fetch_content: error N (<class>) — <reason>]` for the model. Every module of
-the package raises it, so that the tool has a single place where failures become text."""
+"""The one way fetch_content fails: a `FetchError` carrying the code and class of the reference
+(docs/tools.md), which the tool turns into `[fetch_content: error N (<class>) — <reason>]` for
+the model. Every module of the package raises it, so that the tool has a single place where
+failures become text."""
 
 from __future__ import annotations
 

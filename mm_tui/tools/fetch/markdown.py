@@ -37,7 +37,7 @@ of emphasis whose delimiters touch punctuation on the inside (`_settle`), and th
 `pre` flattened into a cell. A paragraph is tested for them only when it is not ASCII, a flag
 CPython keeps on every string.
 
-Choices where the reference is silent:
+Choices where the reference (docs/tools.md) is silent:
 
 - HTML's block-level elements (`div`, `section`, `dl`, `dd`, `figure`, `details`…) are containers:
   each one closes a paragraph. "Unknown element" means the rest (`span`, `label`, `abbr`, custom
@@ -56,14 +56,14 @@ Choices where the reference is silent:
   inline HTML), the content inside still Markdown;
 - in a heading or a table cell, consecutive line breaks count as one;
 - a `pre` in a table cell (or a heading) is a code span per line, its spacing kept, the lines
-  joined by `<br>` as the reference writes any line break in a cell (a blank line goes with the
+  joined by `<br>` as docs/tools.md writes any line break in a cell (a blank line goes with the
   rest): a cell cannot hold a fenced block, and code joined into one line would change meaning
   (`// a comment` would swallow the next lines). The table stays a GFM table;
 - a layout table is a container, not a table: one that says so (`role="presentation"` or
   `"none"`), that has a single cell, whose cells hold a heading, whose only row holds blocks
   (columns of a page), or that holds another table beside paragraphs, lists, quotes or code (a
-  page laid out in nested tables). This is tested before the reference's rule for spans and
-  nested tables, which then applies to data tables;
+  page laid out in nested tables). This is tested before docs/tools.md's rule for spans and
+  nested tables (the `tables` argument), which then applies to data tables;
 - in a table kept as HTML, text is whitespace-collapsed, a `pre`'s newlines are written `&#10;`
   so that the block holds no blank line (which would end it), and rows go one per line;
 - `rowspan="0"` spans to the end of the table; spans are capped at the table's size.
@@ -416,7 +416,7 @@ class _Converter:
         self.block_handlers.update(
             pre=self._pre, hr=self._hr, blockquote=self._blockquote, table=self._table
         )
-        # The elements the reference removes for their tag are skipped here, as inline elements
+        # The elements docs/tools.md removes for their tag are skipped here, as inline elements
         # so that a script between two words does not split a paragraph.
         self.inline_handlers: dict[str, Callable[[LexborNode], str]] = dict.fromkeys(
             REMOVED_TAGS | {"input", "wbr", "source", "track", "area", "col"}, self._nothing
@@ -872,7 +872,7 @@ def _plain(node: LexborNode) -> str:
 
 
 def _raw_text(node: LexborNode) -> str:
-    """The text of a pre, without the elements the reference removes and with `<br>` as a
+    """The text of a pre, without the elements docs/tools.md removes and with `<br>` as a
     newline, for the rare pre that is not just <pre><code>."""
     out: list[str] = []
     for child in node.iter(include_text=True):

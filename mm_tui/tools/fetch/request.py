@@ -1,10 +1,10 @@
 """Getting the page: one GET with httpx, redirects followed by hand so that robots.txt is asked
 before the page and before every redirection target, within one deadline for everything.
 
-Reference: `User-Agent: mm/<version>`; at most 10 redirections; 30 s for the whole fetch
-(robots.txt included); a page above 5 MiB is refused without reading the rest; a status >= 300
-after redirections, an unreachable host, a timeout, more redirections or a robots.txt refusal
-are error 2 (input); not HTML and too large are error 1 (conversion).
+As the reference (docs/tools.md) has it: `User-Agent: mm/<version>`; at most 10 redirections;
+30 s for the whole fetch (robots.txt included); a page above 5 MiB is refused without reading
+the rest; a status >= 300 after redirections, an unreachable host, a timeout, more redirections
+or a robots.txt refusal are error 2 (input); not HTML and too large are error 1 (conversion).
 
 The type is judged from the header before the body is read: a PDF is refused without
 downloading it. A Content-Length above the limit is refused likewise; otherwise the body is

@@ -6,8 +6,9 @@ wins and `Allow` wins a tie; `*` matches any run of characters and a final `$` a
 Paths and patterns are compared percent-encoding normalised: non-ASCII characters encoded as
 UTF-8, `%XX` of an unreserved character decoded, other `%XX` upper-cased (RFC 9309, 2.2.2).
 
-What the fetch of robots.txt answers decides the rest (reference): a 4xx allows everything, a
-5xx or an unreachable server forbids everything. Choices where the reference is silent:
+What the fetch of robots.txt answers decides the rest, as the reference (docs/tools.md) has it:
+a 4xx allows everything, a 5xx or an unreachable server forbids everything. Choices where the
+reference is silent:
 
 - "unreachable" is a robots.txt whose connection broke before a whole answer; when the host
   itself cannot be reached (connection refused, unknown name) the error names the host, since

@@ -15,7 +15,7 @@ What the model gets:
   nothing saved]` when nothing is left, and then no file is written;
 - `[fetch_content: error N (<class>) — <reason>]` for every failure (errors.py).
 
-mm's own additions, where the reference says nothing:
+mm's own additions, where the reference (docs/tools.md) says nothing:
 
 - a page whose bytes are not text in the encoding it declares is read in the next one the
   order gives (encoding.py), and the result ends with a line saying so:
@@ -184,7 +184,7 @@ class FetchContentTool(Tool):
         max_bytes: int = MAX_BYTES,
         max_redirects: int = MAX_REDIRECTS,
     ) -> None:
-        """The defaults are the reference's; tests shorten the timeout rather than wait 30 s."""
+        """The defaults are docs/tools.md's; tests shorten the timeout rather than wait 30 s."""
         self.fetcher = Fetcher(
             timeout=timeout,
             robots=robots_cache if robots_cache is not None else SHARED_CACHE,

@@ -1,11 +1,12 @@
 """The `url` and `baseUrl` arguments: what a model types, repaired where the intent is plain, and
 refused (error 3, usage) where it is not.
 
-Repairs (reference): a missing scheme means `https://` (`k33g.org`); a scheme typed without its
-colon is restored (`https//k33g.org`). Choices where the reference is silent: `https:/k33g.org`
-and `https:k33g.org` are repaired the same way, `//k33g.org` gets `https:`, and `host:8080/x`
-is a host and a port (not a scheme named `host`), while `mailto:`, `file:`, `javascript:` and
-any other scheme are refused. `baseUrl` is absolute when it has a scheme and a host.
+Repairs, as the reference (docs/tools.md) has them: a missing scheme means `https://`
+(`k33g.org`); a scheme typed without its colon is restored (`https//k33g.org`). Choices where the
+reference is silent: `https:/k33g.org` and `https:k33g.org` are repaired the same way,
+`//k33g.org` gets `https:`, and `host:8080/x` is a host and a port (not a scheme named `host`),
+while `mailto:`, `file:`, `javascript:` and any other scheme are refused. `baseUrl` is absolute
+when it has a scheme and a host.
 """
 
 from __future__ import annotations
