@@ -41,6 +41,8 @@ def frozen(cls: T) -> T:
     post_init = getattr(cls, "__post_init__", None) is not None
     qualname = cls.__qualname__
     made = cast(type, cls)
+    # For the instance being made only, as dataclass's own __init__ sets a frozen class's
+    # fields: nothing sets a field of an instance once made.
     setattr_ = object.__setattr__
 
     required = [f for f in positional if f.default is MISSING and f.default_factory is MISSING]
