@@ -100,6 +100,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _without_httpx_command_line()
     args = parser().parse_args(argv)
     if not (sys.stdout.encoding or "").lower().replace("-", "").startswith("utf"):
         from mm_tui.ascii_terminal import use_ascii_where_needed
@@ -146,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_stoppable(_run(args, settings, cwd)))
     except KeyboardInterrupt:
         return 130
+
+
+def _without_httpx_command_line() -> None:
+    """Keep httpx from importing its command-line client, which mm never runs: with click
+    installed (mcp installs it) `import httpx` also loads click, pygments and Rich's progress
+    bars. A None in sys.modules makes that import fail, and httpx falls back to the stub it
+    has for a missing `httpx[cli]`. A choice for the whole process, so the program makes it
+    here, not a package as it is imported: see docs/performance.md."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment] - None blocks it
 
 
 def _on_a_terminal() -> bool:
