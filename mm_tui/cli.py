@@ -236,10 +236,9 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     a start-up error closes the window and is printed as one line.
 
     No garbage collection until the engine is ready (`window_boot`): start-up makes some
-    hundred thousand objects that live as long as mm and a few thousand of garbage, and the
-    collector's passes over them (a full one among them) cost 40 to 60 ms of it on an idle
-    machine. Once ready, what start-up made is frozen (the collector's later passes skip it)
-    and collection resumes."""
+    hundred thousand objects that live as long as mm and little garbage, and the collector's
+    passes over them cost start-up time (docs/performance.md). Once ready, what start-up made
+    is frozen (the collector's later passes skip it) and collection resumes."""
     gc.disable()
     try:
         from mm_tui.app import MMApp

@@ -4,8 +4,8 @@ A front end starts a turn and receives these, in order, until `TurnEnded`. They 
 dataclasses so that a front end can keep them in its own store without fearing that the engine
 changes them afterwards. The one mutable part is the future of `PermissionRequested`, which the
 front end resolves with a `Decision`. They are made by `@frozen` (core/frozen.py), which is
-`@dataclass(frozen=True)` without compiling their methods: 15 to 20 ms of the window's first
-frame otherwise.
+`@dataclass(frozen=True)` without compiling their methods, for the first frame's sake: see
+docs/performance.md.
 """
 
 from __future__ import annotations
