@@ -56,7 +56,7 @@ SERVED_MODEL = "bench-model"
 def heavy_loaded() -> list[str]:
     names = set()
     for name, module in list(sys.modules.items()):
-        if module is None:  # an import blocked (mm_tui/engine/__init__.py: httpx._main)
+        if module is None:  # an import blocked (mm_tui/cli.py's main: httpx._main)
             continue
         top = name.split(".")[0]
         if top in HEAVY:

@@ -161,9 +161,9 @@ class MMApp(App[int]):
 
     def _first_theme(self, name: str) -> None:
         """Start in `name` without Textual's theme watcher: it re-parses every stylesheet one
-        message after start (~15 ms before the first frame). Nothing is parsed yet, so giving
-        the stylesheet the theme's variables now does the same for nothing; the rest is what the
-        watcher does (the theme classes, the ANSI colour filter)."""
+        message after start, before the first frame (docs/performance.md). Nothing is parsed
+        yet, so giving the stylesheet the theme's variables now does the same for nothing; the
+        rest is what the watcher does (the theme classes, the ANSI colour filter)."""
         self.set_reactive(App.theme, name)
         dark = self.current_theme.dark
         classes = {c: False for c in self.classes if c.startswith("-theme-")}

@@ -100,6 +100,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _without_httpx_command_line()
     args = parser().parse_args(argv)
     if not (sys.stdout.encoding or "").lower().replace("-", "").startswith("utf"):
         from mm_tui.ascii_terminal import use_ascii_where_needed
@@ -146,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_stoppable(_run(args, settings, cwd)))
     except KeyboardInterrupt:
         return 130
+
+
+def _without_httpx_command_line() -> None:
+    """Keep httpx from importing its command-line client, which mm never runs: with click
+    installed (mcp installs it) `import httpx` also loads click, pygments and Rich's progress
+    bars. A None in sys.modules makes that import fail, and httpx falls back to the stub it
+    has for a missing `httpx[cli]`. A choice for the whole process, so the program makes it
+    here, not a package as it is imported: see docs/performance.md."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment] - None blocks it
 
 
 def _on_a_terminal() -> bool:
@@ -226,10 +236,9 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     a start-up error closes the window and is printed as one line.
 
     No garbage collection until the engine is ready (`window_boot`): start-up makes some
-    hundred thousand objects that live as long as mm and a few thousand of garbage, and the
-    collector's passes over them (a full one among them) cost 40 to 60 ms of it on an idle
-    machine. Once ready, what start-up made is frozen (the collector's later passes skip it)
-    and collection resumes."""
+    hundred thousand objects that live as long as mm and little garbage, and the collector's
+    passes over them cost start-up time (docs/performance.md). Once ready, what start-up made
+    is frozen (the collector's later passes skip it) and collection resumes."""
     gc.disable()
     try:
         from mm_tui.app import MMApp

@@ -7,9 +7,10 @@ snake_case attributes (`settings.base_url`, `settings.max_output`).
 The settings are plain dataclasses, and pydantic validates them (a `TypeAdapter` reading the
 annotations below, which name the bounds and checks) only when there is something to validate:
 a config file, an MM_* variable, a flag, or settings made in code with values. Without any, mm
-starts on the defaults without importing pydantic: 60 to 80 ms of window mode's way from its
-first frame to ready. The classes keep the pydantic model methods mm and its tests
-use (`model_validate`, `model_dump`, `model_dump_json`, `model_copy`, `model_fields_set`).
+starts on the defaults without importing pydantic. The classes keep the pydantic model methods
+mm and its tests use (`model_validate`, `model_dump`, `model_dump_json`, `model_copy`,
+`model_fields_set`): a stand-in for pydantic's models, for start-up's sake (see
+docs/performance.md).
 
 A project's own `./.mm/config.yaml` is not the person's: a command the model ran (mm runs them
 without asking by default) may have written it. So the keys that change what runs, with what
@@ -115,8 +116,8 @@ class _Config:
 
     Made with values, a class validates them, as a pydantic model does; made without, it takes
     its defaults, which are valid, without pydantic. Mutable defaults are factories that are
-    lambdas: pydantic reads a factory's signature, and a builtin's (`list`) costs 20 to 40 ms
-    the first time (inspect parses its text signature with tokenize's regex)."""
+    lambdas: pydantic reads a factory's signature, and a builtin's (`list`) is slow to read the
+    first time (inspect parses its text signature): see docs/performance.md."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = {
         "extra": "forbid",
@@ -816,7 +817,7 @@ _loader: type | None = None
 def _unique_key_loader() -> type:
     """A SafeLoader that refuses a key given twice: PyYAML keeps the last of two equal keys; in
     a config file that hides a mistake. Made at the first file read: without a config file, mm
-    never loads PyYAML (10 to 15 ms of start-up)."""
+    never loads PyYAML (docs/performance.md)."""
     global _loader
     if _loader is not None:
         return _loader

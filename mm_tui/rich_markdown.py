@@ -3,10 +3,11 @@
 An answer is rendered one block at a time, and the block still growing again at every frame, so
 building the renderable costs as much as drawing it. Rich's `Markdown` builds a new markdown-it
 parser (compiling linkify's regular expressions) for every document, and its code blocks look
-the Pygments lexer up by name every time they are drawn: a third of the cost of streaming a
-long answer. Here the parser is built once and lexers are looked up once per name; the output
-is the same as Rich's, which a test checks line by line and style by style. Only an ordered list
-can be told its numbers, so that one item of a growing list drawn alone is drawn as in the list.
+the Pygments lexer up by name every time they are drawn: a large share of the cost of streaming
+a long answer (docs/performance.md). Here the parser is built once and lexers are looked up once
+per name; the output is the same as Rich's, which a test checks line by line and style by style.
+Only an ordered list can be told its numbers, so that one item of a growing list drawn alone is
+drawn as in the list.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import FrozenInstanceError
 from typing import Any
 
+import pytest
 from scripted_server import (
     chunk,
     finish_chunk,
@@ -83,6 +85,21 @@ def test_a_run_of_text_in_one_read_is_one_chunk():
         ToolCallChunk(0, "bash", "{}"),
         TextChunk("two"),
     ]
+
+
+def test_a_joined_chunk_is_made_whole_and_never_changed():
+    """A run's pieces are joined before its chunk is made: the chunk is a frozen one like any
+    other, and a delta of thought and text after a run of text ends that run."""
+    answer = ChunkAssembler()
+    first = answer.add(
+        [*text_chunks("Hello world", split=3), chunk({"reasoning": "hm", "content": "!"})]
+    )
+    assert first == [TextChunk("Hello world"), ReasoningChunk("hm"), TextChunk("!")]
+    assert hash(first[0]) == hash(TextChunk("Hello world"))
+    with pytest.raises(FrozenInstanceError):
+        first[0].text = "changed"  # type: ignore[misc]
+    assert answer.add(list(text_chunks("more", split=2))) == [TextChunk("more")]
+    assert first[0] == TextChunk("Hello world")
 
 
 def test_reasoning_under_either_name():

@@ -1,7 +1,7 @@
 """Start-up made quicker without changing what it makes: the window's boot as `mm`
 runs it, a request typed before mm is ready, a configuration error found after the first frame,
-the tools made while detection waits on the network, the one TLS context, and what importing the
-model client loads."""
+the tools made while detection waits on the network, the one TLS context, and what importing mm
+and running it load."""
 
 from __future__ import annotations
 
@@ -139,17 +139,36 @@ def test_a_process_that_ends_while_the_tls_context_is_made_exits_cleanly(work: P
         assert (done.returncode, done.stderr) == (2, "mm: missing.yaml: no such file\n")
 
 
-def test_the_model_client_loads_no_command_line_client() -> None:
-    """httpx's command-line client (click, pygments, rich's progress bars) stays out of mm."""
+def test_importing_mm_changes_no_other_packages_modules() -> None:
+    """Whether httpx may load its command-line client is the program's choice (`cli.main`):
+    importing the engine, or any module of mm, blocks no import of another package."""
     code = (
-        "import json, sys; import mm_tui.engine.provider, httpx; "
-        "print(json.dumps(sorted(m for m in sys.modules "
-        "if m.split('.')[0] in ('click', 'pygments') or m == 'rich.progress' or (m == 'httpx._main' and sys.modules[m]))))"
+        "import importlib, json, pkgutil, sys; import mm_tui.engine; "
+        "engine = 'httpx._main' in sys.modules; "
+        "[importlib.import_module(m.name) "
+        "for m in pkgutil.walk_packages(mm_tui.__path__, 'mm_tui.')]; "
+        "print(json.dumps([engine, sorted(m for m, v in sys.modules.items() if v is None)]))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    assert json.loads(out.stdout) == []
+    assert json.loads(out.stdout) == [False, []]
+
+
+def test_the_program_loads_no_command_line_client_of_httpx(work: Path) -> None:
+    """`mm` keeps httpx's command-line client (click, pygments, Rich's progress bars) out of
+    its process: the model client then imports httpx without them."""
+    code = (
+        "import json, sys; from mm_tui.cli import main; "
+        f"status = main(['-p', 'hello', '--base-url', {closed_port_url()!r}]); import httpx; "
+        "blocked = sys.modules.get('httpx._main', 0) is None; "
+        "print(json.dumps([status, blocked, sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('click', 'pygments') or m == 'rich.progress')]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [2, True, []]
 
 
 @pytest.mark.parametrize("demo", [True, False])

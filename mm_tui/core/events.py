@@ -5,7 +5,7 @@ dataclasses so that a front end can keep them in its own store without fearing t
 changes them afterwards, or send them elsewhere (ACP): every event is plain data, and a front
 end answers a `PermissionRequested` with a command, `Engine.answer(agent, call_id, decision)`.
 They are made by `@frozen` (core/frozen.py), which is `@dataclass(frozen=True)` without
-compiling their methods: 15 to 20 ms of the window's first frame otherwise.
+compiling their methods, for the first frame's sake: see docs/performance.md.
 """
 
 from __future__ import annotations

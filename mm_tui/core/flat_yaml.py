@@ -1,8 +1,9 @@
 """What `yaml.safe_load` makes of a file of flat `key: value` lines, without importing PyYAML.
 
-PyYAML costs 10-15 ms to import, on the way to the window's first frame (mm's own themes) and to
-the engine being ready (the demo playground's skill). Most such files are flat lines, which this
-reads exactly as PyYAML does; anything else (`None` here) goes to PyYAML. A line holds a key
+A stand-in for `yaml.safe_load`, so that the window's first frame (mm's own themes) and the
+engine being ready (the demo playground's skill) do not wait for PyYAML's import: see
+docs/performance.md. Most such files are flat lines, which this reads exactly as PyYAML does;
+anything else (`None` here) goes to PyYAML. A line holds a key
 that starts with a letter or `_`, then nothing, a quoted text without escapes, or a plain text
 that starts with a letter and holds no colon, `#`, tab or quote; a comment may follow after a
 space. `true` and `false` are booleans; the other words YAML 1.1 reads as booleans or null

@@ -1,9 +1,9 @@
 """`@frozen`: `@dataclass(frozen=True)` without compiling code as the class is made.
 
-`dataclass` writes the source of six methods for each frozen class (`__init__`, `__repr__`,
-`__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and compiles each one: about 0.7 ms a class.
-The events (core/events.py, 21 classes) cost 15 to 20 ms of window mode's way to its first frame
-that way. `frozen` lets `dataclass` do everything else (the fields, `fields()`,
+A stand-in for dataclass's code generation, which the event classes would pay for on the way to
+the first frame: see docs/performance.md. `dataclass` writes the source of six methods for each
+frozen class (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and
+compiles each one; `frozen` lets `dataclass` do everything else (the fields, `fields()`,
 `replace()`, `asdict()`, `__match_args__`) and gives the class those six methods as closures over
 its fields, made without compiling anything. They behave as the generated ones do (the same
 repr, equality, hash, frozen errors; keyword-only fields and `field(compare=False, repr=False,
@@ -41,6 +41,8 @@ def frozen(cls: T) -> T:
     post_init = getattr(cls, "__post_init__", None) is not None
     qualname = cls.__qualname__
     made = cast(type, cls)
+    # For the instance being made only, as dataclass's own __init__ sets a frozen class's
+    # fields: nothing sets a field of an instance once made.
     setattr_ = object.__setattr__
 
     required = [f for f in positional if f.default is MISSING and f.default_factory is MISSING]

@@ -48,11 +48,6 @@ __all__ = [
     "stream_end",
 ]
 
-# Chunks are built without the frozen dataclass's __init__, which alone costs more than the rest
-# of the path a text delta takes.
-_new = object.__new__
-_set = object.__setattr__
-
 
 class Replay:
     """What a retried answer repeats of what the person has already seen.
@@ -228,8 +223,9 @@ class ChunkAssembler:
 
     def add(self, objs: Iterable[dict[str, Any]]) -> list[ModelChunk]:
         """The chunks to show for these objects, in order; an error event stops them. Text
-        that follows text (or thought that follows thought) among them is one chunk (`_put`)."""
-        out: list[ModelChunk] = []
+        that follows text (or thought that follows thought) among them is one chunk (`_Chunks`)."""
+        out = _Chunks()
+        put = out.put
         show = self.shown.append
         replay = self._replay
         for obj in objs:
@@ -246,7 +242,7 @@ class ChunkAssembler:
                             text = replay.unseen(TextChunk, text)
                         if text:
                             show(text)
-                            _put(out, TextChunk, text)
+                            put(TextChunk, text)
                     elif delta:
                         self._delta(delta, out)
                     reason = choice.get("finish_reason")
@@ -263,9 +259,9 @@ class ChunkAssembler:
                 continue  # a chunk of an unexpected shape: skipped
         if out:
             self.yielded = True
-        return out
+        return out.taken()
 
-    def _delta(self, delta: dict[str, Any], out: list[ModelChunk]) -> None:
+    def _delta(self, delta: dict[str, Any], out: _Chunks) -> None:
         """A delta that is more than text: reasoning, text beside it, tool-call pieces."""
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         for kind, text, sink in (
@@ -279,7 +275,7 @@ class ChunkAssembler:
                 text = self._replay.unseen(kind, text)
             if text:
                 sink.append(text)
-                _put(out, kind, text)
+                out.put(kind, text)
         pieces = delta.get("tool_calls")
         if pieces:
             for piece in pieces:
@@ -292,17 +288,45 @@ class ChunkAssembler:
         return stream_end(self.finish, self.calls, self.usage, next_call_id)
 
 
-def _put(out: list[ModelChunk], kind: type[TextChunk | ReasoningChunk], text: str) -> None:
-    """`text` as a chunk of `kind` at the end of `out`, joined to the last one when that is of
-    the same kind: the events of one `add` (one network read's, or one HTTP chunk's) cross as
-    few chunks as they can, because each costs an event on its way to the screen, and the
-    engine reads a trickling server in batches (`paced_reads.py`)."""
-    if out and out[-1].__class__ is kind:
-        _set(out[-1], "text", out[-1].text + text)  # type: ignore[union-attr]
-    else:
-        item = _new(kind)
-        _set(item, "text", text)
-        out.append(item)
+class _Chunks:
+    """The chunks of one `add`, in order. Text that follows text (or thought that follows
+    thought) becomes one chunk: each crosses to the screen as an event of its own, and the
+    engine reads a trickling server in batches (`paced_reads.py`). A run's pieces are joined
+    once it ends, so that each chunk is made whole and never changed."""
+
+    __slots__ = ("done", "kind", "parts")
+
+    def __init__(self) -> None:
+        self.done: list[ModelChunk] = []
+        self.kind: type[TextChunk | ReasoningChunk] = TextChunk  # of the run in `parts`
+        self.parts: list[str] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.done or self.parts)
+
+    def put(self, kind: type[TextChunk | ReasoningChunk], text: str) -> None:
+        """`text`, of `kind`: joined to the run before it when that is of the same kind."""
+        if kind is not self.kind:
+            if self.parts:
+                self._end_run()
+            self.kind = kind
+        self.parts.append(text)
+
+    def append(self, chunk: ModelChunk) -> None:
+        if self.parts:
+            self._end_run()
+        self.done.append(chunk)
+
+    def taken(self) -> list[ModelChunk]:
+        """Every chunk, the last run's included."""
+        if self.parts:
+            self._end_run()
+        return self.done
+
+    def _end_run(self) -> None:
+        parts = self.parts
+        self.done.append(self.kind(parts[0] if len(parts) == 1 else "".join(parts)))
+        self.parts = []
 
 
 def completion_chunks(data: dict[str, Any], next_call_id: Callable[[], str]) -> list[ModelChunk]:

@@ -10,15 +10,13 @@ first waits until READ_GAP has passed since that one. Meanwhile the kernel keeps
 and the read after the wait takes all of it at once; h11 then hands the events over from its
 buffer. Nothing is lost or reordered: TCP holds the bytes, and the waits only batch them.
 
-Why 100 ms: on this project's two-core virtual machine each wake-up of the event loop costs
-about 0.3 ms of kernel and loop time (a bare asyncio loop that sleeps 70 times a second takes 2%
-of a core), so what a streamed answer costs is mostly how often mm wakes. The window's frames
-come at most every 100 ms to 17 ms, as their cost allows (`transcript/view.py`), and they fall in
-step with the reads (FRAME_SLACK there): a read's text is drawn in the same wake-up that read
-it. The price: a token waits in the kernel up to 100 ms for its read (measured with
-bench/bench_e2e.py, from the server to the screen: median 56 ms, 95th percentile 101 ms, about
-what it waited for its frame before), and the text moves ten times a second even when frames
-would be cheap enough for more. Line mode, `mm -p` and ACP print in batches of at most 100 ms.
+Why 100 ms: what a streamed answer costs is mostly how often mm wakes (each wake-up of the event
+loop costs kernel and loop time, most of all on a virtual machine), and the window's frames come
+at most every 100 ms to 17 ms, as their cost allows (`transcript/view.py`); they fall in step
+with the reads (FRAME_SLACK there), so a read's text is drawn in the same wake-up that read it.
+The price: a token waits in the kernel up to 100 ms for its read, and the text moves ten times a
+second even when frames would be cheap enough for more. The figures, and where they were
+measured: docs/performance.md. Line mode, `mm -p` and ACP print in batches of at most 100 ms.
 A server reached through a proxy (httpx's proxy transports) is read unpaced.
 
 What is not paced: the first read after a request is written (the answer's status and headers

@@ -200,12 +200,11 @@ async def detect_local_server(
 # -- plain HTTP to this machine ---------------------------------------------------------------
 #
 # Detection and the context-window lookup ask servers on this machine over plain http, a few
-# small JSON answers. httpx (with httpcore and anyio) costs 40 to 60 ms to import, and its
-# client the shared TLS context, which such a request never uses: on the path from the window's
-# first frame to ready that was a third of the time. So a request to a loopback
-# http:// URL goes as one HTTP/1.1 exchange on an asyncio stream, the connection closed after
-# it; anything else (https, another host, which may need the environment's proxy) goes through
-# httpx as before. The model client itself always uses httpx.
+# small JSON answers, on the way from the window's first frame to ready. A stand-in for httpx
+# there, which is slow to import and makes a TLS context such a request never uses (see
+# docs/performance.md): a request to a loopback http:// URL goes as one HTTP/1.1 exchange on an
+# asyncio stream, the connection closed after it; anything else (https, another host, which may
+# need the environment's proxy) goes through httpx. The model client itself always uses httpx.
 
 MAX_PLAIN_ANSWER = 16 * 1024 * 1024  # more is not the small JSON answer asked for
 

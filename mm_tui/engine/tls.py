@@ -1,15 +1,13 @@
 """The one TLS context of mm's model-server clients, made once, and ahead of time in window mode.
 
 httpx makes a new SSL context for every client it builds, and loads certifi's bundle of
-certificate authorities into each: 25 to 40 ms on a two-core machine. Start-up built three
-clients (detection, the context-window lookup, the model client), a third of the time from the
-window's first frame to ready. They now share this context: the same one httpx makes
-by default (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set), so what is trusted does
-not change.
+certificate authorities into each, and start-up builds several clients: a stand-in for that
+default, shared by them all (see docs/performance.md). It is the same one httpx makes by default
+(certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set), so what is trusted does not change.
 
 Loading the bundle is OpenSSL's work, done without holding the GIL: `prepare` starts it in a
-thread, which window mode does before its first frame, so that it runs on the other core while
-the window draws."""
+thread (window mode as its boot begins, while the configuration loads), so that it runs on the
+other core."""
 
 from __future__ import annotations
 

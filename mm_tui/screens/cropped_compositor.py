@@ -4,11 +4,11 @@ only the rows it touches.
 Why: in Textual 8.2 a partial update (the spinner's one row, a streaming answer's last lines)
 asks every visible widget whose *clip* overlaps the update for its lines, and for all of them.
 The clip of a widget laid out in the screen is the whole screen, so each spinner frame rendered
-the transcript's 24 rows, the prompt, the key bar and the header too: measured, 0.9 ms of the
-1.1 ms the widgets took per spinner frame went to widgets that had not changed, 2.1% of a core
-during a turn, taken from the model on the same cores. Here a widget is asked only when the part
-of it that is on screen overlaps the update, and only for the update's rows; what Textual then
-does with the lines (cutting them at the widgets' edges, writing the changed spans) is its own.
+the transcript's 24 rows, the prompt, the key bar and the header too. A stand-in for
+`Compositor._get_renders` (what it saves: docs/performance.md): here a widget is asked only when
+the part of it that is on screen overlaps the update, and only for the update's rows; what
+Textual then does with the lines (cutting them at the widgets' edges, writing the changed spans)
+is its own.
 
 A full update, and a screenshot, crop to the whole screen: every widget is asked for all of its
 visible lines, as before.

@@ -37,15 +37,12 @@ class MainScreen(Screen[None]):
         """Paint what changed now, in this wake-up of the event loop, rather than at the next
         tick of Textual's 60-per-second update timer.
 
-        Why: each wake-up costs this process a few hundred microseconds of kernel and loop time
-        on a virtual machine (a bare asyncio loop waking 70 times a second took 2% of a core),
-        and through the timer every frame cost one more: the timer's sleep until its next tick,
-        after the tick that painted. While an answer streamed from a local server, that was
-        about 10 of 22 wake-ups a second, and half a percent of a core (measured).
-        The timer is
-        still how Textual caps the rate: an update within UPDATE_PERIOD of the last one made
-        here goes to it, as in Textual. This overrides Textual's own `Screen._on_idle`, whose
-        work it calls (`_on_timer_update`); Textual is pinned to < 8.3."""
+        Why: each wake-up of the event loop costs kernel and loop time, and through the timer
+        every frame cost one more: the timer's sleep until its next tick, after the tick that
+        painted (what that came to: docs/performance.md). The timer is still how Textual caps
+        the rate: an update within UPDATE_PERIOD of the last one made here goes to it, as in
+        Textual. This overrides Textual's own `Screen._on_idle`, whose work it calls
+        (`_on_timer_update`); Textual is pinned to < 8.3."""
         dirty = (
             self._layout_required
             or self._scroll_required

@@ -2,11 +2,11 @@
 tool (`ToolRegistry.parse`) and give the JSON schema of its declaration (`Tool.parameters`).
 
 They live here, apart from their tools, so that making the tools and declaring them does not
-import pydantic (60 to 80 ms of window mode's way from its first frame to ready): a
-tool names its class (`Args = lazy_args("BashArgs")`), which this module makes at the first call
-(in window mode, just after ready, in a thread: `mm_tui.tools.prepare`), and declares the
-JSON schema written out in schemas.py (`Tool.parameters_schema`), from which the fields here take their
-descriptions; tests/test_tool_args.py checks that pydantic makes that same schema of them."""
+import pydantic on the way to ready (see docs/performance.md): a tool names its class
+(`Args = lazy_args("BashArgs")`), which this module makes at the first call (in window mode,
+just after ready, in a thread: `mm_tui.tools.prepare`), and declares the JSON schema written out
+in schemas.py (`Tool.parameters_schema`), from which the fields here take their descriptions;
+tests/test_tool_args.py checks that pydantic makes that same schema of them."""
 
 from __future__ import annotations
 

@@ -172,7 +172,7 @@ def release_middle(fd: int) -> None:
     if size <= SPILL_LIMIT:
         return
     if _fallocate is None:
-        import ctypes.util  # here: a command this prolific is rare, and ctypes costs 2 to 4 ms
+        import ctypes.util  # here: a command this prolific is rare, and ctypes is slow to load
 
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)

@@ -129,7 +129,7 @@ def _decode(path: str, data: bytes) -> str:
 
 
 def _plan(ctx: ToolContext, args: EditFileArgs) -> _Plan:
-    # Imported at the first call, not when the tools are made (3 to 6 ms of start-up).
+    # Imported at the first call, not when the tools are made (docs/performance.md).
     from mm_tui.tools.diff import apply_replacements
     from mm_tui.tools.edit_match import Ambiguous, Document, Match, locate
 

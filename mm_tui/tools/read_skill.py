@@ -67,7 +67,7 @@ def describe(text: str) -> str:
         description = None
         meta: object = read_flat_yaml(match.group(1))
         if meta is None:
-            import yaml  # here: only a front matter that is not flat needs PyYAML (10-15 ms)
+            import yaml  # here: only a front matter that is not flat needs PyYAML
 
             try:
                 meta = yaml.safe_load(match.group(1))

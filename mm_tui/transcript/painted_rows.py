@@ -3,10 +3,10 @@ it shows.
 
 Why: while an answer streams and the view follows the bottom, every new line moves all the rows
 up by one, and Textual's cache, which keeps rows by their position, paints every row of the view
-again (padding, background, the colour filters: about 0.1 ms a row, 24 rows a frame, on four
-frames in ten). A painted row is a function of the view's line (the same `Strip` object while the
-line does not change: `TranscriptView.render_line` keeps it so) and of the widget's styles, so a
-row that only moved costs a lookup here.
+again (padding, background, the colour filters; what that costs: docs/performance.md). A painted
+row is a function of the view's line (the same `Strip` object while the line does not change:
+`TranscriptView.render_line` keeps it so) and of the widget's styles, so a row that only moved
+costs a lookup here.
 
 Only for a widget without vertical padding or borders, where each row is a line of content. The
 rows outlive Textual's own clearing of its cache (a refresh of the whole widget, which the view

@@ -1,9 +1,10 @@
 """The transcript view's scrollbar, painted by the view in its own lines.
 
 Why not Textual's ScrollBar: it is a widget of its own that renders all its rows again whenever
-the content grows by a line, about a quarter of the CPU of a streaming answer. This paints the
-same bar (Textual's renderer, colours and glyphs) as one cell pair per row, computed once per
-size and position, and turns a press or a drag on it into a scroll position as Textual's does.
+the content grows by a line, a large share of a streaming answer's CPU (docs/performance.md).
+This paints the same bar (Textual's renderer, colours and glyphs) as one cell pair per row,
+computed once per size and position, and turns a press or a drag on it into a scroll position as
+Textual's does.
 """
 
 from __future__ import annotations

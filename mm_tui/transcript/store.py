@@ -29,8 +29,8 @@ class Item:
     counted from 1: the view finds an item's cached lines by it, so it must start again at 1
     whenever the store is emptied.
 
-    Items are plain classes with slots rather than dataclasses: making the seven dataclasses
-    took 7 ms of every start, before the first frame; slots also keep ten thousand items small.
+    Items are plain classes with slots rather than dataclasses, which are slow to make on the
+    way to the first frame (docs/performance.md); slots also keep ten thousand items small.
     """
 
     __slots__ = ("id", "agent", "version")

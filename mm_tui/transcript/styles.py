@@ -1,7 +1,7 @@
 """What each part of a transcript item is drawn in: (theme variable for the colour, text style).
 
 Styles come from the theme directly (see widgets/theme_style.py) rather than from component
-classes, which cost about 15 ms of the first frame.
+classes, for the first frame's sake (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@ Chosen by measuring against a widget per item: every item renders to lines once 
 and version and is cached (`line_cache.py`); the view paints only the visible lines (the way
 Textual's `Log` stays fast); a click or Enter on a line finds its item by bisecting the items'
 offsets and folds or unfolds it; only the item still streaming is rendered again, at most once
-per frame. Mounting a widget per item costs seconds and hundreds of MB at ten thousand tool
-lines; this costs what the visible lines cost. Each kind of item has its renderer
-(`renderers/`), found by the item's type; the scrollbar is painted in the view's own lines
-(`scrollbar.py`).
+per frame. A widget per item does not scale to ten thousand tool lines (docs/performance.md);
+this costs what the visible lines cost. Each kind of item has its renderer (`renderers/`), found
+by the item's type; the scrollbar is painted in the view's own lines (`scrollbar.py`).
 
 Text can be selected with the mouse, as in Textual's `Log`: each painted line carries the
 offsets of its characters, Textual's screen turns a drag into a selection of lines and

@@ -32,7 +32,7 @@ NO_ANSWER = " no answer "
 
 
 class AgentHeader(Widget):
-    """One widget drawing one line (three Statics in a row cost ~12 ms of the first frame):
+    """One widget drawing one line, not three Statics, for the first frame (docs/performance.md):
     the agent on the left, cut with an ellipsis when the window is narrow; the working folder,
     muted, in what the agent leaves (at most half the line, at least a quarter), cut from its
     start; the context's fill, muted, when the agent and the folder leave room for it whole

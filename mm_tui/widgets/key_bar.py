@@ -3,7 +3,7 @@ the right; a click on a key presses it.
 
 It draws what Textual's Footer draws (the same cells, in the theme's footer colours), as one
 widget painting one line: the Footer mounts a widget per key and mounts them all again at every
-change of focus, and its stylesheet alone cost a few milliseconds of the first frame. Left out:
+change of focus, and its stylesheet costs the first frame (docs/performance.md). Left out:
 the Footer's hover highlight, binding groups (mm has none) and scrolling a bar too long for the
 window (where the keys do not fit, each description is cut to its last word, `allow for the
 session` to `session`; what still does not fit is cut with an ellipsis, the palette key

@@ -5,9 +5,9 @@ It redraws only when its text changes and never asks for a layout (its height is
 update per streamed chunk that re-laid out the screen was the largest cost of streaming.
 
 It paints its one line itself, from segments, and keeps each line it painted (a spinner has ten
-frames): the spinner redraws ten times a second for the whole of a turn, and through a Static
-(its Content, wrapping and styling) each redraw cost about 0.45 ms, 1.5-2% of a core with the
-rest of the frame, taken from a model on the same cores. A line longer than the widget is cut.
+frames): the spinner redraws ten times a second for the whole of a turn, and a Static (its
+Content, wrapping and styling) made each redraw cost a share of a core taken from a model on the
+same cores (a stand-in for it: docs/performance.md). A line longer than the widget is cut.
 Its text goes through `safe_display` (a retry's reason is a server's words).
 
 While the transcript draws frames (an answer streaming), the spinner rides them: the view calls

@@ -1,11 +1,11 @@
 """Rich styles straight from the theme's variables, for widgets that draw their own lines.
 
 Why not Textual's component classes: the stylesheet applies every component class of a widget
-as a virtual node at each restyle (mount, focus, theme change), and the transcript's 27 of them
-cost about 15 ms before the first frame. A style here is what `get_component_rich_style` gives
-for `color: $<variable>; text-style: <text_style>` on a child of the widget: the widget's own
-style, the text style, and the colour blended over the widget's background (so `auto 60%`, the
-theme's muted text, comes out as Textual draws it).
+as a virtual node at each restyle (mount, focus, theme change), and the transcript has 27 of
+them, on the way to the first frame (docs/performance.md). A style here is what
+`get_component_rich_style` gives for `color: $<variable>; text-style: <text_style>` on a child
+of the widget: the widget's own style, the text style, and the colour blended over the widget's
+background (so `auto 60%`, the theme's muted text, comes out as Textual draws it).
 """
 
 from __future__ import annotations

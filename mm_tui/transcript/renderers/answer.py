@@ -160,8 +160,8 @@ class _Kept:
 
 def prepare() -> None:
     """Load what drawing Markdown needs (markdown-it, Rich's Markdown) in a thread: the window
-    calls it once ready, so that the first answer's first frame does not wait the ~40 ms of
-    imports (measured in a process with the window's modules loaded)."""
+    calls it once ready, so that the first answer's first frame does not wait for the imports
+    (docs/performance.md)."""
     preload("mm-markdown", "mm_tui.rich_markdown")
 
 
