@@ -1,0 +1,301 @@
+"""The model's context window, kept for an engine: what the window is (the config, the server,
+or a refusal), how full it is (`ContextUsage`), room made before a request that would not fit
+(old outputs shortened, then the conversation compacted), a fair share for each tool result,
+and `/compact`. The meter (`context.py`) measures; this decides what to do about it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from mm_tui.config import Settings
+from mm_tui.core.events import ContextUsage, HistoryCompacted, HistoryShortened, Thinking
+from mm_tui.core.redact import Redactor
+from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
+from mm_tui.engine.context_window import ContextWindow, window_from_error
+from mm_tui.engine.model_stream import CONTEXT_ADVICE, ModelClient, ModelError, TextChunk
+from mm_tui.engine.recorder import SessionRecorder
+from mm_tui.engine.server_watch import ServerWatch
+from mm_tui.engine.turn_state import Emit, StopTurn
+from mm_tui.tools.registry import ToolRegistry
+
+UNKNOWN_WINDOW = (
+    "the model's context window is unknown: mm learns it from the server's first refusal of a "
+    "request too big; set contextWindow in the config to tell it"
+)
+SUMMARY_QUESTION = (
+    "Summarise this conversation so far for your own later use: the task, what was done, the "
+    "files and facts that matter, and what is left to do. Be complete but brief; answer with the "
+    "summary only."
+)
+
+
+class ContextKeeper:
+    def __init__(
+        self,
+        settings: Settings,
+        client: ModelClient,
+        registry: ToolRegistry,
+        recorder: SessionRecorder,
+        *,
+        redactor: Redactor,
+        server: ServerWatch,
+        system_prompt: Callable[[], str],
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.registry = registry
+        self.recorder = recorder
+        self.redactor = redactor
+        self.server = server
+        self.system_prompt = system_prompt
+        self.meter = ContextMeter()
+        self.window_unread = False  # the server did not answer at start-up: ask it later
+        self._declarations: list[dict[str, Any]] | None = None
+        self._declared: object = None  # the registry's version the declarations are of
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools' declarations, made again only when the registry changed (an MCP server
+        became ready or stopped): the meter measures each list once. Each request of a turn
+        declares the tools ready at that moment."""
+        version = self.registry.version
+        if self._declarations is None or version != self._declared:
+            self._declarations = self.registry.declarations()
+            self._declared = version
+        return self._declarations
+
+    # -- the window ----------------------------------------------------------------------------
+
+    async def learn_window(self) -> list[str]:
+        """Ask the server for the model's context window (the config's `contextWindow` wins);
+        returns the start-up notes that say what was learned."""
+        if self.settings.context_window:
+            self.meter.window = ContextWindow(
+                self.settings.context_window, "contextWindow in the config"
+            )
+        else:
+            reader = getattr(self.client, "read_context_window", None)
+            if reader is None:  # the demo model: no window to keep
+                return []
+            if self.server.answering is False:  # nobody to ask: asked after the first answer
+                self.window_unread = True
+                return []
+            try:
+                self.meter.window = await reader()
+            except Exception:  # noqa: BLE001 - never a reason not to start
+                self.meter.window = None
+        window = self.meter.window
+        if window is None:
+            return [UNKNOWN_WINDOW]
+        notes = [f"context window: {window.tokens:,} tokens ({window.source})"]
+        if window.note:
+            notes.append(window.note)
+        return notes
+
+    def usage(self) -> ContextUsage | None:
+        """How full the model's context is now, or None while the window is unknown (the
+        header shows nothing then)."""
+        window = self.meter.window
+        if window is None:
+            return None
+        used = self.meter.estimate(self.recorder.session.messages, self.tools())
+        return ContextUsage(
+            used=used, window=window.tokens, source=window.source, estimated=not self.meter.counted
+        )
+
+    def report(self, emit: Emit | None) -> None:
+        usage = self.usage()
+        if usage is not None and emit is not None:
+            emit(usage)
+
+    async def observed(self, prompt_tokens: int, sent: int) -> None:
+        """An answer came for a request of `sent` characters that the server counted as
+        `prompt_tokens`; the window is asked now if the server was down at start-up."""
+        if self.window_unread:
+            self.window_unread = False
+            await self.learn_window()
+        self.meter.observed(prompt_tokens, sent)
+
+    def count_from_journal(self) -> None:
+        """A reopened session: its last turn's end said how full the context was (the server's
+        count, and an estimate of what came after it); the count goes on from there, so that
+        the header shows on resume what the last turn showed, not a fresh guess at the
+        default characters per token."""
+        session = self.recorder.session
+        turns = session.turns
+        used = turns[-1].get("context_used") if turns else None
+        if turns and turns[-1].get("context_estimated") is True:
+            return  # an estimate at the default ratio, as a fresh one would be: no count under it
+        if isinstance(used, int) and not isinstance(used, bool) and used > 0:
+            self.meter.observed(used, self.meter.chars(session.messages, self.tools()))
+
+    def learn_from_refusal(self, refused: ModelError, sent: int, emit: Emit) -> bool:
+        """The server refused a request of `sent` characters as too big: take the window it
+        states, count that request as over it, and say whether mm can make room now (it cannot
+        when neither the server nor anything before said the window: nothing is guessed)."""
+        stated = window_from_error(refused.server_text or refused.message)
+        if stated is not None:
+            self.meter.window = ContextWindow(stated, "the server's refusal")
+        window = self.meter.window
+        if window is None:
+            return False
+        # The request was over the window whatever mm counted: count it so from now on (but a
+        # token is at least two characters: a server's odd count must not make every later
+        # request look too big).
+        messages = self.recorder.session.messages
+        tokens = max(window.tokens + 1, self.meter.estimate(messages, self.tools()))
+        self.meter.observed(min(tokens, sent // 2), sent)
+        self.report(emit)
+        return True
+
+    # -- making room -----------------------------------------------------------------------------
+
+    async def make_room(self, emit: Emit) -> None:
+        """Before a request: when it would not fit the window (the answer's reserve kept free),
+        shorten old tool outputs, then compact, then give up with the overflow advice."""
+        budget = self.meter.budget
+        window = self.meter.window
+        if budget is None or window is None:
+            return
+        session, tools = self.recorder.session, self.tools()
+        if self.meter.estimate(session.messages, tools) <= budget:
+            return
+        tried = "shortening old tool outputs" if self._shorten(emit, budget, tools) else ""
+        # Compacting helps only a history with more than the system prompt and the question.
+        if self.meter.estimate(session.messages, tools) > budget and len(session.messages) > 2:
+            tried = "shortening and compacting"
+            emit(Thinking(state="Compacting the conversation"))
+            try:
+                await self.compact(emit, auto=True)
+            except (ModelError, TimeoutError) as exc:
+                detail = exc.message if isinstance(exc, ModelError) else "no answer in time"
+                raise StopTurn(
+                    "error",
+                    f"[error: the conversation no longer fits the model's {window.tokens:,}-token "
+                    f"context, and compacting it failed ({detail}) — {CONTEXT_ADVICE}]",
+                    "generation",
+                ) from None
+        used = self.meter.estimate(self.recorder.session.messages, tools)
+        if used > budget:
+            after = f" even after {tried}" if tried else ""
+            raise StopTurn(
+                "error",
+                f"[error: the request needs about {used:,} tokens{after}, more than the model's "
+                f"{window.tokens:,}-token context leaves for it — {CONTEXT_ADVICE}]",
+                "generation",
+            )
+        self.report(emit)
+
+    def _shorten(self, emit: Emit, budget: int, tools: list[dict[str, Any]]) -> bool:
+        """Old tool outputs cut to make room; whether any was."""
+        session = self.recorder.session
+        messages = session.messages
+        room = self.meter.room(messages[:1], tools) or 0
+        keep = self.meter.keep_chars(room)
+        target = int(budget * SHRINK_TO)
+        done = self.meter.shorten_old_outputs(messages, tools, target, keep, session.shorten)
+        if not done.outputs:
+            return False
+        assert self.meter.window is not None
+        self.recorder.save(emit)
+        emit(
+            HistoryShortened(
+                outputs=done.outputs,
+                chars_cut=done.chars_cut,
+                message=f"shortened {done.outputs} old tool output(s) by "
+                f"{done.chars_cut:,} characters to fit the model's "
+                f"{self.meter.window.tokens:,}-token context; the session journal keeps them whole",
+            ),
+        )
+        return True
+
+    def fair_share(self, tool: str, emit: Emit) -> None:
+        """A tool result takes at most a quarter of the window: a 30,000-character output would
+        fill a 2,048-token model by itself. The model gets its head and tail; the journal and
+        the window keep it whole."""
+        session = self.recorder.session
+        messages = session.messages
+        room = self.meter.room(messages[:1], self.tools())
+        share = None if room is None else self.meter.fair_share_chars(room)
+        message = messages[-1]
+        output = message.get("content")
+        if share is None or not isinstance(output, str) or len(output) <= share:
+            return
+        shorter = self.meter.cut(output, share)
+        cut = len(output) - len(shorter)
+        session.shorten(len(messages) - 1, {**message, "content": shorter}, cut)
+        window = self.meter.window
+        assert window is not None
+        emit(
+            HistoryShortened(
+                outputs=1,
+                chars_cut=cut,
+                message=f"{tool}'s output of {len(output):,} characters goes to the model cut "
+                f"to {len(shorter):,}, a fair share of its {window.tokens:,}-token context; the "
+                "session journal keeps it whole",
+            ),
+        )
+        self.report(emit)
+
+    # -- compaction --------------------------------------------------------------------------
+
+    async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
+        """The model summarises the conversation, and the summary replaces the history. Emits
+        `HistoryCompacted` (and `ContextUsage`) through `emit`. Returns the summary; a failure
+        raises with its words redacted."""
+        try:
+            return await self._compact(emit, auto=auto)
+        except ModelError as exc:
+            if exc.message == (said := self.redactor.text(exc.message)):
+                raise
+            raise ModelError(said, status=exc.status) from None
+        except Exception as exc:
+            if str(exc) == (said := self.redactor.text(str(exc))):
+                raise
+            raise ModelError(said) from None
+
+    async def _compact(self, emit: Emit | None, *, auto: bool) -> str:
+        session = self.recorder.session
+        messages = session.messages
+        before = self.meter.estimate(messages, self.tools()) if self.meter.window else 0
+        summary = await self._summary(messages)
+        # In the system message, so that user and assistant turns still alternate afterwards.
+        system = f"{self.system_prompt()}\n\nSummary of the conversation so far:\n\n{summary}"
+        history: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        question = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+        if auto and question is not None:  # in the middle of a turn: its request goes on
+            history.append(question)
+        replaced = len(messages)
+        self.meter.forget_base()
+        after = self.meter.estimate(history, self.tools()) if self.meter.window else 0
+        session.compact(
+            summary, history, auto=auto, tokens={"tokens_before": before, "tokens_after": after}
+        )
+        if emit is not None:
+            emit(
+                HistoryCompacted(
+                    summary=summary,
+                    replaced=replaced,
+                    auto=auto,
+                    tokens_before=before,
+                    tokens_after=after,
+                ),
+            )
+            self.report(emit)
+        return summary
+
+    async def _summary(self, messages: list[dict[str, Any]]) -> str:
+        """The model's summary of `messages` (within four watchdog periods); ModelError when
+        it gives none."""
+        text: list[str] = []
+        ask = {"role": "user", "content": SUMMARY_QUESTION}
+        request = summary_request(self.meter, messages, ask)
+        async with asyncio.timeout(self.settings.watchdog_timeout * 4):
+            async for chunk in self.client.stream(request, []):
+                if isinstance(chunk, TextChunk):
+                    text.append(chunk.text)
+        summary = "".join(text).strip()
+        if not summary:
+            raise ModelError("the model gave an empty summary; the history is unchanged")
+        return summary

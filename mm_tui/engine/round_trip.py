@@ -1,0 +1,232 @@
+"""One model round trip: the request (with the tools ready now, after room is made for it), the
+streamed answer passed on as it comes, the watchdog that stops a silent server, the provider's
+retries said, a refusal of a request too big learned from and asked once more, and the answer
+recorded with its tool calls (each under an id of its own). What the model said before a
+failure stays in the history."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from mm_tui.config import Settings
+from mm_tui.core.events import (
+    ComposingToolCall,
+    ModelRetrying,
+    TextDelta,
+    Thinking,
+    ThoughtDelta,
+)
+from mm_tui.engine.chunk_assembly import distinct_ids
+from mm_tui.engine.context_keeper import ContextKeeper
+from mm_tui.engine.guards import RunawayDetector
+from mm_tui.engine.model_stream import (
+    ModelChunk,
+    ModelClient,
+    ModelError,
+    ReasoningChunk,
+    Retrying,
+    StreamEnd,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+)
+from mm_tui.engine.recorder import SessionRecorder
+from mm_tui.engine.server_watch import ServerWatch
+from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
+
+BUSY = "Waiting for the server: it may still be writing the cancelled answer"
+"""The status while the request after a cancelled one waits for its first word."""
+
+
+@dataclass
+class _Answer:
+    text: list[str] = field(default_factory=list)
+    thought: list[str] = field(default_factory=list)
+    end: StreamEnd | None = None
+
+
+class RoundTrip:
+    def __init__(
+        self,
+        settings: Settings,
+        client: ModelClient,
+        recorder: SessionRecorder,
+        context: ContextKeeper,
+        server: ServerWatch,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.recorder = recorder
+        self.context = context
+        self.server = server
+
+    async def generate(self, emit: Emit, state: TurnState) -> list[ToolCall]:
+        """Stream the model's answer; the tool calls it asked for (none: the turn ends)."""
+        await self.context.make_room(emit)
+        answer = _Answer()
+        tools = self.context.tools()
+        sent = self.context.meter.chars(self.recorder.session.messages, tools)
+        refused = await self._stream(emit, state, answer, tools)
+        if refused is not None:  # too big for the window: learn it, make room, ask once more
+            state.overflowed = True
+            if not self.context.learn_from_refusal(refused, sent, emit):
+                raise StopTurn("error", f"[error: {refused.message}]", "provider")
+            return await self.generate(emit, state)
+        state.overflowed = False
+        return await self._record(emit, state, answer, sent)
+
+    async def _stream(
+        self, emit: Emit, state: TurnState, answer: _Answer, tools: list[dict[str, Any]]
+    ) -> ModelError | None:
+        """Read the answer into `answer` under the watchdog. Returns the server's refusal of a
+        request too big when it may be asked again; any other failure ends the turn."""
+        reading = _Reading(self, emit, answer)
+        stream = self.client.stream(self.recorder.session.messages, tools)
+        try:
+            async with asyncio.timeout(reading.timeout) as watchdog:
+                reading.watchdog = watchdog
+                async for chunk in stream:
+                    reading.take(chunk)
+        except TimeoutError:
+            self.recorder.keep_partial(answer.text, answer.thought)
+            raise StopTurn(
+                "error",
+                f"[error: the model sent nothing for {reading.timeout:g}s — turn stopped by the "
+                "watchdog; check that the model server is still running, or raise "
+                "watchdogTimeout for a slow model]",
+                "generation",
+            ) from None
+        except ModelError as exc:
+            return self._failed(exc, emit, state, answer)
+        except asyncio.CancelledError:
+            self.recorder.keep_partial(answer.text, answer.thought)
+            if answer.end is None:
+                self.server.busy = True
+            raise
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await asyncio.shield(aclose())
+        return None
+
+    def _failed(self, exc: ModelError, emit: Emit, state: TurnState, answer: _Answer) -> ModelError:
+        """The request failed: the server's state said, and the refusal returned when it is
+        one that making room may cure (once, before any word); else the turn ends."""
+        self.recorder.keep_partial(answer.text, answer.thought)
+        if exc.unreachable and self.server.answering is not False:
+            self.server.say(False, exc.message, emit)
+        elif exc.status is not None and self.server.answering is not True:
+            self.server.say(True, "", emit)  # it answered, if only with an error
+        if not (exc.overflow and not answer.text and not state.overflowed):
+            raise StopTurn("error", f"[error: {exc.message}]", "provider") from None
+        return exc
+
+    async def _record(
+        self, emit: Emit, state: TurnState, answer: _Answer, sent: int
+    ) -> list[ToolCall]:
+        """The answer in the history, with its calls; the context counted from the server's
+        usage."""
+        end = answer.end
+        if end is None:
+            self.recorder.keep_partial(answer.text, answer.thought)
+            raise StopTurn(
+                "error", "[error: the model's answer ended without a final chunk]", "provider"
+            )
+        state.usage = state.usage + end.usage
+        await self.context.observed(end.usage.prompt_tokens, sent)
+        session = self.recorder.session
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(answer.text) or None}
+        calls = distinct_ids(end.tool_calls, session.messages) if end.tool_calls else ()
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in calls
+            ]
+        session.add_message(message, thought="".join(answer.thought) or None)
+        state.pending = list(calls)
+        if calls:  # else the turn ends here, and its end saves the session
+            self.recorder.save(emit)
+        self.context.report(emit)
+        return list(calls)
+
+    def retrying(self, retrying: Retrying, emit: Emit) -> None:
+        if retrying.unreachable and self.server.answering is not False:
+            self.server.say(False, retrying.reason, emit)
+        emit(
+            ModelRetrying(
+                attempt=retrying.attempt,
+                attempts=retrying.attempts,
+                delay=retrying.delay,
+                reason=retrying.reason,
+            ),
+        )
+
+
+class _Reading:
+    """One request's stream as it is read: each chunk passed on, and the watchdog moved on by
+    every sign of life. After a cancelled request the first word may take twice as long (the
+    server finishes the old answer first: `BUSY`)."""
+
+    def __init__(self, trip: RoundTrip, emit: Emit, answer: _Answer) -> None:
+        self.trip = trip
+        self.emit = emit
+        self.answer = answer
+        self.loop = asyncio.get_running_loop()
+        self.runaway = RunawayDetector()
+        self.watchdog: asyncio.Timeout | None = None
+        self.timeout = trip.settings.watchdog_timeout
+        self.busy = trip.server.busy
+        self.retried = False
+        if self.busy:
+            emit(Thinking(state=BUSY))
+            self.timeout += trip.settings.watchdog_timeout
+        else:
+            emit(Thinking(state="Thinking"))
+
+    def take(self, chunk: ModelChunk) -> None:
+        watchdog = self.watchdog
+        assert watchdog is not None
+        if chunk.__class__ is Retrying:  # the wait is the provider's, not silence
+            watchdog.reschedule(self.loop.time() + self.timeout + chunk.delay)  # type: ignore[union-attr]
+            self.trip.retrying(chunk, self.emit)  # type: ignore[arg-type]
+            self.retried = True
+            return
+        self._alive(watchdog)
+        answer = self.answer
+        if isinstance(chunk, TextChunk):
+            answer.text.append(chunk.text)
+            self.emit(TextDelta(text=chunk.text))
+        elif isinstance(chunk, ReasoningChunk):
+            answer.thought.append(chunk.text)
+            self.emit(ThoughtDelta(text=chunk.text))
+        elif isinstance(chunk, ToolCallChunk):
+            problem = self.runaway.check(chunk.arguments)
+            if problem:
+                self.trip.recorder.keep_partial(answer.text, answer.thought)
+                raise StopTurn("error", problem, "generation")
+            self.emit(
+                ComposingToolCall(index=chunk.index, name=chunk.name, chars=len(chunk.arguments))
+            )
+        elif isinstance(chunk, StreamEnd):
+            answer.end = chunk
+
+    def _alive(self, watchdog: asyncio.Timeout) -> None:
+        """A chunk came: the watchdog counts again, and the status line says "Thinking" again
+        after a retry or the wait behind a cancelled answer."""
+        server = self.trip.server
+        if self.busy:  # answering at last: the wait behind the old answer is over
+            self.busy = server.busy = False
+            self.timeout = self.trip.settings.watchdog_timeout
+            self.retried = True
+        watchdog.reschedule(self.loop.time() + self.timeout)
+        if self.retried:
+            self.retried = False
+            self.emit(Thinking(state="Thinking"))
+        if server.answering is not True:
+            server.say(True, "", self.emit)

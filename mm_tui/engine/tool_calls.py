@@ -1,0 +1,272 @@
+"""The calls of one model answer, run in order: each parsed (a malformed one answered with the
+reason), asked about when the permission rule says so, run, watched by the loop detector,
+redacted, and recorded; every call gets a result, so the history stays well formed whatever
+happens. It needs no model: give it calls, and it runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mm_tui.config import Settings
+from mm_tui.core.events import (
+    Decision,
+    PermissionRequested,
+    ToolCallFinished,
+    ToolCallRunning,
+    ToolCallStarted,
+)
+from mm_tui.core.questions import Questions
+from mm_tui.core.redact import Redactor
+from mm_tui.core.text import one_line
+from mm_tui.engine.context_keeper import ContextKeeper
+from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, loop_stop_message
+from mm_tui.engine.model_stream import ToolCall
+from mm_tui.engine.permissions import Permissions
+from mm_tui.engine.recorder import SessionRecorder
+from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
+from mm_tui.tools.base import NothingToAsk, Tool, ToolCancelled, ToolContext, ToolResult
+from mm_tui.tools.registry import ToolRegistry
+
+NOT_RUN = "[error: not run — the turn was stopped]"
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    status: str
+    output: str  # what the model gets
+    diff: str | None = None
+    display: str | None = None  # what the front ends show instead, when the tool gave it
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """The calls of one answer: where their events go, the turn's state, their context."""
+
+    emit: Emit
+    state: TurnState
+    ctx: ToolContext
+
+
+class ToolCalls:
+    def __init__(
+        self,
+        settings: Settings,
+        cwd: Path,
+        registry: ToolRegistry,
+        recorder: SessionRecorder,
+        context: ContextKeeper,
+        *,
+        redactor: Redactor,
+        permissions: Permissions | None = None,
+        questions: Questions | None = None,
+        loop_detector: LoopDetector | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.cwd = cwd
+        self.registry = registry
+        self.recorder = recorder
+        self.context = context
+        self.redactor = redactor
+        self.permissions = permissions or Permissions(settings.yolo)
+        self.questions = questions or Questions()
+        self.loop_detector = loop_detector or LoopDetector()
+        self.clock = clock
+
+    async def run(self, calls: list[ToolCall], emit: Emit, state: TurnState) -> None:
+        """Run `calls` in order. Cancelled: the running call is answered as cancelled (the
+        turn answers the rest); the loop detector's stop ends the turn (`StopTurn`)."""
+        ctx = ToolContext(
+            cwd=self.cwd,
+            settings=self.settings,
+            emit=emit,
+            history=state.history,
+            questions=self.questions,
+        )
+        batch = _Batch(emit, state, ctx)
+        for call in calls:
+            await self._one(call, batch)
+
+    def answer_pending(self, state: TurnState, output: str, emit: Emit) -> None:
+        """Give every call of the model's last message a result, so the history stays well
+        formed; a call whose line is already shown is closed as cancelled."""
+        for call in state.pending:
+            title = state.titles.get(call.id)
+            tool = {"status": "cancelled", "elapsed": 0.0, "title": title}
+            self.recorder.tool_result(call.id, output, tool)
+            if title is not None:
+                emit(
+                    ToolCallFinished(
+                        call_id=call.id,
+                        tool=call.name,
+                        status="cancelled",
+                        output=output,
+                        elapsed=0.0,
+                    ),
+                )
+        state.pending.clear()
+
+    async def _one(self, call: ToolCall, batch: _Batch) -> None:
+        started = self.clock()
+        parsed = self.registry.parse(call.name, call.arguments)
+        if isinstance(parsed, str):
+            self._unparsable(call, parsed, started, batch)
+            return
+        tool, args = parsed
+        arguments = args.model_dump()
+        batch.state.titles[call.id] = title = tool.heading(args)
+        batch.emit(
+            ToolCallStarted(
+                call_id=call.id,
+                tool=tool.name,
+                title=title,
+                kind=tool.kind_for(args),
+                arguments=arguments,
+                display=tool.display(args),
+                locations=tool.locations(args, batch.ctx),
+            ),
+        )
+        decision = await self._decide(call, tool, args, batch)
+        # the call's time is its run's: the wait for the person's answer is not in it (an
+        # `ls` allowed after 6 s took no 6 s), and a rejected call ran for none
+        started = self.clock()
+        if decision is not None and not decision.allows:
+            self._finish(call, _Outcome("rejected", tool.rejection()), started, batch)
+            batch.state.count(tool.counter)
+            return
+        batch.emit(ToolCallRunning(call_id=call.id, tool=tool.name))
+        result = await self._run(call, tool, args, started, batch)
+        if result is not None:
+            outcome = _Outcome(result.status, result.output, result.diff, result.display)
+            self._conclude(call, _canonical(arguments), outcome, started, batch, tool.counter)
+
+    def _unparsable(self, call: ToolCall, reason: str, started: float, batch: _Batch) -> None:
+        """A call whose name or arguments do not parse: shown as the model sent it, answered
+        with the reason."""
+        short = one_line(call.arguments, 80)
+        batch.emit(
+            ToolCallStarted(
+                call_id=call.id,
+                tool=call.name,
+                title=f"{call.name}  {short}",
+                kind="other",
+                arguments={},
+                display=f"⚠ {call.name}: {short}",
+            ),
+        )
+        batch.state.titles[call.id] = f"{call.name}  {short}"
+        self._conclude(call, call.arguments, _Outcome("error", reason), started, batch, None)
+
+    async def _decide(
+        self, call: ToolCall, tool: Tool, args: Any, batch: _Batch
+    ) -> Decision | None:
+        """The decision that stands, or the person's; None when there is nothing to ask."""
+        decision = self.permissions.without_asking(tool.name, tool.needs_permission(args))
+        if decision is None:
+            decision = await self._ask(call, tool, args, batch)
+            if decision is not None:  # None: nothing to ask (the call fails by itself)
+                self.permissions.record(tool.name, decision)
+        return decision
+
+    async def _ask(self, call: ToolCall, tool: Tool, args: Any, batch: _Batch) -> Decision | None:
+        """The person's decision, or None when there is nothing to ask (`NothingToAsk`)."""
+        try:
+            details = await tool.permission_details(args, batch.ctx)
+        except NothingToAsk:
+            return None
+        future = self.questions.ask(None, call.id)
+        batch.emit(
+            PermissionRequested(
+                call_id=call.id, tool=tool.name, title=tool.heading(args), details=details
+            ),
+        )
+        try:
+            return await future
+        finally:
+            self.questions.withdraw(None, call.id)
+
+    async def _run(
+        self, call: ToolCall, tool: Tool, args: Any, started: float, batch: _Batch
+    ) -> ToolResult | None:
+        """The tool's result; None when the call was answered here (it raised)."""
+        try:
+            return await tool.run(args, replace(batch.ctx, call_id=call.id))
+        except ToolCancelled as cancelled:
+            batch.state.count(tool.counter)  # a bash response all the same, as a rejected one is
+            outcome = _Outcome("cancelled", cancelled.output, display=cancelled.display)
+            self._finish(call, outcome, started, batch)
+            raise asyncio.CancelledError from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool must not raise; if one does, the model hears it
+            output = f"[error: {tool.name} failed unexpectedly: {type(exc).__name__}: {exc}]"
+            self._finish(call, _Outcome("error", output), started, batch)
+            batch.state.count(tool.counter)
+            return None
+
+    def _conclude(
+        self,
+        call: ToolCall,
+        arguments: str,
+        outcome: _Outcome,
+        started: float,
+        batch: _Batch,
+        counter: str | None,
+    ) -> None:
+        """Record a call in the loop detector, then give the model its result."""
+        batch.state.count(counter)
+        verdict = self.loop_detector.record(call.name, arguments, outcome.output)
+        if verdict.stop:
+            message = loop_stop_message(call.name)
+            self._finish(call, _Outcome("error", message, outcome.diff), started, batch)
+            self.answer_pending(batch.state, NOT_RUN, batch.emit)
+            raise StopTurn("loop_detected", message, "generation")
+        if verdict.warn:
+            output = outcome.output
+            output = f"{output.rstrip(chr(10))}\n{LOOP_WARNING}" if output else LOOP_WARNING
+            display = outcome.display
+            if display is not None:
+                display = f"{display}\n{LOOP_WARNING}"
+            outcome = replace(outcome, output=output, display=display)
+        self._finish(call, outcome, started, batch)
+
+    def _finish(self, call: ToolCall, outcome: _Outcome, started: float, batch: _Batch) -> None:
+        """The model gets the output; the front ends see the display when the tool gave one.
+        A tool may print the api key (`echo $MM_API_KEY`): neither history nor screen get it."""
+        text = self.redactor.text
+        output = text(outcome.output)
+        display = outcome.display and text(outcome.display)
+        diff = outcome.diff and text(outcome.diff)
+        elapsed = self.clock() - started
+        state = batch.state
+        tool = {
+            "status": outcome.status,
+            "elapsed": round(elapsed, 3),
+            "title": state.titles.get(call.id),
+            "display": display,
+            "diff": diff,
+        }
+        self.recorder.tool_result(call.id, output, tool)
+        self.context.fair_share(call.name, batch.emit)
+        state.pending = [c for c in state.pending if c.id != call.id]
+        self.recorder.save(batch.emit)
+        batch.emit(
+            ToolCallFinished(
+                call_id=call.id,
+                tool=call.name,
+                status=outcome.status,  # type: ignore[arg-type]
+                output=output if display is None else display,
+                elapsed=elapsed,
+                diff=diff,
+            ),
+        )
+
+
+def _canonical(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
