@@ -48,6 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from mm_tui.core.conversation import INTERRUPTED
 from mm_tui.core.redact import Redactor, clean_url
 from mm_tui.core.text import one_line
 from mm_tui.engine.journal import (
@@ -61,7 +62,6 @@ from mm_tui.engine.journal import (
 )
 
 SESSION_VERSION = 2  # the journal; format 1 was one JSON file, converted when opened
-INTERRUPTED = "[error: interrupted — mm stopped before this tool call finished]"
 
 _ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 JOURNAL_SUFFIX = ".jsonl"

@@ -20,6 +20,7 @@ from mm_tui.core.text import agent_name, agent_title, one_line
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from mm_tui.core.conversation import Call
     from mm_tui.core.events import Event, HistoryCompacted
 
 
@@ -478,138 +479,86 @@ class Transcript:
 def transcript_from_records(
     transcript: Transcript, records: Iterable[dict[str, Any]]
 ) -> list[Item]:
-    """Redraw a session from its journal's records (`Session.records`); returns the items added.
+    """Redraw a session from its journal's records (`Session.records`, read by
+    `core.conversation`); returns the items added.
 
-    Each record becomes what the live session showed for it: questions and answers; one tool
+    Each entry becomes what the live session showed for it: questions and answers; one tool
     line per call, with the status, time, title, output and diff its result record kept (never
     guessed from the result's text); a call with no result at all (mm was killed before it
     finished) as cancelled; each turn's recap line, made by `TurnEnded.recap` as it was live;
     errors and warnings as notices; a compaction as its foldable line; a run of shortened tool
     outputs as one notice. Messages a compaction replaced stay: they were on screen before it.
     """
+    from mm_tui.core.conversation import (
+        AgentSaid,
+        Compacted,
+        ErrorSaid,
+        Shortened,
+        TurnDone,
+        UserSaid,
+        read_conversation,
+    )
     from mm_tui.core.events import HistoryCompacted
-    from mm_tui.engine.session import INTERRUPTED
 
     added: list[Item] = []
-    calls: dict[str, ToolItem] = {}  # calls waiting for their result, by id
     turns = 0
-    run = [0, 0]  # consecutive shortened records: how many, characters cut
+    run = [0, 0]  # consecutive shortened outputs: how many, characters cut
 
     def add(item: Item) -> None:
         added.append(transcript.add(item))
 
-    for record in records:
-        kind = record.get("type")
-        if kind != "shortened" and run[0]:
+    for entry in read_conversation(records):
+        if not isinstance(entry, Shortened) and run[0]:
             add(NoticeItem(text=_shortened_notice(*run), level="info"))
             run = [0, 0]
-        if kind == "message":
-            message = record.get("message") or {}
-            role = message.get("role")
-            if role == "user":
-                add(UserItem(text=_flat(message.get("content"))))
-            elif role == "assistant":
-                thought = record.get("thought")
-                if isinstance(thought, str) and thought.strip():  # folded, as once answered
-                    add(ThoughtItem(pieces=[thought], done=True, folded=True))
-                text = _flat(message.get("content"))
-                if text:
-                    add(AnswerItem(pieces=[text], done=True))
-                for call in message.get("tool_calls") or []:
-                    if not isinstance(call, dict):
-                        continue
-                    function = call.get("function") or {}
-                    name = str(function.get("name") or "")
-                    call_id = str(call.get("id"))
-                    item = ToolItem(
-                        call_id=call_id,
-                        tool=name,
-                        title=f"{name}  {one_line(str(function.get('arguments') or ''), 100)}",
-                        status="cancelled",  # until its result says otherwise
-                        output=INTERRUPTED,
-                    )
-                    calls[call_id] = item
-                    add(item)
-            elif role == "tool":
-                item = calls.pop(str(message.get("tool_call_id")), None)
-                if item is not None:
-                    _finish(item, message, record.get("tool"), INTERRUPTED)
-        elif kind == "turn":
-            turns += 1
-            add(_recap(record, turns))
-        elif kind == "error":
-            text = str(record.get("message") or "")
-            add(
-                NoticeItem(
-                    text=text, level="warning" if record.get("level") == "warning" else "error"
+        match entry:
+            case UserSaid():
+                add(UserItem(text=entry.text))
+            case AgentSaid():
+                if entry.thought.strip():  # folded, as once answered
+                    add(ThoughtItem(pieces=[entry.thought], done=True, folded=True))
+                if entry.text:
+                    add(AnswerItem(pieces=[entry.text], done=True))
+                for call in entry.calls:
+                    add(_call_item(call))
+            case TurnDone():
+                turns += 1
+                event = entry.ended(turns)
+                add(RecapItem(text=event.recap(), stop_reason=event.stop_reason))
+            case ErrorSaid():
+                level = "warning" if entry.level == "warning" else "error"
+                add(NoticeItem(text=entry.message, level=level))
+            case Compacted():
+                event = HistoryCompacted(
+                    summary=entry.summary,
+                    replaced=entry.replaced,
+                    auto=entry.auto,
+                    tokens_before=entry.tokens_before,
+                    tokens_after=entry.tokens_after,
                 )
-            )
-        elif kind == "compaction":
-            event = HistoryCompacted(
-                summary=str(record.get("summary") or ""),
-                replaced=_int(record.get("replaced")),
-                auto=bool(record.get("auto")),
-                tokens_before=_int(record.get("tokens_before")),
-                tokens_after=_int(record.get("tokens_after")),
-            )
-            add(compaction_item(event))
-        elif kind == "shortened":
-            run = [run[0] + 1, run[1] + _int(record.get("cut"))]
-        # "session" (the header) and "history" (the history sent, replaced as a whole) show
-        # nothing: what they hold was shown when it happened.
+                add(compaction_item(event))
+            case Shortened():
+                run = [run[0] + 1, run[1] + entry.cut]
+            case _:
+                assert_never(entry)
     if run[0]:
         add(NoticeItem(text=_shortened_notice(*run), level="info"))
     return added
 
 
-STATUSES = ("ok", "error", "rejected", "cancelled")
-
-
-def _finish(item: ToolItem, message: dict[str, Any], tool: Any, interrupted: str) -> None:
+def _call_item(call: Call) -> ToolItem:
     """A call's line as its result record says it ended."""
-    content = _flat(message.get("content"))
-    tool = tool if isinstance(tool, dict) else {}
-    status = tool.get("status")
-    if status not in STATUSES:
-        # No status: the answer mm gave, on loading, to a call a kill left without one.
-        status = "cancelled" if content == interrupted else "ok"
-    item.status = status
-    display = tool.get("display")
-    item.output = display if isinstance(display, str) else content
-    diff = tool.get("diff")
-    item.diff = diff if isinstance(diff, str) else None
-    elapsed = tool.get("elapsed")
-    if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
-        item.elapsed = float(elapsed)
-    title = tool.get("title")
-    if isinstance(title, str) and title:
-        item.title = title
-
-
-_COUNTERS = ("commands", "file_ops", "skills", "lsp_calls", "mcp_calls")
-
-
-def _recap(record: dict[str, Any], turn: int) -> RecapItem:
-    """A turn record's recap line, made by the same `TurnEnded.recap` as the live one."""
-    from mm_tui.core.events import Counters, TurnEnded, Usage
-
-    counted = record.get("counters")
-    counted = counted if isinstance(counted, dict) else {}
-    used = record.get("usage")
-    used = used if isinstance(used, dict) else {}
-    reason = str(record.get("stop_reason") or "end_turn")
-    window = _int(record.get("context_window")) or None
-    event = TurnEnded(
-        turn=turn,
-        counters=Counters(**{k: _int(counted.get(k)) for k in _COUNTERS}),
-        elapsed=_float(record.get("elapsed")),
-        usage=Usage(_int(used.get("prompt_tokens")), _int(used.get("completion_tokens"))),
-        stop_reason=reason,  # type: ignore[arg-type] - as the engine wrote it
-        context_used=_int(record.get("context_used")),
-        context_window=window,
-        context_estimated=record.get("context_estimated") is True,
+    result = call.result
+    item = ToolItem(
+        call_id=call.call_id,
+        tool=call.name,
+        title=result.title or f"{call.name}  {one_line(call.arguments, 100)}",
+        status=result.status,
+        output=result.shown,
+        diff=result.diff,
+        elapsed=result.elapsed,
     )
-    return RecapItem(text=event.recap(), stop_reason=reason)
+    return item
 
 
 def _shortened_notice(outputs: int, chars: int) -> str:
@@ -618,18 +567,3 @@ def _shortened_notice(outputs: int, chars: int) -> str:
         f"shortened {outputs} tool output{'s' if many else ''} by {chars:,} characters to fit "
         f"the model's context; the session journal keeps {'them' if many else 'it'} whole"
     )
-
-
-def _flat(content: Any) -> str:
-    """A message's content as text: a string, or the text of its content parts."""
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
-def _float(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
