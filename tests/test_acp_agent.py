@@ -38,6 +38,7 @@ from scripted_server import Reply, ScriptedServer, call
 from session_helpers import sessions_of
 from support.editor import Editor
 from support.env import clean_env
+from support.journal_records import RECORDS
 from support.processes import alive, processes_mentioning
 from support.program import MM
 from support.trusting import trust_project_file
@@ -679,6 +680,41 @@ async def test_load_replays_each_call_with_the_status_it_really_had(tmp_path: Pa
     users = [u.content.text for u in again.updates if isinstance(u, UserMessageChunk)]
     assert users == ["three calls", "one more"]  # the compacted question is replayed too
     assert again.text() == "Three calls."
+
+
+async def test_load_replays_the_table_of_every_record_kind(tmp_path: Path) -> None:
+    """The shared table of journal records (tests/support/journal_records.py), written as a
+    session's journal and loaded: the editor gets what the conversation reader says, as the
+    window draws it."""
+    folder = sessions_of(tmp_path, tmp_path / "home")
+    folder.mkdir(parents=True, exist_ok=True)
+    records = [{**RECORDS[0], "cwd": str(tmp_path)}, *RECORDS[1:]]
+    journal = folder / f"{RECORDS[0]['id']}.jsonl"
+    journal.write_text("".join(json.dumps(record) + "\n" for record in records))
+    client = Recorder()
+    with ScriptedServer() as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id="table", mcp_servers=[])
+            await caught_up(client)
+    users = [u.content.text for u in client.updates if isinstance(u, UserMessageChunk)]
+    assert users == ["fix it", "thanks"]
+    assert client.thoughts() == "list first"
+    assert client.text() == "Looking.You're welcome."
+    starts = client.starts()
+    assert [(u.field_meta["mm"]["tool"], u.field_meta["mm"]["status"]) for u in starts] == [
+        ("bash", "ok"),
+        ("bash", "error"),
+        ("edit_file", "ok"),
+        ("ask_agent", "ok"),
+        ("bash", "ok"),
+        ("bash", "cancelled"),
+    ]
+    assert len({u.tool_call_id for u in starts}) == 6  # the repeated id made two calls
+    assert [u.status for u in starts] == ["completed", "failed", *["completed"] * 3, "failed"]
+    assert starts[0].title == "bash  ls"
+    assert output_of(starts[3]) == "helper answered (16 characters)"
+    assert output_of(starts[5]) == INTERRUPTED
 
 
 async def test_the_context_goes_to_the_editor_as_usage_updates(tmp_path: Path) -> None:

@@ -40,6 +40,14 @@ def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+SYSTEM = {"role": "system", "content": "you are mm"}
+# the history as sent after a compaction, whose old outputs are then shortened
+SENT: list[dict[str, Any]] = [
+    {"role": "assistant", "content": None, "tool_calls": [call("0", "bash", "{}")]},
+    {"role": "tool", "tool_call_id": "0", "content": "a.py\n"},
+    {"role": "tool", "tool_call_id": "0", "content": "[error: bad arguments]"},
+]
+
 RECORDS: list[dict[str, Any]] = [
     HEADER,
     message({"role": "system", "content": "you are mm"}),
@@ -103,9 +111,9 @@ RECORDS: list[dict[str, Any]] = [
         "tokens_after": 200,
         "messages": [{"role": "system", "content": "you are mm\n\nSummary: We fixed a.py."}],
     },
-    {"type": "history", "messages": [{"role": "system", "content": "you are mm"}]},
-    {"type": "shortened", "index": 1, "cut": 1000, "message": {"role": "tool", "content": "…"}},
-    {"type": "shortened", "index": 2, "cut": 500, "message": {"role": "tool", "content": "…"}},
+    {"type": "history", "messages": [SYSTEM, *SENT]},
+    {"type": "shortened", "index": 2, "cut": 1000, "message": {**SENT[1], "content": "a…"}},
+    {"type": "shortened", "index": 3, "cut": 500, "message": {**SENT[2], "content": "[…"}},
     {"type": "something_later", "what": "a later mm's record"},
     message({"role": "user", "content": "thanks"}),
     message({"role": "assistant", "content": "You're welcome."}),
