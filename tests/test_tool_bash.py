@@ -237,11 +237,11 @@ async def test_background_job_returns_at_once(ctx: ToolContext, command: str) ->
 
 
 async def test_background_job_output_does_not_block(ctx: ToolContext) -> None:
-    start = time.monotonic()
-    result = await run("(sleep 0.3; echo late) & echo pgid=$$; echo now", ctx)
-    assert time.monotonic() - start < 0.3
+    """The call ends with its shell: a job it left running (holding the output pipe) is not
+    waited for, so what the job writes later is not in the result."""
+    result = await run("(sleep 5; echo late) & echo pgid=$$; echo now", ctx)
     lines = result.output.splitlines()
-    assert lines[1] == "now"
+    assert lines[1:] == ["now"]
     kill_group(host_group(int(lines[0].removeprefix("pgid="))))
 
 
