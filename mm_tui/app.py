@@ -546,7 +546,8 @@ class MMApp(App[int]):
         import asyncio
 
         from mm_tui.config import sessions_folders
-        from mm_tui.engine.session import SessionError, find_session
+        from mm_tui.engine.session import SessionError
+        from mm_tui.engine.session_listing import find_session
 
         assert self.engine is not None
         folders = sessions_folders(self.engine.settings, self.engine.cwd)

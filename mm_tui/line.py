@@ -598,7 +598,8 @@ async def line_command(engine: Engine, text: str) -> str:
 async def _sessions(engine: Engine, wanted: str) -> str:
     """`/sessions`: this project's sessions, newest first; `/sessions ID` reopens one here."""
     from mm_tui.config import sessions_folders
-    from mm_tui.engine.session import SessionError, find_session, list_sessions_in
+    from mm_tui.engine.session import SessionError
+    from mm_tui.engine.session_listing import find_session, list_sessions_in
 
     folders = sessions_folders(engine.settings, engine.cwd)
     if wanted:

@@ -15,7 +15,8 @@ from mm_tui.core.redact import Redactor
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.instructions import Instructions, load_instructions
 from mm_tui.engine.model_stream import ModelClient
-from mm_tui.engine.session import Session, SessionError, find_session, latest_session
+from mm_tui.engine.session import Session, SessionError
+from mm_tui.engine.session_listing import find_session, latest_session
 from mm_tui.engine.turn import Engine
 from mm_tui.tools.registry import ToolRegistry
 

@@ -22,7 +22,8 @@ from window_helpers import all_text, started_app
 from mm_tui.config import Settings
 from mm_tui.core.redact import MARK, Redactor, clean_url, url_secrets
 from mm_tui.engine.journal import flush_all
-from mm_tui.engine.session import Session, list_sessions
+from mm_tui.engine.session import Session
+from mm_tui.engine.session_listing import list_sessions
 
 KEY = "sk-test-0123456789abcdef"
 URL_PASSWORD = "pw-in-the-url-0123456789"

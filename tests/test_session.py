@@ -25,13 +25,8 @@ from support.env import clean_env
 
 from mm_tui.engine import session as session_module
 from mm_tui.engine.journal import flush_all
-from mm_tui.engine.session import (
-    INTERRUPTED,
-    SESSION_VERSION,
-    Session,
-    SessionError,
-    list_sessions,
-)
+from mm_tui.engine.session import INTERRUPTED, SESSION_VERSION, Session, SessionError
+from mm_tui.engine.session_listing import latest_in, list_sessions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,7 +117,7 @@ def test_a_reloaded_session_has_the_time_it_was_saved_with(
     """The clock ticks between a record's time and its save (a loaded machine): loading finds
     the newest record's time, and so must the session that saved it."""
     ticks = iter(range(10_000))
-    monkeypatch.setattr(session_module, "_now", lambda: f"2099-01-01T00:00:{next(ticks):06d}Z")
+    monkeypatch.setattr(session_module, "now", lambda: f"2099-01-01T00:00:{next(ticks):06d}Z")
     session = new(tmp_path, cwd=tmp_path, base_url=None)
     session.add_message({"role": "user", "content": "hello"})
     session.add_error("provider", "HTTP 500")
@@ -500,7 +495,6 @@ def test_list_is_newest_first_with_titles(tmp_path: Path) -> None:
     assert infos[0].updated == "2026-01-03T10:00:00.000Z"
     assert infos[0].model == "qwen" and infos[0].cwd == "/work/p"
     assert len(infos[1].title) == 80 and infos[1].title.endswith("…")
-    assert Session.list_sessions(tmp_path) == infos
 
 
 def test_title_of_content_parts_and_of_no_user_message(tmp_path: Path) -> None:
@@ -514,11 +508,11 @@ def test_title_of_content_parts_and_of_no_user_message(tmp_path: Path) -> None:
 
 
 def test_latest(tmp_path: Path) -> None:
-    assert Session.latest(tmp_path / "none") is None
-    assert Session.latest(tmp_path) is None
+    assert latest_in(tmp_path / "none") is None
+    assert latest_in(tmp_path) is None
     make(tmp_path, "old", "2026-01-01T10:00:00.000Z")
     newest = make(tmp_path, "new", "2026-02-01T10:00:00.000Z")
-    latest = Session.latest(tmp_path)
+    latest = latest_in(tmp_path)
     assert latest is not None and latest.id == newest.id
     assert latest.messages[1]["content"] == "new"
 
@@ -532,14 +526,14 @@ def test_list_and_latest_skip_damaged_files_and_temps(tmp_path: Path) -> None:
     assert [info.id for info in list_sessions(tmp_path)] == [good.id]
     # Written after the good one: `--resume` would pass over the session the person meant.
     with pytest.raises(SessionError) as info:
-        Session.latest(tmp_path)
+        latest_in(tmp_path)
     message = str(info.value)
     assert message.startswith(f"mm: {tmp_path}/2026030")
     assert message.endswith(" — it is the newest session file; --resume ID opens another")
     # Damaged files older than the latest readable one are passed over.
     for path in tmp_path.glob("202603*.json"):
         os.utime(path, (0, 0))
-    latest = Session.latest(tmp_path)
+    latest = latest_in(tmp_path)
     assert latest is not None and latest.id == good.id
 
 

@@ -467,7 +467,7 @@ def test_the_real_window_asks_before_it_starts(tmp_path: Path) -> None:
 def test_the_sessions_list_reads_both_folders_and_lists_a_moved_session_once(
     tmp_path: Path,
 ) -> None:
-    from mm_tui.engine.session import list_sessions_in
+    from mm_tui.engine.session_listing import list_sessions_in
 
     new, old = tmp_path / "state", tmp_path / "project" / ".mm" / "sessions"
 

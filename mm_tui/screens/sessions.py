@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 
 from mm_tui.core.terminal_text import safe_display
 from mm_tui.core.text import counted
-from mm_tui.engine.session import list_sessions_in
+from mm_tui.engine.session_listing import list_sessions_in
 
 
 class SessionsScreen(ModalScreen[str | None]):

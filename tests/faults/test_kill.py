@@ -34,6 +34,7 @@ from support.waiting import wait_until
 
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.session import Session
+from mm_tui.engine.session_listing import latest_in
 
 ROUNDS = 4
 KILLS = 20
@@ -85,7 +86,7 @@ def on(server: ScriptedServer) -> list[str]:
 
 
 def check_loaded(folder: Path) -> Session:
-    session = Session.latest(folder)
+    session = latest_in(folder)
     assert session is not None
     messages = session.messages
     assert messages[0]["role"] == "system"

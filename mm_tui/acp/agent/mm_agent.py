@@ -39,13 +39,8 @@ from mm_tui.acp.agent.translate import send_events, translate
 from mm_tui.config import McpServer, Settings, known_sessions_folders, sessions_folders
 from mm_tui.core.events import EngineError, Event
 from mm_tui.engine.model_stream import ModelClient
-from mm_tui.engine.session import (
-    Session,
-    SessionBusy,
-    SessionError,
-    find_session,
-    list_sessions_in,
-)
+from mm_tui.engine.session import Session, SessionBusy, SessionError
+from mm_tui.engine.session_listing import find_session, list_sessions_in
 from mm_tui.engine.turn import Engine
 from mm_tui.tools.registry import ToolRegistry
 
