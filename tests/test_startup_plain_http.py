@@ -1,6 +1,6 @@
 """Start-up asks servers on this machine without httpx: detection and the context
 window go over plain http to loopback addresses as one HTTP/1.1 exchange on an asyncio stream
-(`servers.local_json`), and the model client makes its httpx client at its first request. What
+(`plain_http.local_json`), and the model client makes its httpx client at its first request. What
 goes elsewhere (https, another host) still goes through httpx and the verifying TLS context."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from scripted_server import ScriptedServer, closed_port_url
 
+from mm_tui.engine.plain_http import local_json, parse_http_answer, plain_local
 from mm_tui.engine.provider import OpenAIProvider
-from mm_tui.engine.servers import local_json, parse_http_answer, plain_local
 
 ROOT = Path(__file__).resolve().parent.parent
 
