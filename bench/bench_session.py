@@ -195,7 +195,7 @@ def old_save(session: Any, folder: Path, messages: int) -> float:
     """Format 1's save of a history of `messages` messages: one JSON document, indent=1,
     written to a temporary file, fsynced, renamed over the session file, the folder fsynced."""
     from mm_tui.core.redact import Redactor
-    from mm_tui.engine.journal import fsync_folder
+    from mm_tui.engine.journal_files import fsync_folder
 
     data = session.to_dict()
     data["messages"] = data["messages"][:messages]

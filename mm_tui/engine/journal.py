@@ -18,19 +18,15 @@ whatever the length of the session.
   per event"); `sync` fsyncs (turn end, exit) and returns a future to wait on.
 - A failed write cuts the file back to its last whole line and marks the journal failed; the
   session raises the error at its next save and starts a new journal with the whole state.
-- The descriptor that writes a journal holds an exclusive `flock` on it (`lock_descriptor`), for
-  as long as the journal is open: two processes appending to one journal would interleave their
-  records, and the history read back would send the model results that do not follow their
-  calls. Another process that wants it gets `JournalBusy` (the session then goes on in a copy);
-  the lock goes with the descriptor, so a killed process leaves none behind. Within one process
-  a journal opened twice (a session reloaded) shares the one lock.
+- The descriptor that writes a journal holds an exclusive `flock` on it for as long as the
+  journal is open (`journal_lock.py`): one writer per journal, across processes.
+- Reading the records back, and the folder's other files: `journal_files.py`.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
 import json
 import os
 import queue
@@ -40,76 +36,15 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from mm_tui.core.files import TEMP_SUFFIX, write_atomically
+from mm_tui.core.files import TEMP_SUFFIX
 from mm_tui.core.redact import Redactor
-
-try:
-    import fcntl
-except ImportError:  # no flock on this system: journals are not locked
-    fcntl = None
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-class JournalBusy(Exception):
-    """Another process holds the journal's lock: it is writing the session."""
-
-
-# A journal locked by this process: its inode -> [a descriptor of the locked open file, holders]
-_locks: dict[tuple[int, int], list[int]] = {}
-_locks_guard = threading.Lock()
-
-
-def open_for_append(path: Path) -> tuple[int, tuple[int, int]]:
-    """`path` opened for appending (never through a link) and locked for this process: the
-    descriptor and the inode it locks (for `release_descriptor`). Raises JournalBusy when
-    another process holds the lock, OSError when the file cannot be opened."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
-    return lock_descriptor(fd)
-
-
-def lock_descriptor(fd: int) -> tuple[int, tuple[int, int]]:
-    """Lock the journal open on `fd` for this process, without waiting. Returns the descriptor
-    to write with: `fd` itself, or, when this process has the journal locked already, a copy of
-    the descriptor holding that lock (`fd` is closed), so that the lock lasts while either is
-    open. Raises JournalBusy (and closes `fd`) when another process holds it."""
-    try:
-        info = os.fstat(fd)
-    except OSError:
-        os.close(fd)
-        raise
-    key = (info.st_dev, info.st_ino)
-    with _locks_guard:
-        held = _locks.get(key)
-        if held is not None:
-            os.close(fd)
-            held[1] += 1
-            return os.dup(held[0]), key
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise JournalBusy from None
-            except OSError:  # a file system without locks: written unlocked, as before
-                pass
-        _locks[key] = [os.dup(fd), 1]
-        return fd, key
-
-
-def release_descriptor(fd: int, key: tuple[int, int]) -> None:
-    """Close a descriptor `lock_descriptor` gave; the lock goes with the last of them."""
-    with contextlib.suppress(OSError):
-        os.close(fd)
-    with _locks_guard:
-        held = _locks.get(key)
-        if held is None:
-            return
-        held[1] -= 1
-        if held[1] <= 0:
-            del _locks[key]
-            with contextlib.suppress(OSError):
-                os.close(held[0])
+from mm_tui.engine.journal_files import fsync_folder, make_folder, remove_stale_temps, replace_file
+from mm_tui.engine.journal_lock import (
+    NOFOLLOW,
+    lock_descriptor,
+    open_for_append,
+    release_descriptor,
+)
 
 
 def encode_record(record: dict[str, Any], redactor: Redactor) -> bytes:
@@ -167,7 +102,7 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
         # 0o600: tool output in the history may hold whatever the tools read.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _NOFOLLOW
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | NOFOLLOW
         fd, key = lock_descriptor(os.open(temp, flags, 0o600))  # a new inode: never busy
         return cls(path, meta_path, fd, 0, temp, key)
 
@@ -357,113 +292,3 @@ def flush_all(timeout: float = 10.0) -> None:
 
 
 # -- reading -------------------------------------------------------------------------------------
-
-
-class JournalDamaged(Exception):
-    """A line other than the last one is not a JSON object: the file is damaged, not torn."""
-
-    def __init__(self, line: int, why: str) -> None:
-        super().__init__(f"line {line}: {why}")
-        self.line = line
-        self.why = why
-
-
-def read_records(raw: bytes) -> tuple[list[dict[str, Any]], int, int]:
-    """The records of a journal's bytes, the number of bytes of whole lines, and the size of a
-    torn last line that was skipped (0 when none). A last line that does not parse, or has no
-    newline, is torn: a kill in the middle of a write. Any other bad line raises JournalDamaged."""
-    records: list[dict[str, Any]] = []
-    pos = 0
-    number = 0
-    end = len(raw)
-    while pos < end:
-        number += 1
-        newline = raw.find(b"\n", pos)
-        last = newline == -1 or newline == end - 1
-        stop = end if newline == -1 else newline
-        line = raw[pos:stop]
-        try:
-            record = json.loads(line) if line.strip() else None
-        except UnicodeDecodeError:
-            if last:
-                return records, pos, end - pos
-            raise JournalDamaged(number, "not UTF-8 text") from None
-        except ValueError as exc:
-            if last:
-                return records, pos, end - pos
-            raise JournalDamaged(number, f"not JSON ({exc})") from None
-        if newline == -1:  # whole JSON but no newline: the write stopped just before it
-            return records, pos, end - pos
-        if record is not None:
-            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-                raise JournalDamaged(number, "not a journal record")
-            records.append(record)
-        pos = newline + 1
-    return records, pos, 0
-
-
-# -- files -----------------------------------------------------------------------------------------
-
-
-def replace_file(path: Path, data: bytes, *, sync: bool) -> None:
-    """Replace `path` in one step (temporary file, rename): a reader sees the old or the new.
-    Private to its owner; the temporary file named by the pid, for `remove_stale_temps`; with
-    `sync`, the rename made durable too."""
-    temp = path.parent / f".{path.name}.{os.getpid()}{TEMP_SUFFIX}"
-    write_atomically(path, data, new_mode=0o600, temp=temp, sync=sync)
-    if sync:
-        fsync_folder(path.parent)
-
-
-def make_folder(folder: Path) -> None:
-    """Create the session folder; when something else stands in its way, say what."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        try:
-            folder.stat()
-        except OSError as exc:  # a link loop, or a link to nothing
-            raise OSError(exc.errno, exc.strerror, str(folder)) from None
-        raise NotADirectoryError(
-            errno.ENOTDIR, "the session folder is a file, not a folder", str(folder)
-        ) from None
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make a rename itself durable: without it a power cut can bring the old file back."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:  # a system that cannot open folders (Windows) cannot sync them either
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def remove_stale_temps(folder: Path) -> None:
-    """Delete temporary files left by killed processes (`.<name>.<pid>.tmp`); those of live
-    processes are in use."""
-    try:
-        temps = list(folder.glob(f".*{TEMP_SUFFIX}"))
-    except OSError:
-        return
-    for temp in temps:
-        pid = temp.name[: -len(TEMP_SUFFIX)].rpartition(".")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            with contextlib.suppress(OSError):
-                temp.unlink()
-
-
-def _alive(pid: int) -> bool:
-    if os.name != "posix":  # elsewhere signal 0 is no probe; keep the file rather than guess
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, under another user
-        return True
-    return True

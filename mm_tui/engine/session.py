@@ -19,13 +19,9 @@ from typing import Any
 
 from mm_tui.core.conversation import INTERRUPTED
 from mm_tui.core.redact import Redactor, clean_url
-from mm_tui.engine.journal import (
-    Journal,
-    JournalBusy,
-    open_for_append,
-    release_descriptor,
-    replace_file,
-)
+from mm_tui.engine.journal import Journal
+from mm_tui.engine.journal_files import replace_file
+from mm_tui.engine.journal_lock import JournalBusy, open_for_append, release_descriptor
 from mm_tui.engine.session_files import (
     CONVERTED_SUFFIX,
     JOURNAL_SUFFIX,

@@ -50,7 +50,7 @@ from typing import Any, TypeGuard
 
 from mm_tui.core.conversation import INTERRUPTED, flat_text
 from mm_tui.core.text import one_line
-from mm_tui.engine.journal import JournalDamaged, read_records
+from mm_tui.engine.journal_files import JournalDamaged, read_records
 
 SESSION_VERSION = 2  # the journal; format 1 was one JSON file, converted when opened
 
