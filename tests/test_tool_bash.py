@@ -299,7 +299,7 @@ async def test_cancellation_kills_jobs_that_ignore_sigterm(ctx: ToolContext) -> 
     task.cancel()
     with pytest.raises(ToolCancelled) as caught:
         await task
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 20  # killed, not left to the end of its 60 s sleeps
     assert caught.value.output.startswith("pgid=")
     assert await all_gone(groups)
 
