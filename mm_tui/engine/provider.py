@@ -9,6 +9,8 @@ Model Runner, OpenAI. They agree on the shape and differ in the details. The par
   pieces, finish reason, usage) and ends the answer with the assembled calls;
 - `servers` knows the well-known servers and finds one on this machine;
 - `server_errors` words what a server refused;
+- `retries` says what a failure means for the next try (the server's wait, a stale
+  connection, a server not there);
 - this module sends the request and decides what a failure means: which statuses and cut
   streams are retried, after how long, and the quirks of servers that do not quite follow the
   protocol (see "llama-cpp-python" below).
@@ -24,15 +26,15 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from mm_tui.engine.chunk_assembly import ChunkAssembler, completion_chunks
 from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamEnd
+from mm_tui.engine.retries import DROPPED, EmptyAnswer, Retryable, retry_after
 from mm_tui.engine.server_errors import context_overflow, reported_error, status_message
-from mm_tui.engine.servers import USER_AGENT, connection_problem, is_loopback, provider_name
+from mm_tui.engine.servers import USER_AGENT, is_loopback, provider_name
 from mm_tui.engine.sse import SseDecoder
 from mm_tui.engine.tls import tls_context
 
@@ -53,77 +55,6 @@ def prepare() -> None:
     from mm_tui.core.preload import preload
 
     preload("mm-http", "httpx", "httpcore._backends.anyio")
-
-
-# --------------------------------------------------------------------------- retries
-
-
-def _retry_after(value: str | None, milliseconds: str | None = None) -> float | None:
-    """The server's hint in seconds: `retry-after-ms` (OpenAI's, in milliseconds) when present,
-    else `Retry-After` in seconds or as an HTTP date; None for anything else, and the caller
-    falls back to exponential backoff."""
-    if milliseconds:
-        try:
-            delay = float(milliseconds) / 1000
-            if delay == delay and delay >= 0:  # not NaN
-                return delay
-        except ValueError:
-            pass
-    if not value:
-        return None
-    try:
-        delay = float(value)
-        return max(0.0, delay) if delay == delay and delay != float("inf") else None
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime  # here: rarely needed, slow to import
-
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-class _Retryable(Exception):
-    """A failure that a new try may mend (a 5xx, a 429, a dropped connection), raised inside
-    this module only: it becomes a `Retrying` chunk, or a `ModelError` once the tries are spent."""
-
-    def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        retry_after: float | None = None,
-        hint: str = "",
-    ):
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.retry_after = retry_after
-        self.hint = hint
-        self.stale = False  # a kept-alive connection the server had closed: retry at once
-        self.unreachable = False  # no connection could be made: the server is not there
-
-    @classmethod
-    def connection(cls, base_url: str, exc: BaseException) -> _Retryable:
-        import httpx  # loaded already: `exc` is one of its errors
-
-        message, hint = connection_problem(base_url, exc)
-        retryable = cls(message, hint=hint)
-        # Read or write failed on a connection that was open: most often one the server closed
-        # while it sat in the pool (llama-cpp-python closes the connection of its empty 200,
-        # though it said keep-alive). The first retry goes at once, on a new connection.
-        retryable.stale = isinstance(
-            exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError
-        )
-        retryable.unreachable = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-        return retryable
-
-
-class _EmptyAnswer(Exception):
-    """A streamed request answered with a 200 and not one event: see "llama-cpp-python"."""
-
-
-DROPPED = "the model server closed the stream in the middle of the answer"
 
 
 # --------------------------------------------------------------------------- the provider
@@ -270,7 +201,7 @@ class OpenAIProvider:
         self._calls_made += 1
         return f"call_{n}"
 
-    def _retrying(self, attempt: int, error: _Retryable, replaced: bool = True) -> Retrying:
+    def _retrying(self, attempt: int, error: Retryable, replaced: bool = True) -> Retrying:
         """The retry after the failed try number `attempt` (from 0): when, and why, to say. A
         stale pooled connection (`replaced` False: not done yet for this request) is replaced
         at once, unsaid, and not counted: the retries said are numbered from 2 whatever."""
@@ -283,7 +214,7 @@ class OpenAIProvider:
             delay = base + random.uniform(0, base / 2)
         return Retrying(attempt + 2, self.retries + 1, delay, error.message, error.unreachable)
 
-    def _gave_up(self, error: _Retryable, attempts: int) -> ModelError:
+    def _gave_up(self, error: Retryable, attempts: int) -> ModelError:
         msg = error.message
         if attempts > 1:
             if error.hint and msg.endswith(")"):  # "(connection refused; gave up after 5 tries)"
@@ -295,7 +226,7 @@ class OpenAIProvider:
         return ModelError(msg, status=error.status, unreachable=error.unreachable)
 
     def _next_try(
-        self, attempt: int, error: _Retryable, after_tokens: bool = False, replaced: bool = True
+        self, attempt: int, error: Retryable, after_tokens: bool = False, replaced: bool = True
     ) -> Retrying:
         """The retry after the failed try number `attempt`, or the error that ends the answer
         when the tries are spent (`after_tokens`: part of the answer was shown). A server
@@ -322,8 +253,8 @@ class OpenAIProvider:
             raise ModelError(msg, status=status, overflow=True, server_text=said)
         if status in (408, 425, 429) or (status >= 500 and status not in (501, 505)):
             headers = resp.headers
-            delay = _retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
-            raise _Retryable(msg, status, delay)
+            delay = retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
+            raise Retryable(msg, status, delay)
         raise ModelError(msg, status=status)
 
     def stream(
@@ -392,9 +323,9 @@ class OpenAIProvider:
                         for item in chunks:
                             yield item
                 return
-            except _EmptyAnswer:
+            except EmptyAnswer:
                 break
-            except _Retryable as exc:
+            except Retryable as exc:
                 error = exc
             except ModelError as exc:
                 if self._refused_option(exc, payload):
@@ -418,7 +349,7 @@ class OpenAIProvider:
     ) -> AsyncGenerator[list[ModelChunk], None]:
         """One request of a streamed answer: its chunks, one list per network read (one yield
         per read, not per chunk: this is the hot path), the last list ending with the
-        `StreamEnd`. Raises `_Retryable` when the request may be sent again, `_EmptyAnswer`
+        `StreamEnd`. Raises `Retryable` when the request may be sent again, `EmptyAnswer`
         when the server said nothing at all, `ModelError` otherwise (an error event inside the
         stream after the chunks before it)."""
         import httpx
@@ -449,28 +380,28 @@ class OpenAIProvider:
             raise self._unfinished(sse, answer)
         yield [answer.end(self._next_call_id)]
 
-    def _cut(self, exc: httpx.RequestError, answer: ChunkAssembler) -> _Retryable | None:
+    def _cut(self, exc: httpx.RequestError, answer: ChunkAssembler) -> Retryable | None:
         """The connection failed while the answer streamed. None when the answer is whole
         anyway (it has its finish_reason); raises when a retry would show a second answer."""
         if answer.finish is not None:
             return None
         detail = str(exc) or type(exc).__name__
         if answer.calls:  # cut while a tool call was composed: ask again
-            return _Retryable(f"{DROPPED}, in a tool call ({detail})")
+            return Retryable(f"{DROPPED}, in a tool call ({detail})")
         if answer.yielded:
             raise ModelError(f"{DROPPED} ({detail})", after_tokens=True) from None
-        return _Retryable.connection(self.base_url, exc)
+        return Retryable.connection(self.base_url, exc)
 
     def _unfinished(self, sse: SseDecoder, answer: ChunkAssembler) -> Exception:
         """What a stream that ended with neither [DONE] nor a finish_reason means: a
-        `_Retryable`; an `_EmptyAnswer` when it said nothing at all; a `ModelError` when a retry
+        `Retryable`; an `EmptyAnswer` when it said nothing at all; a `ModelError` when a retry
         would show a second answer, or cannot help."""
         if answer.calls:
-            return _Retryable(f"{DROPPED}, in a tool call")
+            return Retryable(f"{DROPPED}, in a tool call")
         if answer.yielded:
             return ModelError(DROPPED, after_tokens=True)
         if sse.seen_data:
-            return _Retryable(
+            return Retryable(
                 f"the model server at {self.base_url} closed the stream before answering"
             )
         stray = sse.stray
@@ -479,7 +410,7 @@ class OpenAIProvider:
                 f"the model server at {self.base_url} did not answer with "
                 f"server-sent events: {stray[:200]!r}"
             )
-        return _EmptyAnswer()
+        return EmptyAnswer()
 
     def _refused_option(self, exc: ModelError, payload: dict[str, Any]) -> bool:
         """A server that refuses a field mm can do without: True when the request should be
@@ -517,10 +448,10 @@ class OpenAIProvider:
                 if self._refused_tool_choice(exc, payload):
                     continue
                 raise
-            except _Retryable as exc:
+            except Retryable as exc:
                 error = exc
             except httpx.RequestError as exc:
-                error = _Retryable.connection(self.base_url, exc)
+                error = Retryable.connection(self.base_url, exc)
             retrying = self._next_try(attempt, error, replaced=replaced)
             if not retrying.delay:  # a stale pooled connection is replaced at once, unsaid
                 replaced = True
@@ -571,7 +502,7 @@ def _is_json(resp: httpx.Response) -> bool:
 # - It refuses (500, a validation error) an assistant message whose `content` is null, which the
 #   OpenAI format allows beside tool calls: such messages are sent with `content: ""`.
 # - It closes the connection of its empty 200 although it said keep-alive: the request that goes
-#   next on it fails at once, and is sent again at once (`_Retryable.stale`), not after a backoff.
+#   next on it fails at once, and is sent again at once (`Retryable.stale`), not after a backoff.
 # - Not worked around: its template leaves `tool` messages out of the prompt, so the model never
 #   reads a tool's result; and it sends no usage in a stream, so a turn's recap shows no tokens.
 
