@@ -45,10 +45,33 @@ async def local_json(
     parts = urlsplit(url)
     if parts.scheme.lower() != "http" or not parts.hostname:
         raise ValueError(f"not a plain http URL: {url}")
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request = _request(parts.path, parts.query, parts.netloc, body, headers)
+    async with asyncio.timeout(timeout):
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        try:
+            writer.write(request)
+            await writer.drain()
+            raw = await _answer(reader, url)
+        finally:
+            writer.close()
+    status, content = parse_http_answer(raw)
+    try:
+        return status, json.loads(content)
+    except ValueError:
+        if status == 200:
+            raise
+        return status, None
+
+
+def _request(
+    path: str, query: str, netloc: str, body: Any, headers: dict[str, str] | None
+) -> bytes:
+    """The request's bytes: GET, or POST with `body` as JSON; ValueError for a header that
+    would smuggle in a line of its own."""
+    target = (path or "/") + (f"?{query}" if query else "")
     lines = [
         f"{'GET' if body is None else 'POST'} {target} HTTP/1.1",
-        f"Host: {parts.netloc.rpartition('@')[2]}",  # without any user:password@
+        f"Host: {netloc.rpartition('@')[2]}",  # without any user:password@
         "Accept: application/json",
         "Accept-Encoding: identity",
         "Connection: close",
@@ -61,33 +84,22 @@ async def local_json(
     if body is not None:
         data = json.dumps(body, separators=(",", ":")).encode()
         lines += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
-    async with asyncio.timeout(timeout):
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
-        try:
-            writer.write(request)
-            await writer.drain()
-            pieces: list[bytes] = []
-            size = 0
-            # To the close (Connection: close), or to the end of the body its headers announce,
-            # for a server that keeps the connection open all the same.
-            while piece := await reader.read(65536):
-                pieces.append(piece)
-                size += len(piece)
-                if size > MAX_PLAIN_ANSWER:
-                    raise ValueError(f"{url} answered with more than {MAX_PLAIN_ANSWER} bytes")
-                if size < 1 << 20 and _complete(b"".join(pieces)):
-                    break
-            raw = b"".join(pieces)
-        finally:
-            writer.close()
-    status, content = parse_http_answer(raw)
-    try:
-        return status, json.loads(content)
-    except ValueError:
-        if status == 200:
-            raise
-        return status, None
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
+
+
+async def _answer(reader: asyncio.StreamReader, url: str) -> bytes:
+    """The answer's bytes: to the close (Connection: close), or to the end of the body its
+    headers announce, for a server that keeps the connection open all the same."""
+    pieces: list[bytes] = []
+    size = 0
+    while piece := await reader.read(65536):
+        pieces.append(piece)
+        size += len(piece)
+        if size > MAX_PLAIN_ANSWER:
+            raise ValueError(f"{url} answered with more than {MAX_PLAIN_ANSWER} bytes")
+        if size < 1 << 20 and _complete(b"".join(pieces)):
+            break
+    return b"".join(pieces)
 
 
 def parse_http_answer(raw: bytes) -> tuple[int, bytes]:

@@ -7,6 +7,7 @@ Only a configured server is checked: a detected one has just answered detection.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -93,21 +94,29 @@ async def check_server(
             return ServerCheck(base, True)  # a wrong key is said by the first request
         if urlsplit(base).path.rstrip("/").endswith("/v1"):
             return ServerCheck(base, True)  # a server without /models: the requests will tell
-        try:
-            again = await models(base + "/v1")
-            listed = again.status_code == 200 and model_ids(again.json()) is not None
-        except (httpx.HTTPError, OSError, ValueError):
-            listed = False
-        if listed:
-            return ServerCheck(
-                base + "/v1",
-                True,
-                f"the base URL {base} lacks /v1: using {base}/v1 — set baseUrl (or "
-                "--base-url) to it to make this note go",
-            )
+        return await _without_v1(base, answer.status_code, models)
+
+
+async def _without_v1(
+    base: str, status: int, models: Callable[[str], Awaitable[httpx.Response]]
+) -> ServerCheck:
+    """A server that answered `/models` with neither the list nor a refusal: a base URL that
+    lacks its `/v1` is taken with it, when that one lists the models."""
+    try:
+        again = await models(base + "/v1")
+        listed = again.status_code == 200 and model_ids(again.json()) is not None
+    except (httpx.HTTPError, OSError, ValueError):
+        listed = False
+    if listed:
         return ServerCheck(
-            base,
+            base + "/v1",
             True,
-            f"the server at {base} answered GET {base}/models with {answer.status_code} — "
-            "OpenAI-compatible servers serve under a path such as /v1: check the base URL",
+            f"the base URL {base} lacks /v1: using {base}/v1 — set baseUrl (or "
+            "--base-url) to it to make this note go",
         )
+    return ServerCheck(
+        base,
+        True,
+        f"the server at {base} answered GET {base}/models with {status} — "
+        "OpenAI-compatible servers serve under a path such as /v1: check the base URL",
+    )

@@ -34,14 +34,14 @@ from mm_tui.engine.session_files import (
     SessionInfo,
     answer_interrupted_tool_calls,
     changes_meta,
-    check_version,
+    checked_header,
     exists,
-    is_message,
     iso,
     messages_of,
     new_id,
     now,
     read_journal,
+    replay_history,
     settled,
     title_of,
 )
@@ -354,20 +354,7 @@ class Session:
         old = folder / f"{session_id}{OLD_SUFFIX}"
         if not exists(path) and exists(old):
             return cls._converted(folder, session_id, old)
-        claimed, busy = None, False
-        if claim:
-            try:
-                claimed = open_for_append(path)
-            except JournalBusy:
-                busy = True
-                if not fork:
-                    raise SessionBusy(
-                        f"mm: session {session_id} is open in another mm process, which writes "
-                        "it; close it there, or open it in a terminal (`mm --resume "
-                        f"{session_id}`), which goes on in a copy"
-                    ) from None
-            except OSError:
-                pass  # a file mm cannot write: reading says why, or the first save does
+        claimed, busy = _claimed(path, session_id, fork) if claim else (None, False)
         try:
             records, whole, torn = read_journal(path)
             if busy:  # the turn the other mm is in is its own: the copy starts before it
@@ -385,18 +372,24 @@ class Session:
                 f"the last line of {path} was cut short ({torn} bytes: mm was stopped while "
                 "writing it) and is skipped; everything before it is here"
             )
-        repaired = answer_interrupted_tool_calls(session.messages)
-        if repaired != session.messages:
-            session.repaired = True
-            if repaired[: len(session.messages)] == session.messages:
-                session.messages = repaired  # the answers are new records of the next save
-            else:
-                session.messages = repaired
-                session._seen = len(repaired)
-                session.records.append({"type": "history", "time": now(), "messages": repaired})
+        session._answer_interrupted()
         if busy:
             session._fork()
         return session
+
+    def _answer_interrupted(self) -> None:
+        """Calls a kill left without a result get `INTERRUPTED`, so a server takes the history
+        (new records of the next save, or a history record when they go in the middle)."""
+        repaired = answer_interrupted_tool_calls(self.messages)
+        if repaired == self.messages:
+            return
+        self.repaired = True
+        if repaired[: len(self.messages)] == self.messages:
+            self.messages = repaired  # the answers are new records of the next save
+        else:
+            self.messages = repaired
+            self._seen = len(repaired)
+            self.records.append({"type": "history", "time": now(), "messages": repaired})
 
     def _fork(self) -> None:
         """Go on as a copy of this session under a new id, written whole at the next save:
@@ -429,21 +422,7 @@ class Session:
     def replayed(cls, folder: Path, session_id: str, records: list[dict[str, Any]]) -> Session:
         """A session from its records; raises SessionError for records that do not make one."""
         path = folder / f"{session_id}{JOURNAL_SUFFIX}"
-        bad = f"mm: {path}: not a valid session file"
-        if not records or records[0].get("type") != "session":
-            raise SessionError(f"{bad}: no session header on its first line")
-        header = records[0]
-        check_version(path, header.get("version"), 2, SESSION_VERSION)
-        expected: dict[str, type | tuple[type, ...]] = {
-            "created": str,
-            "cwd": str,
-            "model": (str, type(None)),
-            "provider": (str, type(None)),
-            "base_url": (str, type(None)),
-        }
-        for key, kind in expected.items():
-            if not isinstance(header.get(key), kind):
-                raise SessionError(f'{bad}: "{key}" is missing or has the wrong type')
+        header = checked_header(path, records)
         session = cls(
             folder,
             session_id,
@@ -453,46 +432,13 @@ class Session:
             base_url=header["base_url"],
             created=header["created"],
         )
+        history = replay_history(path, records)
         session.records = records
-        messages: list[dict[str, Any]] = []
-        for number, record in enumerate(records[1:], start=2):
-            kind = record["type"]
-            if kind == "message":
-                message = record.get("message")
-                if not is_message(message):
-                    raise SessionError(
-                        f"{bad}: record {number} holds something that is not a message"
-                    )
-                messages.append(message)
-                if isinstance(record.get("tool"), dict):
-                    session.tool_results[str(message.get("tool_call_id"))] = record["tool"]
-            elif kind in ("compaction", "history"):
-                replacement = record.get("messages")
-                if not isinstance(replacement, list) or not all(map(is_message, replacement)):
-                    raise SessionError(
-                        f"{bad}: record {number} holds something that is not a history"
-                    )
-                messages = list(replacement)
-            elif kind == "shortened":
-                index, message = record.get("index"), record.get("message")
-                if not isinstance(index, int) or not 0 <= index < len(messages):
-                    raise SessionError(
-                        f"{bad}: record {number} shortens a message that is not there"
-                    )
-                if not is_message(message):
-                    raise SessionError(
-                        f"{bad}: record {number} holds something that is not a message"
-                    )
-                messages[index] = message
-            elif kind == "turn":
-                session.turns.append({k: v for k, v in record.items() if k != "type"})
-            elif kind == "error":
-                session.errors.append({k: v for k, v in record.items() if k != "type"})
-            if isinstance(record.get("time"), str):
-                session.updated = max(session.updated, record["time"])
-            # Other types (a later mm's) are kept in `records` and written back as they are.
-        session.messages = messages
-        session._seen = len(messages)
+        session.messages = history.messages
+        session.tool_results = history.tool_results
+        session.turns, session.errors = history.turns, history.errors
+        session.updated = max(session.updated, history.updated)
+        session._seen = len(history.messages)
         return session
 
     @classmethod
@@ -521,6 +467,26 @@ class Session:
         if repaired != session.messages and repaired[: len(session.messages)] == session.messages:
             session.messages, session.repaired = repaired, True
         return session
+
+
+def _claimed(
+    path: Path, session_id: str, fork: bool
+) -> tuple[tuple[int, tuple[int, int]] | None, bool]:
+    """The journal opened and locked for this process, and whether another mm holds it (then
+    SessionBusy without `fork`). A file mm cannot write is not claimed: reading says why, or
+    the first save does."""
+    try:
+        return open_for_append(path), False
+    except JournalBusy:
+        if not fork:
+            raise SessionBusy(
+                f"mm: session {session_id} is open in another mm process, which writes "
+                "it; close it there, or open it in a terminal (`mm --resume "
+                f"{session_id}`), which goes on in a copy"
+            ) from None
+        return None, True
+    except OSError:
+        return None, False
 
 
 __all__ = [

@@ -270,3 +270,73 @@ def answer_interrupted_tool_calls(messages: list[dict[str, Any]]) -> list[dict[s
             if call_id is not None and call_id not in answered:
                 repaired.append({"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED})
     return repaired
+
+
+@dataclasses.dataclass
+class History:
+    """What a journal's records make: the history mm sends, what each result showed, the
+    turns' ends, the errors, and the newest record's time."""
+
+    messages: list[dict[str, Any]]
+    tool_results: dict[str, dict[str, Any]]
+    turns: list[dict[str, Any]]
+    errors: list[dict[str, Any]]
+    updated: str
+
+
+def checked_header(path: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The journal's header; SessionError when there is none or it lacks a field."""
+    bad = f"mm: {path}: not a valid session file"
+    if not records or records[0].get("type") != "session":
+        raise SessionError(f"{bad}: no session header on its first line")
+    header = records[0]
+    check_version(path, header.get("version"), 2, SESSION_VERSION)
+    expected: dict[str, type | tuple[type, ...]] = {
+        "created": str,
+        "cwd": str,
+        "model": (str, type(None)),
+        "provider": (str, type(None)),
+        "base_url": (str, type(None)),
+    }
+    for key, kind in expected.items():
+        if not isinstance(header.get(key), kind):
+            raise SessionError(f'{bad}: "{key}" is missing or has the wrong type')
+    return header
+
+
+def replay_history(path: Path, records: list[dict[str, Any]]) -> History:
+    """The records after the header, replayed; SessionError for one that does not fit. Other
+    types (a later mm's) are passed over: they stay in the records, written back as they are."""
+    history = History([], {}, [], [], "")
+    for number, record in enumerate(records[1:], start=2):
+        _replay_one(f"mm: {path}: not a valid session file: record {number}", record, history)
+        if isinstance(record.get("time"), str):
+            history.updated = max(history.updated, record["time"])
+    return history
+
+
+def _replay_one(bad: str, record: dict[str, Any], history: History) -> None:
+    kind = record["type"]
+    if kind == "message":
+        message = record.get("message")
+        if not is_message(message):
+            raise SessionError(f"{bad} holds something that is not a message")
+        history.messages.append(message)
+        if isinstance(record.get("tool"), dict):
+            history.tool_results[str(message.get("tool_call_id"))] = record["tool"]
+    elif kind in ("compaction", "history"):
+        replacement = record.get("messages")
+        if not isinstance(replacement, list) or not all(map(is_message, replacement)):
+            raise SessionError(f"{bad} holds something that is not a history")
+        history.messages = list(replacement)
+    elif kind == "shortened":
+        index, message = record.get("index"), record.get("message")
+        if not isinstance(index, int) or not 0 <= index < len(history.messages):
+            raise SessionError(f"{bad} shortens a message that is not there")
+        if not is_message(message):
+            raise SessionError(f"{bad} holds something that is not a message")
+        history.messages[index] = message
+    elif kind == "turn":
+        history.turns.append({k: v for k, v in record.items() if k != "type"})
+    elif kind == "error":
+        history.errors.append({k: v for k, v in record.items() if k != "type"})
