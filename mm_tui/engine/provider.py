@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from mm_tui.engine.chunk_assembly import ChunkAssembler, completion_chunks
 from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamEnd
+from mm_tui.engine.request_body import RequestBody
 from mm_tui.engine.retries import DROPPED, EmptyAnswer, Retryable, retry_after
 from mm_tui.engine.server_errors import context_overflow, reported_error, status_message
 from mm_tui.engine.servers import USER_AGENT, is_loopback, provider_name
@@ -79,9 +80,8 @@ class OpenAIProvider:
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.model = model
+        self.body = RequestBody(model, temperature)  # what it sends, and what the server refused
         self.provider = provider or provider_name(self.base_url)
-        self.temperature = temperature
         self.retries = max(0, retries)
         self.backoff = backoff
         self.max_retry_after = max_retry_after
@@ -91,7 +91,6 @@ class OpenAIProvider:
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
         }
-        self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._owns_client = client is None
@@ -101,8 +100,6 @@ class OpenAIProvider:
         # The kinds of request (`_kind`) that this server answers with an empty 200 when they
         # stream: once seen, such requests go non-streamed (see "llama-cpp-python" below).
         self._no_stream: set[str] = set()
-        self._usage_option = True  # False once the server has refused stream_options
-        self._tool_choice = True  # False once the server has refused tool_choice
         self._calls_made = 0
         # What is known of the server: None at first, False once it could not be reached (by
         # start-up's check, or when a request gave up), True once it answered. A request to a
@@ -110,6 +107,18 @@ class OpenAIProvider:
         self.answering: bool | None = None
 
     # -- public -----------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self.body.model
+
+    @model.setter
+    def model(self, model: str) -> None:
+        self.body.model = model
+
+    @property
+    def temperature(self) -> float | None:
+        return self.body.temperature
 
     async def read_context_window(self) -> Any:
         """The model's context window as this server reports it (a `ContextWindow`), or None."""
@@ -144,57 +153,6 @@ class OpenAIProvider:
                 transport=transport,
             )
         return self._http
-
-    def _body(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        stream: bool,
-        choice: str | None = None,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "stream": stream,
-        }
-        if stream and self._usage_option:
-            body["stream_options"] = {"include_usage": True}
-        if tools:
-            body["tools"] = tools
-            if choice and self._tool_choice:
-                body["tool_choice"] = choice
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        return body
-
-    def _encode(self, payload: dict[str, Any]) -> bytes:
-        """The request's JSON body. The chat-completions protocol sends the whole history every
-        time, encoded on the loop that also runs the window; a message never changes once in
-        the history, so each is encoded once and the body is joined from the pieces (a stand-in
-        for httpx's `json=`: see docs/performance.md)."""
-        known = self._encoded
-        encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
-        parts = []
-        for message in payload["messages"]:
-            key = id(message)
-            hit = known.get(key)
-            if hit is None or hit[0] is not message:
-                hit = (message, _json_bytes(_sendable_message(message)))
-            encoded[key] = hit
-            parts.append(hit[1])
-        self._encoded = encoded  # what left the history is forgotten
-        rest = _json_bytes({k: v for k, v in payload.items() if k != "messages"})
-        head = rest[:-1] + b"," if len(rest) > 2 else b"{"
-        return b"".join((head, b'"messages":[', b",".join(parts), b"]}"))
-
-    def _refused_tool_choice(self, exc: ModelError, payload: dict[str, Any]) -> bool:
-        """A server that refuses `tool_choice` (400 naming it): True when the request should be
-        sent again without it; it is never sent to this server again."""
-        if exc.status == 400 and "tool_choice" in exc.message and "tool_choice" in payload:
-            self._tool_choice = False
-            payload.pop("tool_choice")
-            return True
-        return False
 
     def _next_call_id(self) -> str:
         n = self._calls_made
@@ -261,14 +219,14 @@ class OpenAIProvider:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> AsyncIterator[ModelChunk]:
         """Yield the chunks of one answer, the last a `StreamEnd`. Raises `ModelError`."""
-        if tools and self._tool_choice:
+        if tools and self.body.tool_choice:
             return self._with_tools(messages, tools)
         return self._ask(messages, tools, None)
 
     def _kind(self, tools: list[dict[str, Any]], choice: str | None) -> str:
         if not tools:
             return "plain"
-        return (choice if self._tool_choice else None) or "tools"
+        return (choice if self.body.tool_choice else None) or "tools"
 
     def _ask(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str | None
@@ -311,7 +269,7 @@ class OpenAIProvider:
     ) -> AsyncGenerator[ModelChunk, None]:
         """A streamed answer, its tries one after the other: the assembler lives across them,
         so that a retried answer shows only what the person has not seen yet."""
-        payload = self._body(messages, tools, True, choice)
+        payload = self.body.make(messages, tools, True, choice)
         answer = ChunkAssembler()
         attempt = 0
         replaced = False  # a stale pooled connection, replaced once per request
@@ -328,7 +286,7 @@ class OpenAIProvider:
             except Retryable as exc:
                 error = exc
             except ModelError as exc:
-                if self._refused_option(exc, payload):
+                if self.body.refused_option(exc, payload):
                     continue
                 raise
             retrying = self._next_try(attempt, error, answer.shown_any, replaced)
@@ -357,7 +315,7 @@ class OpenAIProvider:
         sse = SseDecoder()
         try:
             async with self._client.stream(
-                "POST", self._url, content=self._encode(payload), headers=self._headers
+                "POST", self._url, content=self.body.encode(payload), headers=self._headers
             ) as resp:
                 self.answering = True
                 await self._check_status(resp)
@@ -412,16 +370,6 @@ class OpenAIProvider:
             )
         return EmptyAnswer()
 
-    def _refused_option(self, exc: ModelError, payload: dict[str, Any]) -> bool:
-        """A server that refuses a field mm can do without: True when the request should be
-        sent again without it; it is never sent to this server again."""
-        # stream_options only costs us the usage figures.
-        if exc.status == 400 and "stream_options" in exc.message and self._usage_option:
-            self._usage_option = False
-            payload.pop("stream_options", None)
-            return True
-        return self._refused_tool_choice(exc, payload)
-
     # -- non-streaming ----------------------------------------------------------------------
 
     async def _complete(
@@ -431,21 +379,21 @@ class OpenAIProvider:
         retried like a stream that failed before its first token."""
         import httpx
 
-        payload = self._body(messages, tools, False, choice)
+        payload = self.body.make(messages, tools, False, choice)
         headers = {**self._headers, "Accept": "application/json"}
         attempt = 0
         replaced = False
         while True:
             try:
                 resp = await self._client.post(
-                    self._url, content=self._encode(payload), headers=headers
+                    self._url, content=self.body.encode(payload), headers=headers
                 )
                 self.answering = True
                 await self._check_status(resp)
                 items = self._from_completion(resp.content)
                 break
             except ModelError as exc:
-                if self._refused_tool_choice(exc, payload):
+                if self.body.refused_tool_choice(exc, payload):
                     continue
                 raise
             except Retryable as exc:
@@ -505,19 +453,3 @@ def _is_json(resp: httpx.Response) -> bool:
 #   next on it fails at once, and is sent again at once (`Retryable.stale`), not after a backoff.
 # - Not worked around: its template leaves `tool` messages out of the prompt, so the model never
 #   reads a tool's result; and it sends no usage in a stream, so a turn's recap shows no tokens.
-
-
-def _sendable_message(message: dict[str, Any]) -> dict[str, Any]:
-    """A message as sent: an assistant message with `content: null` gets `""` instead."""
-    if message.get("content", "") is None and message.get("role") == "assistant":
-        return {**message, "content": ""}
-    return message
-
-
-def _json_bytes(data: Any) -> bytes:
-    """Compact JSON, as httpx would encode it; a lone surrogate from a model goes as a \\u
-    escape, which only ASCII-escaped JSON carries."""
-    try:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
-    except UnicodeEncodeError:
-        return json.dumps(data, separators=(",", ":")).encode()
