@@ -27,7 +27,9 @@ from mm_tui.tools.registry import ToolRegistry
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PYTHON = ["pylsp", "pyright"]
-ALL = ["pylsp", "pyright", "clangd"]
+# clangd answers across files from its index, whose threads run at idle priority
+# (support/load.py): its cases run with the busy loops of a loaded run stopped.
+ALL = ["pylsp", "pyright", pytest.param("clangd", marks=pytest.mark.idle_priority)]
 
 Shared = Callable[[str], Awaitable[Project]]
 
