@@ -822,9 +822,7 @@ async def test_configured_mcp_servers_are_shared_by_the_sessions(tmp_path: Path)
     server_script = str(Path(__file__).parent / "mcp_server.py")
     entry = {"command": sys.executable, "args": [server_script]}
     entry["env"] = {"MCP_TEST_PIDFILE": str(pidfile), "MCP_TEST_LINGER": "1"}
-    (tmp_path / ".mm").mkdir()
-    (tmp_path / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": {"t": entry}}))
-    trust_project_file(tmp_path, tmp_path / "home")  # mm_acp's home
+    configure_mcp(tmp_path, {"t": entry})
     client = Recorder()
     with ScriptedServer(
         Reply(tool_calls=[call("t__add", {"a": 1, "b": 2})]),
@@ -844,6 +842,27 @@ async def test_configured_mcp_servers_are_shared_by_the_sessions(tmp_path: Path)
     assert wait_until(lambda: not alive(running[0]), 5), "the MCP server outlived mm"
 
 
+def configure_mcp(project: Path, servers: dict[str, Any]) -> None:
+    """The project's mcpServers, trusted by mm_acp's home."""
+    (project / ".mm").mkdir()
+    (project / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": servers}))
+    trust_project_file(project, project / "home")
+
+
+async def one_prompt(
+    project: Path, client: Recorder, replies: list[Reply], servers: list[Any]
+) -> tuple[list[Any], str]:
+    """One prompt in a session/new with the editor's MCP `servers`: the model's requests and
+    mm's log."""
+    with ScriptedServer(*replies) as server:
+        async with mm_acp(project, server, client) as (conn, log):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(project), mcp_servers=servers)
+            assert await ask(conn, session.session_id, "go") == "end_turn"
+            text = log.read_text()
+        return server.requests, text
+
+
 @pytest.mark.slow
 async def test_an_editor_server_named_as_a_configured_one_is_offered_apart(
     tmp_path: Path,
@@ -861,26 +880,18 @@ async def test_an_editor_server_named_as_a_configured_one_is_offered_apart(
         "args": [server_script],
         "env": {"WHO": "configured", "TOKEN": "${MM_TEST_SURELY_UNSET}"},
     }
-    (tmp_path / ".mm").mkdir()
-    (tmp_path / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": {"t": entry}}))
-    trust_project_file(tmp_path, tmp_path / "home")  # mm_acp's home
+    configure_mcp(tmp_path, {"t": entry})
     editors = McpServerStdio(
         name="t",
         command=sys.executable,
         args=[server_script],
         env=[EnvVariable(name="WHO", value="editor")],
     )
-    client = Recorder()
-    with ScriptedServer(
+    replies = [
         Reply(tool_calls=[call("t__env", {"name": "WHO"}), call("t_2__env", {"name": "WHO"})]),
         Reply("both"),
-    ) as server:
-        async with mm_acp(tmp_path, server, client) as (conn, log):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[editors])
-            assert await ask(conn, session.session_id, "who") == "end_turn"
-            text = log.read_text()
-        requests = server.requests
+    ]
+    requests, text = await one_prompt(tmp_path, Recorder(), replies, [editors])
     names = requests[0].tool_names
     assert "t__env" in names and "t_2__env" in names
     assert tool_messages(requests[1]) == ["configured", "editor"]
@@ -910,9 +921,7 @@ async def test_a_name_both_pools_make_stays_the_configured_servers(
         "args": [server_script],
         "env": {"MCP_TEST_ALIAS": "echo__loud", **(delay if late == "configured" else {})},
     }
-    (tmp_path / ".mm").mkdir()
-    (tmp_path / ".mm" / "config.yaml").write_text(json.dumps({"mcpServers": {"t": entry}}))
-    trust_project_file(tmp_path, tmp_path / "home")  # mm_acp's home
+    configure_mcp(tmp_path, {"t": entry})
     env = {"MCP_TEST_ALIAS": "loud", **(delay if late == "editor" else {})}
     editors = McpServerStdio(
         name="t__echo",
@@ -921,21 +930,10 @@ async def test_a_name_both_pools_make_stays_the_configured_servers(
         env=[EnvVariable(name=k, value=v) for k, v in env.items()],
     )
     client = Recorder()
-    with ScriptedServer(
-        Reply(
-            tool_calls=[
-                call("t__echo__loud", {"text": "one"}),
-                call("t__echo__loud_2", {"text": "two"}),
-            ]
-        ),
-        Reply("both"),
-    ) as server:
-        async with mm_acp(tmp_path, server, client) as (conn, log):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[editors])
-            assert await ask(conn, session.session_id, "loud") == "end_turn"
-            text = log.read_text()
-        requests = server.requests
+    loud = [call("t__echo__loud", {"text": "one"}), call("t__echo__loud_2", {"text": "two"})]
+    requests, text = await one_prompt(
+        tmp_path, client, [Reply(tool_calls=loud), Reply("ok")], [editors]
+    )
     names = requests[0].tool_names
     assert len(names) == len(set(names)) and {"t__echo__loud", "t__echo__loud_2"} <= set(names)
     assert tool_messages(requests[1]) == ["one", "two"]

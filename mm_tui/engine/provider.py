@@ -80,8 +80,10 @@ class OpenAIProvider:
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.body = RequestBody(model, temperature)  # what it sends, and what the server refused
+        self.model = model
         self.provider = provider or provider_name(self.base_url)
+        self.temperature = temperature
+        self.body = RequestBody()  # what it sends, and what the server refused of it
         self.retries = max(0, retries)
         self.backoff = backoff
         self.max_retry_after = max_retry_after
@@ -107,18 +109,6 @@ class OpenAIProvider:
         self.answering: bool | None = None
 
     # -- public -----------------------------------------------------------------------------
-
-    @property
-    def model(self) -> str:
-        return self.body.model
-
-    @model.setter
-    def model(self, model: str) -> None:
-        self.body.model = model
-
-    @property
-    def temperature(self) -> float | None:
-        return self.body.temperature
 
     async def read_context_window(self) -> Any:
         """The model's context window as this server reports it (a `ContextWindow`), or None."""
@@ -269,7 +259,9 @@ class OpenAIProvider:
     ) -> AsyncGenerator[ModelChunk, None]:
         """A streamed answer, its tries one after the other: the assembler lives across them,
         so that a retried answer shows only what the person has not seen yet."""
-        payload = self.body.make(messages, tools, True, choice)
+        payload = self.body.make(
+            messages, tools, True, choice, model=self.model, temperature=self.temperature
+        )
         answer = ChunkAssembler()
         attempt = 0
         replaced = False  # a stale pooled connection, replaced once per request
@@ -379,7 +371,9 @@ class OpenAIProvider:
         retried like a stream that failed before its first token."""
         import httpx
 
-        payload = self.body.make(messages, tools, False, choice)
+        payload = self.body.make(
+            messages, tools, False, choice, model=self.model, temperature=self.temperature
+        )
         headers = {**self._headers, "Accept": "application/json"}
         attempt = 0
         replaced = False

@@ -12,9 +12,7 @@ from mm_tui.engine.model_stream import ModelError
 
 
 class RequestBody:
-    def __init__(self, model: str, temperature: float | None) -> None:
-        self.model = model
-        self.temperature = temperature
+    def __init__(self) -> None:
         self.usage_option = True  # False once the server has refused stream_options
         self.tool_choice = True  # False once the server has refused tool_choice
         self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
@@ -25,9 +23,12 @@ class RequestBody:
         tools: list[dict[str, Any]],
         stream: bool,
         choice: str | None = None,
+        *,
+        model: str,
+        temperature: float | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.model,
+            "model": model,
             "messages": messages,
             "stream": stream,
         }
@@ -37,8 +38,8 @@ class RequestBody:
             body["tools"] = tools
             if choice and self.tool_choice:
                 body["tool_choice"] = choice
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
+        if temperature is not None:
+            body["temperature"] = temperature
         return body
 
     def encode(self, payload: dict[str, Any]) -> bytes:
