@@ -222,6 +222,7 @@ async def test_symbols(shared: Shared, name: str) -> None:
 # --- diagnostics ---------------------------------------------------------------------------------
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 async def test_diagnostics_clangd_published(shared: Shared) -> None:
     project = await shared("clangd")
     expected = "error broken.c:6:18 Use of undeclared identifier 'missing' [clang]"
@@ -325,6 +326,7 @@ async def test_rename_several_words_form(fresh) -> None:
     assert "def build(name: str)" in (project.root / "greeter.py").read_text()
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 async def test_rename_permission_shows_the_diff_then_writes_it(fresh) -> None:
     project: Project = fresh("clangd")
     tool = project.tool
@@ -448,7 +450,7 @@ async def test_edits_on_disk_are_seen(fresh, name: str) -> None:
 # --- lifecycle -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["pylsp", "clangd"])
+@pytest.mark.parametrize("name", ["pylsp", pytest.param("clangd", marks=pytest.mark.idle_priority)])
 async def test_a_killed_server_is_started_again(fresh, name: str) -> None:
     project: Project = fresh(name)
     call = (
@@ -510,6 +512,7 @@ async def test_missing_server_warning_and_declaration(tmp_path: Path) -> None:
 # --- through the engine --------------------------------------------------------------------------
 
 
+@pytest.mark.idle_priority  # clangd's index: its threads run at idle priority
 async def test_through_the_engine_with_permissions(tmp_path: Path) -> None:
     """The engine reads the kind per call: navigation is `read` and runs, rename is `edit` and
     asks; refused, the model hears the text docs/tools.md quotes and nothing is written."""
