@@ -126,7 +126,7 @@ e2e: $(TEST_STAMP) $(E2E_STAMP)
 # bash and file writes (--no-yolo): a 135M model should not be trusted with your files. It works
 # in a throw-away playground folder, as the demo does, never in the clone.
 run-local: $(STAMP) $(E2E_STAMP)
-	@playground=$$($(BIN)/python -c 'from mm_tui.playground import make_playground as m; print(m())') \
+	@playground=$$($(BIN)/python -c 'from mm_tui.engine.playground import make_playground as m; print(m())') \
 	&& echo "mm: working in the playground $$playground" \
 	&& cd "$$playground" && $(abspath $(BIN))/python $(CURDIR)/tests/e2e/llama_server.py \
 		--python $(abspath $(E2E_PYTHON)) --alias SmolLM2-135M-Instruct \

@@ -29,7 +29,7 @@ replayed byte for byte by the bare client. At temperature 0 the server generates
    the relay's read to the client's parse of the same event: what any client pays for transport
    and parsing. mm's engine reads a server that trickles at most ten times a second (100 ms
    apart, `engine/paced_reads.py`), and the window draws what a read brought in the same wake-up
-   of its event loop (`transcript/view.py`, FRAME_SLACK): a token waits for the next read.
+   of its event loop (`window/transcript/view.py`, FRAME_SLACK): a token waits for the next read.
 3. CPU, of one core, while the answer streams (from the first token to the last): mm's process
    (the engine, its HTTP client and the window) and the bare client's, and the same per token.
    Also the wake-ups of each one's event loop a second: on a virtual machine each costs a few
@@ -256,11 +256,11 @@ async def mm_round(
     TextDelta (one may hold several tokens: those of one read), (time, characters of the answer
     on screen) after each compositor refresh that painted the answer's end, the share of a core
     this process used and its wake-ups a second (first delta to last), and the answer."""
-    from mm_tui.app import MMApp
     from mm_tui.config import Settings
     from mm_tui.core.events import TextDelta, TurnEnded
     from mm_tui.startup import start
-    from mm_tui.transcript.store import AnswerItem
+    from mm_tui.window.app import MMApp
+    from mm_tui.window.transcript.store import AnswerItem
 
     settings = Settings(
         baseUrl=base_url,
@@ -286,8 +286,8 @@ async def mm_round(
     async with app.run_test(size=SIZE) as pilot:
         while app.engine is None:
             await pilot.pause(0.05)
-        transcript, view, screen = app.transcript, app.view, app.screen
-        emit, apply = app.emit, transcript.apply
+        transcript, view, screen = app.main.transcript, app.main.view, app.screen
+        emit, apply = app.main.emit, transcript.apply
         render, render_line = view._render_item, view.render_line
         refresh = screen._compositor_refresh
 
@@ -341,9 +341,9 @@ async def mm_round(
                 ended.set()
             return changed
 
-        app.emit = emitted  # type: ignore[method-assign]
+        app.main.emit = emitted  # type: ignore[method-assign]
         transcript.apply = applied  # type: ignore[method-assign]
-        app.submit(PROMPT)
+        app.main.submit(PROMPT)
         # An event, not a polling loop: Pilot.pause forces a screen update at every call, which
         # would paint frames the app would not paint by itself (and cost CPU).
         await ended.wait()

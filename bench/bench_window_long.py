@@ -2,7 +2,7 @@
 two with 200 answers interleaved, each size in a fresh process, headless (App.run_test, 100x30).
 
 For each size:
-- load: the items are built in the store (`app.transcript`) and handed to the view
+- load: the items are built in the store (`app.main.transcript`) and handed to the view
   (`update_items`), timed until the view has painted the end of the transcript;
 - append: one more tool line through the app, as the engine sends it (ToolCallStarted then
   ToolCallFinished posted as EngineEvents), timed until a frame has painted it; wall time and
@@ -59,7 +59,7 @@ TOOLS = [
 
 
 def tool_item(n: int):  # noqa: ANN201
-    from mm_tui.transcript.store import ToolItem
+    from mm_tui.window.transcript.store import ToolItem
 
     tool, kind, title = TOOLS[n % len(TOOLS)]
     title = title.format(n=n)
@@ -92,29 +92,29 @@ def tool_item(n: int):  # noqa: ANN201
 
 
 def build(app, tools: int, answers: int) -> None:  # noqa: ANN001
-    from mm_tui.transcript.store import AnswerItem
+    from mm_tui.window.transcript.store import AnswerItem
 
     every = tools // answers if answers else 0
     texts = [answer_markdown(700 + (k % 5) * 300, start=k) for k in range(10)]
     for n in range(tools):
-        app.transcript.add(tool_item(n))
+        app.main.transcript.add(tool_item(n))
         if every and n % every == every - 1:
             k = n // every
-            app.transcript.add(AnswerItem(pieces=[texts[k % len(texts)]], done=True))
+            app.main.transcript.add(AnswerItem(pieces=[texts[k % len(texts)]], done=True))
 
 
 async def child(tools: int) -> dict[str, float]:
-    from mm_tui.app import EngineEvent
     from mm_tui.core.events import ToolCallFinished, ToolCallStarted
-    from mm_tui.transcript.store import ToolItem
+    from mm_tui.window.screens.main import EngineEvent
+    from mm_tui.window.transcript.store import ToolItem
 
     answers = ANSWERS if tools > 20 else 0
     app = mm_app()
     out: dict[str, float] = {"tools": tools, "answers": answers}
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        view = app.view
-        items = app.transcript.items
+        view = app.main.view
+        items = app.main.transcript.items
         probe = FrameProbe(app.screen, view)
 
         def current() -> bool:
@@ -168,8 +168,8 @@ async def child(tools: int) -> dict[str, float]:
 
             t = time.perf_counter()
             c = time.process_time()
-            app.post_message(EngineEvent(started))
-            app.post_message(EngineEvent(finished))
+            app.main.post_message(EngineEvent(started))
+            app.main.post_message(EngineEvent(finished))
             done = await probe.painted(appended)
             walls.append(done - t)
             cpus.append(time.process_time() - c)

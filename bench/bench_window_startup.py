@@ -14,7 +14,7 @@ process is started, so Python's own start, the imports and the app's set-up all 
 The variants:
 
 - bare: `App` with nothing in it, exiting on its first frame: the floor.
-- mm: `import mm_tui.app`, then `MMApp` with a boot that never returns, exiting on its first
+- mm: `import mm_tui.window.app`, then `MMApp` with a boot that never returns, exiting on its first
   frame (a subclass in the child process; nothing of mm is changed).
 - mm --demo (cli): `mm_tui.cli.main(["--demo"])`, the real `mm --demo`, with `MMApp` replaced in
   the child by a subclass that notes the first frame and exits once ready.
@@ -96,7 +96,7 @@ def child_bare() -> None:
 
 def child_mm() -> None:
     started = time.perf_counter()
-    from mm_tui.app import MMApp
+    from mm_tui.window.app import MMApp
 
     imported = time.perf_counter()
 
@@ -119,13 +119,13 @@ def _cli(argv: list[str], check: Any = None) -> None:
     """The real `mm` (mm_tui.cli.main) with MMApp replaced by a subclass that notes the first
     frame and, once the app says it is ready, reports and exits."""
     began = time.perf_counter()
-    import mm_tui.app
     import mm_tui.cli
+    import mm_tui.window.app
 
     imported = time.perf_counter()
     seen: dict[str, Any] = {}
 
-    class Probe(mm_tui.app.MMApp):
+    class Probe(mm_tui.window.app.MMApp):
         def on_ready(self) -> None:  # then MMApp.on_ready, which starts the boot
             seen["frame"] = time.perf_counter()
             seen["heavy"] = heavy_loaded()
@@ -150,7 +150,7 @@ def _cli(argv: list[str], check: Any = None) -> None:
             )
             self.exit(0)
 
-    mm_tui.app.MMApp = Probe  # type: ignore[misc] - run_window imports it when it runs
+    mm_tui.window.app.MMApp = Probe  # type: ignore[misc] - run_window imports it when it runs
     mm_tui.cli.main(argv)
 
 
@@ -353,7 +353,7 @@ def main(rounds: int) -> None:
     for line in (
         "first frame: process start to the first frame, and the least of the rounds;",
         "python: process start to the script's first line; imports: textual.app for the bare",
-        "app, mm_tui.app (and mm_tui.cli) for mm; app: construction to the first frame;",
+        "app, mm_tui.window.app (and mm_tui.cli) for mm; app: construction to the first frame;",
         "ready: process start to MMApp.ready_at (a request sent now goes to the model), and the",
         "least of the rounds; after: first frame to ready",
     ):

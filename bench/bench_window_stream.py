@@ -4,7 +4,7 @@ MarkdownStream in the same run, headless (App.run_test, 100x30).
 1. Throughput. A realistic Markdown answer (headings, paragraphs, lists, code blocks, quotes) cut
    into 4-character chunks is pushed as fast as a fast server would deliver it: one chunk, then
    one turn of the event loop (`await asyncio.sleep(0)`), as a network read would give.
-   - mm: each chunk is `app.emit(TextDelta(chunk))`, the engine's `emit` (which sends the
+   - mm: each chunk is `app.main.emit(TextDelta(chunk))`, the engine's `emit` (which sends the
      deltas of a frame to the window as one message); the turn opens with TurnStarted and
      closes with TurnEnded.
    - floor: `await stream.write(chunk)` on `Markdown.get_stream(markdown)` inside an anchored
@@ -71,7 +71,7 @@ class MMStream:
 
         self.pilot = pilot
         await pilot.pause()
-        view = self.app.view
+        view = self.app.main.view
         original = view.flush
 
         def flush() -> None:  # counts the view's (coalesced) updates
@@ -79,13 +79,13 @@ class MMStream:
             self.flushes.append(time.perf_counter())
 
         view.flush = flush  # type: ignore[method-assign]
-        self.app.emit(TurnStarted(turn=1, text="explain the design"))
+        self.app.main.emit(TurnStarted(turn=1, text="explain the design"))
         await self.settled()
 
     def write(self, chunk: str) -> None:
         from mm_tui.core.events import TextDelta
 
-        self.app.emit(TextDelta(chunk))
+        self.app.main.emit(TextDelta(chunk))
 
     def finish(self) -> None:
         from mm_tui.core.events import Counters, TurnEnded, Usage
@@ -93,12 +93,12 @@ class MMStream:
         event = TurnEnded(
             turn=1, counters=Counters(), elapsed=1.0, usage=Usage(), stop_reason="end_turn"
         )
-        self.app.emit(event)
+        self.app.main.emit(event)
 
     def absorbed(self) -> bool:
-        view = self.app.view
-        items = self.app.transcript.items
-        return (not self.app.deltas_pending and not self.app._message_queue.qsize()) and all(
+        view = self.app.main.view
+        items = self.app.main.transcript.items
+        return (not self.app.main.deltas_pending and not self.app._message_queue.qsize()) and all(
             view.drawn_version(item) == item.version for item in items
         )
 
@@ -110,9 +110,9 @@ class MMStream:
         self.app.screen._on_timer_update()
 
     def text(self) -> str:
-        from mm_tui.transcript.store import AnswerItem
+        from mm_tui.window.transcript.store import AnswerItem
 
-        return "".join(i.text for i in self.app.transcript.items if isinstance(i, AnswerItem))
+        return "".join(i.text for i in self.app.main.transcript.items if isinstance(i, AnswerItem))
 
     def updates(self) -> int:
         return len(self.flushes)

@@ -167,7 +167,7 @@ class Echo:
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        self.prompt = prompt = app.prompt
+        self.prompt = prompt = app.main.prompt
         self.probe = FrameProbe(app.screen, prompt)
         self._waiters: list[tuple[Any, asyncio.Future[float]]] = []
         original = prompt.edit
@@ -228,9 +228,9 @@ class Echo:
 
 
 async def mm_child(base_url: str) -> dict[str, Any]:
-    from mm_tui.app import MMApp
     from mm_tui.core.events import ToolCallFinished, TurnEnded, TurnStarted
     from mm_tui.startup import start
+    from mm_tui.window.app import MMApp
 
     folder = Path(tempfile.mkdtemp(prefix="mm-bench-turn-"))
     out: dict[str, Any] = {}
@@ -247,7 +247,7 @@ async def mm_child(base_url: str) -> dict[str, Any]:
             await pilot.pause(0.2)
             engine = app.engine
             out["window"] = None if engine.meter.window is None else engine.meter.window.tokens
-            app.prompt.focus()
+            app.main.prompt.focus()
             await pilot.pause(0.1)
             echo = Echo(app)
             idle = await echo.series(IDLE_KEYS)
@@ -256,7 +256,7 @@ async def mm_child(base_url: str) -> dict[str, Any]:
             statuses: dict[str, int] = {}
             turn: dict[str, Any] = {}
             ended = asyncio.Event()
-            original = app.emit
+            original = app.main.emit
             t_start = time.perf_counter()
 
             def emit(event: Any) -> None:
@@ -278,9 +278,9 @@ async def mm_child(base_url: str) -> dict[str, Any]:
                     ended.set()
                 original(event)
 
-            app.emit = emit  # type: ignore[method-assign]
+            app.main.emit = emit  # type: ignore[method-assign]
             t_start = time.perf_counter()
-            app.submit(QUESTION)
+            app.main.submit(QUESTION)
             busy = await echo.series(until=ended, progress=lambda: len(finished))
             await ended.wait()
             turn["end"] = time.perf_counter()
@@ -296,7 +296,7 @@ async def mm_child(base_url: str) -> dict[str, Any]:
                 idle=idle,
                 busy=busy,
                 after=after,
-                items=len(app.transcript.items),
+                items=len(app.main.transcript.items),
                 session_messages=len(engine.session.messages),
             )
     finally:

@@ -57,7 +57,7 @@ async def never() -> Any:
 
 
 def mm_app() -> Any:
-    from mm_tui.app import MMApp
+    from mm_tui.window.app import MMApp
 
     return MMApp(never)
 

@@ -103,12 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     _without_httpx_command_line()
     args = parser().parse_args(argv)
     if not (sys.stdout.encoding or "").lower().replace("-", "").startswith("utf"):
-        from mm_tui.ascii_terminal import use_ascii_where_needed
+        from mm_tui.terminal.ascii_terminal import use_ascii_where_needed
 
         use_ascii_where_needed()
     cwd = Path.cwd()
     if args.demo:
-        from mm_tui.playground import make_playground
+        from mm_tui.engine.playground import make_playground
 
         cwd = make_playground()
         os.chdir(cwd)
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(safe_display(str(exc)), file=sys.stderr)
         return 2
     if args.acp:
-        from mm_tui.acp.agent import run as run_acp
+        from mm_tui.acp import run as run_acp
 
         return run_acp(settings, cwd, demo=args.demo)
     from mm_tui.core.stop_signals import run_stoppable
@@ -222,7 +222,7 @@ def _review_project(project: ProjectConfig | None, *, ask: bool) -> list[str]:
         return lines
     if not ask:
         return [*lines, project.left_out()]
-    from mm_tui.line import ask_trust
+    from mm_tui.line.trust import ask_trust
 
     for line in lines:
         print(line, file=sys.stderr)
@@ -241,7 +241,7 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     is frozen (the collector's later passes skip it) and collection resumes."""
     gc.disable()
     try:
-        from mm_tui.app import MMApp
+        from mm_tui.window.app import MMApp
 
         app = MMApp(
             window_boot(args, cwd, gc_paused=True, ask=lambda project: app.ask_trust(project)),
@@ -297,7 +297,7 @@ def window_boot(
             # did not load, loaded in threads once the window is ready (this runs after it
             # attaches the engine): the tools' argument classes (pydantic), Markdown's modules,
             # and the HTTP client's modules (the model server was asked without them).
-            from mm_tui.transcript.renderers.answer import prepare as prepare_markdown
+            from mm_tui.window.transcript.renderers.answer import prepare as prepare_markdown
 
             loop = asyncio.get_running_loop()
             loop.call_soon(prepare_tools)
@@ -326,7 +326,9 @@ def _prepare_tls(args: argparse.Namespace) -> None:
 
 async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: ANN001
     """Line mode, `-p`, and `--ask AGENT "…"` (one /ask exchange printed as in line mode)."""
-    from mm_tui.line import run_ask_print, run_line, run_print, stdout_console
+    from mm_tui.line.one_shot import run_ask_print, run_print
+    from mm_tui.line.printer import stdout_console
+    from mm_tui.line.repl import run_line
     from mm_tui.startup import StartupError, start
 
     try:

@@ -198,7 +198,7 @@ async def start(
         if isinstance(client, DemoModel) and not demo and playground:
             # No model server: the demo model works in a playground, as `mm --demo` does, never
             # in the person's own folder (it edits files and runs tests).
-            from mm_tui.playground import make_playground
+            from mm_tui.engine.playground import make_playground
 
             cwd = make_playground()
             folders = sessions_folders(settings, cwd)
@@ -256,7 +256,7 @@ def instruction_notes(instructions: Instructions) -> list[str]:
 def agent_runners(entries: Mapping[str, AgentEntry], command: Sequence[str] | None) -> AgentRunner:
     """Asked agents run as child `mm -acp` processes of the ACP client's pool, loaded at the
     first call (an mm without agents never loads the ACP package)."""
-    from mm_tui.acp.client import AgentPool
+    from mm_tui.acp_client import AgentPool
 
     return AgentPool.acquire(entries, command)
 

@@ -45,9 +45,9 @@ else:
 @pytest.fixture(autouse=True)
 def _answers_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pilot presses a/s/r/n the moment a permission box opens, which a person's typing does
-    not: the window takes them as answers at once in the tests (widgets/permission.py's guard
+    not: the window takes them as answers at once in the tests (window/widgets/permission.py's guard
     against typing into the box is tested on its own, with its own clock)."""
-    from mm_tui.widgets import permission
+    from mm_tui.window.widgets import permission
 
     monkeypatch.setattr(permission, "ARMED_AFTER", 0.0)
 

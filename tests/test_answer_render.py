@@ -7,9 +7,9 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 
-import mm_tui.transcript.renderers.answer as answer_module
-from mm_tui.transcript.renderers.answer import Answer, code_pieces, item_starts
-from mm_tui.transcript.store import AnswerItem
+import mm_tui.window.transcript.renderers.answer as answer_module
+from mm_tui.window.transcript.renderers.answer import Answer, code_pieces, item_starts
+from mm_tui.window.transcript.store import AnswerItem
 
 WIDTH = 50
 

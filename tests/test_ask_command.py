@@ -30,9 +30,9 @@ from mm_tui.core.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from mm_tui.line import LinePrinter
+from mm_tui.line.printer import LinePrinter
 from mm_tui.tools.ask_agent import split_ask
-from mm_tui.transcript.store import RecapItem
+from mm_tui.window.transcript.store import RecapItem
 
 
 @pytest.fixture
@@ -267,7 +267,7 @@ async def test_window_ask_agent_line_says_how_long_the_answer_was(work: Path, ch
         await pilot.press(*"ask the helper")
         await pilot.press("enter")
         await settle(pilot, app, timeout=60)
-        line = next(i for i in app.transcript.items if getattr(i, "tool", None) == "ask_agent")
+        line = next(i for i in app.main.transcript.items if getattr(i, "tool", None) == "ask_agent")
         assert line.title == "ask_agent  helper — count"
         assert (line.status, line.output) == ("ok", "helper answered (12 characters)")
         text = screen_text(app)
@@ -296,6 +296,6 @@ async def test_window_escape_cancels_an_ask(work: Path, child_server) -> None:
                 "content": "Half of it\n[ask_agent: helper stopped before finishing: cancelled]",
             },
         ]
-        recap = [i for i in app.transcript.items if isinstance(i, RecapItem)][-1]
+        recap = [i for i in app.main.transcript.items if isinstance(i, RecapItem)][-1]
         assert recap.stop_reason == "cancelled"
         assert app.engine.session.turns[-1]["stop_reason"] == "cancelled"

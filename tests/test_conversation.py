@@ -6,7 +6,7 @@ from __future__ import annotations
 from support.journal_records import ENTRIES, RECORDS
 
 from mm_tui.core.conversation import INTERRUPTED, flat_text, read_conversation
-from mm_tui.transcript.store import (
+from mm_tui.window.transcript.store import (
     AnswerItem,
     CompactionItem,
     NoticeItem,

@@ -28,7 +28,7 @@ from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.server_check import base_url_problem, check_server
 from mm_tui.engine.turn import Engine
 from mm_tui.startup import StartupError, start
-from mm_tui.widgets.agent_header import AgentHeader
+from mm_tui.window.widgets.agent_header import AgentHeader
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -253,19 +253,23 @@ async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Pat
         header = app.screen.query_one(AgentHeader)
         assert not header.answering
         assert "no answer" in header.render().plain
-        text = "\n".join(i.text for i in app.transcript.items if hasattr(i, "text"))
+        text = "\n".join(i.text for i in app.main.transcript.items if hasattr(i, "text"))
         assert "could not connect to the model server" in text
         # known dead: a request is not retried for seconds, its refusal is said at once
         states: list[str] = []
-        app.submit("hi")
+        app.main.submit("hi")
 
         def failed() -> bool:
-            states.append(app.transcript.state or "")
-            return app.engine is not None and not app.engine.busy and len(app.transcript.items) > 3
+            states.append(app.main.transcript.state or "")
+            return (
+                app.engine is not None
+                and not app.engine.busy
+                and len(app.main.transcript.items) > 3
+            )
 
         await await_until(failed, 30, pilot=pilot)
         said = "\n".join(
-            getattr(i, "text", "") or getattr(i, "message", "") for i in app.transcript.items
+            getattr(i, "text", "") or getattr(i, "message", "") for i in app.main.transcript.items
         )
         assert said.count("could not connect to the model server") >= 2, said
         assert not any(state.startswith("Retrying") for state in states)
@@ -273,12 +277,12 @@ async def test_the_window_marks_a_dead_server_and_shows_each_retry(tmp_path: Pat
         app.engine.client.answering = True
         app.engine.client.backoff = 0.5  # slow retries, so that the status line shows one
         seen = ""
-        app.submit("again")
+        app.main.submit("again")
 
         def retrying() -> bool:
             nonlocal seen
-            if (app.transcript.state or "").startswith("Retrying in"):
-                seen = app.status.text
+            if (app.main.transcript.state or "").startswith("Retrying in"):
+                seen = app.main.status.text
             return bool(seen)
 
         await await_until(retrying, 6, pilot=pilot)

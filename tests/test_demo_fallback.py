@@ -14,7 +14,7 @@ from mm_tui.config import Settings
 from mm_tui.core.events import Decision, TextDelta, ToolCallFinished
 from mm_tui.core.paths import user_state_dir
 from mm_tui.engine.demo import DemoModel
-from mm_tui.playground import KEPT_FOR, make_playground
+from mm_tui.engine.playground import KEPT_FOR, make_playground
 from mm_tui.startup import start
 
 

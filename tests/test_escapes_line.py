@@ -24,7 +24,7 @@ from mm_tui.core.events import (
     TurnEnded,
     Usage,
 )
-from mm_tui.line import LinePrinter
+from mm_tui.line.printer import LinePrinter
 
 
 def visible(text: str) -> str:

@@ -17,10 +17,10 @@ from support.waiting import until
 from textual import events
 from window_helpers import settle, started_app
 
-from mm_tui.app import MMApp
-from mm_tui.transcript.store import ThoughtItem
-from mm_tui.widgets.agent_header import AgentHeader
-from mm_tui.widgets.permission import PermissionBox
+from mm_tui.window.app import MMApp
+from mm_tui.window.transcript.store import ThoughtItem
+from mm_tui.window.widgets.agent_header import AgentHeader
+from mm_tui.window.widgets.permission import PermissionBox
 
 
 def written(app: MMApp) -> str:
@@ -86,9 +86,9 @@ async def test_every_source_is_drawn_escaped(folder: Path) -> None:
             await type_and_send(pilot, "go")
             await settle(pilot, app)
             await pilot.press("tab", "ctrl+o")  # every tool output open
-            (thought,) = [i for i in app.transcript.items if isinstance(i, ThoughtItem)]
-            app.transcript.toggle(thought)  # the reasoning open
-            app.view.update_items([thought])
+            (thought,) = [i for i in app.main.transcript.items if isinstance(i, ThoughtItem)]
+            app.main.transcript.toggle(thought)  # the reasoning open
+            app.main.view.update_items([thought])
             await settle(pilot, app)
             texts = assert_nothing_raw(app)
     for source, payload in p.items():
@@ -109,7 +109,7 @@ async def test_a_spoofed_command_shows_whole_in_the_permission_box(folder: Path)
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot, app)
             await type_and_send(pilot, "tidy up")
-            await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+            await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
             await settle(pilot, app, idle=False)
             box = app.screen.query_one(PermissionBox)
             details = str(box.query_one("#details-text").render())
@@ -131,9 +131,9 @@ async def test_a_paste_goes_into_the_prompt_visible(folder: Path) -> None:
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot, app)
             app.post_message(events.Paste(f"look {OSC52.format('UEFTVEU=')} x\x9b2J"))
-            await until(lambda: "look" in app.prompt.text, "the paste", pilot=pilot)
+            await until(lambda: "look" in app.main.prompt.text, "the paste", pilot=pilot)
             await settle(pilot, app)
-            assert app.prompt.text == "look \\x1b]52;c;UEFTVEU=\\x07 x\\x9b2J"
+            assert app.main.prompt.text == "look \\x1b]52;c;UEFTVEU=\\x07 x\\x9b2J"
             assert "\\x1b]52;c;UEFTVEU=" in assert_nothing_raw(app)
 
 
@@ -180,7 +180,7 @@ def test_the_window_in_a_real_terminal_keeps_its_title_and_shows_the_spoof(
             until_screen(session, shown, "the whole command in the box")
             # a/s/r/n answer once the box has been up a moment without typing (a key at once
             # would be taken for typing): the person reads it first
-            time.sleep(0.6)  # widgets/permission.py's ARMED_AFTER, 0.5 s, in the real mm
+            time.sleep(0.6)  # window/widgets/permission.py's ARMED_AFTER, 0.5 s, in the real mm
             tmux("send-keys", "-t", session, "r")
             until_screen(session, "command(s)", "the recap")
     assert (tmp_path / "important.txt").read_text() == "keep me\n"
@@ -200,7 +200,7 @@ async def test_notices_headers_the_status_line_and_compactions_are_drawn_escaped
         ModelRetrying,
         TurnStarted,
     )
-    from mm_tui.transcript.store import CompactionItem
+    from mm_tui.window.transcript.store import CompactionItem
 
     with ScriptedServer() as server:
         app = started_app(server.base_url, folder)
@@ -223,11 +223,11 @@ async def test_notices_headers_the_status_line_and_compactions_are_drawn_escaped
                 ),
                 ModelRetrying(attempt=1, attempts=5, delay=9, reason="busy \x1b]0;RETRY\x07"),
             ):
-                app.emit(event)
-            await until(lambda: "RETRY" in app.status.text, "the retry", pilot=pilot)
-            (compaction,) = [i for i in app.transcript.items if isinstance(i, CompactionItem)]
-            app.transcript.toggle(compaction)
-            app.view.update_items([compaction])
+                app.main.emit(event)
+            await until(lambda: "RETRY" in app.main.status.text, "the retry", pilot=pilot)
+            (compaction,) = [i for i in app.main.transcript.items if isinstance(i, CompactionItem)]
+            app.main.transcript.toggle(compaction)
+            app.main.view.update_items([compaction])
             await settle(pilot, app, idle=False)
             texts = assert_nothing_raw(app)
     for shown in (

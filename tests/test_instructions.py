@@ -18,9 +18,9 @@ from mm_tui.config import Settings
 from mm_tui.engine.instructions import CUT_MARK, LIMIT, load_instructions
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import Session
-from mm_tui.screens.help import HelpScreen
 from mm_tui.startup import new_session_like, start
-from mm_tui.transcript.store import NoticeItem
+from mm_tui.window.screens.help import HelpScreen
+from mm_tui.window.transcript.store import NoticeItem
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -231,7 +231,7 @@ async def test_the_window_lists_them_at_start_up_and_in_help(repo: Path) -> None
             await settle(pilot, app)
             notices = [
                 (item.level, item.text)
-                for item in app.transcript.items
+                for item in app.main.transcript.items
                 if isinstance(item, NoticeItem)
             ]
             note = "project instructions: ~/.config/mm/AGENTS.md, ../../AGENTS.md, AGENTS.md"

@@ -22,7 +22,7 @@ from mm_tui.core.events import (
     TurnEnded,
     Usage,
 )
-from mm_tui.line import LinePrinter, preview
+from mm_tui.line.printer import LinePrinter, preview
 from mm_tui.tools.bash import TOO_LARGE
 from mm_tui.tools.diff import compute_diff
 

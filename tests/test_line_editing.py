@@ -18,8 +18,8 @@ from support.terminal import mm_in_tmux, screen_of, session_exists, tmux, until_
 from support.waiting import await_until, wait_until
 
 from mm_tui.core.redact import MARK, Redactor
-from mm_tui.line import KeyboardReader
-from mm_tui.line_history import LineHistory, history_path, read_history, readline_prompt
+from mm_tui.line.history import LineHistory, history_path, read_history, readline_prompt
+from mm_tui.line.repl import KeyboardReader
 
 readline = pytest.importorskip("readline")
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -16,7 +16,7 @@ from support.screen import screen
 from support.terminal import mm_in_tmux, tmux, until_screen
 
 from mm_tui.core.events import Counters, TextDelta, ThoughtDelta, TurnEnded, Usage
-from mm_tui.line import LinePrinter
+from mm_tui.line.printer import LinePrinter
 
 ANSWER = (
     "The plan, in **two** steps:\n\n"

@@ -6,7 +6,7 @@ import pytest
 from rich.console import Console
 from rich.markdown import Markdown
 
-from mm_tui.rich_markdown import BlockMarkdown
+from mm_tui.terminal.block_markdown import BlockMarkdown
 
 DOCUMENTS = {
     "prose": "# Title\n\nSome *emphasis*, **strong**, `code`, ~~gone~~ and a [link](http://x.y).",
@@ -39,7 +39,7 @@ def test_the_same_lines_and_styles_as_rich(name: str, width: int) -> None:
 
 
 def test_the_parser_is_built_once() -> None:
-    from mm_tui.rich_markdown import _parser
+    from mm_tui.terminal.block_markdown import _parser
 
     _parser.cache_clear()
     first = BlockMarkdown("a").parsed

@@ -774,7 +774,7 @@ async def test_a_failing_server_is_said_in_line_mode(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from mm_tui.line import LinePrinter
+    from mm_tui.line.printer import LinePrinter
 
     out = StringIO()
     printer = LinePrinter(Console(file=out, width=200), 5, lambda request: None)
@@ -803,7 +803,7 @@ async def test_the_window_shows_a_server_tool_line_the_box_and_a_warning(tmp_pat
     from support.waiting import until
     from window_helpers import painted_soon, settle, started_app
 
-    from mm_tui.transcript.store import ToolItem
+    from mm_tui.window.transcript.store import ToolItem
 
     pidfile = tmp_path / "pids"
     linger = stdio(pidfile, MCP_TEST_LINGER="1")
@@ -824,17 +824,17 @@ async def test_the_window_shows_a_server_tool_line_the_box_and_a_warning(tmp_pat
             for key in "ra":  # reject the first call, allow the second
 
                 def a_new_question() -> bool:
-                    return app.box.request is not None and app.box.request not in asked
+                    return app.main.box.request is not None and app.main.box.request not in asked
 
                 await until(a_new_question, "the question", pilot=pilot)
-                asked.append(app.box.request)
+                asked.append(app.main.box.request)
                 assert await painted_soon(pilot, app, "waiting for a/s/r/n")
                 await pilot.press(key)
             await settle(pilot, app)
             assert await painted_soon(pilot, app, "‣ t: echo  hello window")
             assert await painted_soon(pilot, app, "‣ t: add  a=1 b=2")
             assert await painted_soon(pilot, app, "🔌 2 mcp call(s)")
-            items = [i for i in app.transcript.items if isinstance(i, ToolItem)]
+            items = [i for i in app.main.transcript.items if isinstance(i, ToolItem)]
             (pid,) = pids(pidfile)
             assert alive(pid)
         requests = server.requests

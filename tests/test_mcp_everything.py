@@ -14,7 +14,7 @@ from scripted_server import Reply, ScriptedServer, call
 from support.engine import of, turn
 
 from mm_tui.core.events import ToolProgress
-from mm_tui.transcript.store import Transcript
+from mm_tui.window.transcript.store import Transcript
 
 TASK_ONLY = (
     "[warning: MCP server e: its tool simulate-research-query is not offered — it runs only as "

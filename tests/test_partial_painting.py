@@ -1,6 +1,6 @@
 """Painting only what changed: a partial update asks only the widgets it touches, for
-only its rows (`screens/cropped_compositor.py`); the view's rows that only moved are not painted
-again (`transcript/painted_rows.py`); the status line paints its own line. And what a terminal
+only its rows (`window/screens/cropped_compositor.py`); the view's rows that only moved are not painted
+again (`window/transcript/painted_rows.py`); the status line paints its own line. And what a terminal
 shows after all those partial updates is what a full paint of the same screen shows, cell by
 cell: a replica of the terminal takes every update the window writes, as a terminal would."""
 
@@ -30,9 +30,9 @@ from mm_tui.core.events import (
     TurnStarted,
     Usage,
 )
-from mm_tui.screens.cropped_compositor import CroppedCompositor
-from mm_tui.transcript.painted_rows import PaintedRows
-from mm_tui.widgets.status_line import StatusLine
+from mm_tui.window.screens.cropped_compositor import CroppedCompositor
+from mm_tui.window.transcript.painted_rows import PaintedRows
+from mm_tui.window.widgets.status_line import StatusLine
 
 SIZE = (100, 30)
 Cell = tuple[str, Style | None]
@@ -115,7 +115,7 @@ async def test_a_spinner_frame_asks_only_the_status_line_for_its_row(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         assert isinstance(app.screen._compositor, CroppedCompositor)
-        app.emit(TurnStarted(turn=1, text="explain"))
+        app.main.emit(TurnStarted(turn=1, text="explain"))
         await settle(pilot, app, idle=False)  # the request drawn in the transcript
         calls.clear()
         await asyncio.sleep(0.45)  # four spinner frames or so
@@ -166,13 +166,13 @@ async def test_what_the_terminal_shows_after_partial_updates_is_the_whole_screen
                 await pilot.pause()
             assert not problems, f"after {step}:\n" + "\n".join(problems[:5])
 
-        app.emit(TurnStarted(turn=1, text="explain"))
+        app.main.emit(TurnStarted(turn=1, text="explain"))
         await check("the turn's start")
         for n in range(60):
-            app.emit(TextDelta(text=f"word{n} " + ("\n\n" if n % 7 == 6 else "")))
+            app.main.emit(TextDelta(text=f"word{n} " + ("\n\n" if n % 7 == 6 else "")))
             if n % 10 == 9:
                 await check(f"{n + 1} words")
-        app.emit(
+        app.main.emit(
             ToolCallStarted(
                 call_id="c1",
                 tool="bash",
@@ -185,13 +185,13 @@ async def test_what_the_terminal_shows_after_partial_updates_is_the_whole_screen
         await check("a running tool call")
         app.notify("a notification over the transcript")
         await check("a notification")
-        app.emit(
+        app.main.emit(
             ToolCallFinished(call_id="c1", tool="bash", status="ok", output="done", elapsed=1.0)
         )
         for n in range(30):
-            app.emit(TextDelta(text=f"more{n} "))
+            app.main.emit(TextDelta(text=f"more{n} "))
         await check("the answer after the call")
-        app.emit(
+        app.main.emit(
             TurnEnded(
                 turn=1, counters=Counters(), elapsed=1.0, usage=Usage(), stop_reason="end_turn"
             )
@@ -206,11 +206,11 @@ async def test_a_row_that_only_moved_is_not_painted_again(folder: Path) -> None:
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        view = app.view
+        view = app.main.view
         rows = view._styles_cache
         assert isinstance(rows, PaintedRows)
         for n in range(40):
-            app.emit(TextDelta(text=f"line {n}\n\n"))
+            app.main.emit(TextDelta(text=f"line {n}\n\n"))
             await settle(pilot, app)
         painted = 0
         render_line = type(rows).__mro__[1].render_line
@@ -223,7 +223,7 @@ async def test_a_row_that_only_moved_is_not_painted_again(folder: Path) -> None:
         type(rows).__mro__[1].render_line = counted  # type: ignore[method-assign]
         try:
             before = view.scroll_y
-            app.emit(TextDelta(text="line 40\n\n"))
+            app.main.emit(TextDelta(text="line 40\n\n"))
             await settle(pilot, app)
             assert view.scroll_y > before, "the view followed the answer down"
         finally:
@@ -255,7 +255,7 @@ async def test_the_spinner_moves_in_the_frames_of_streaming_thoughts(
 
         compositor.render_update = counted  # type: ignore[method-assign]
         status = app.screen.query_one(StatusLine)
-        app.emit(TurnStarted(turn=1, text="explain"))
+        app.main.emit(TurnStarted(turn=1, text="explain"))
         await settle(pilot, app, idle=False)
         updates.clear()
         shown = set()
@@ -263,7 +263,7 @@ async def test_the_spinner_moves_in_the_frames_of_streaming_thoughts(
         end = loop.time() + 1.0
         n = 0
         while loop.time() < end:
-            app.emit(ThoughtDelta(text=f"word{n} "))
+            app.main.emit(ThoughtDelta(text=f"word{n} "))
             n += 1
             shown.add(status.text)
             await asyncio.sleep(0.02)

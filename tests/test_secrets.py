@@ -169,28 +169,28 @@ def test_a_start_up_error_that_echoes_the_key_is_redacted(tmp_path: Path) -> Non
 
 async def test_the_window_shows_a_401_that_echoes_the_key_redacted(tmp_path: Path) -> None:
     def notices() -> str:
-        return "\n".join(i.text for i in app.transcript.items if hasattr(i, "text"))
+        return "\n".join(i.text for i in app.main.transcript.items if hasattr(i, "text"))
 
     with ScriptedServer(on_empty=echo_authorization) as server:
         app = started_app(server.base_url, tmp_path, apiKey=KEY)
         async with app.run_test(size=(100, 30)) as pilot:
             await until(lambda: app.engine is not None, "the start-up", 30, pilot=pilot)
-            app.submit("hello")
+            app.main.submit("hello")
             await until(lambda: "answered 401" in notices(), "the error notice", 30, pilot=pilot)
             engine = app.engine
             assert engine is not None
             await until(lambda: not engine.busy, "the turn's end", 30, pilot=pilot)
             await pilot.pause()
             assert MARK in notices() and KEY not in notices(), notices()
-            assert KEY not in all_text(app) and KEY not in str(app.status.text)
+            assert KEY not in all_text(app) and KEY not in str(app.main.status.text)
     assert_nowhere(session_files(tmp_path / ".mm" / "sessions"), KEY)  # started_app sets it
 
 
 async def test_the_window_closes_on_a_start_up_error_with_the_key_redacted(tmp_path: Path) -> None:
     """No model configured: the window's boot lists the models, and the refusal quotes the
     key; the line the window closes with is redacted."""
-    from mm_tui.app import MMApp
     from mm_tui.startup import start
+    from mm_tui.window.app import MMApp
 
     answer = Error(401, f"Incorrect API key provided: Bearer {KEY}")
     with ScriptedServer(routes={("GET", "/v1/models"): answer}) as server:

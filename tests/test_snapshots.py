@@ -31,7 +31,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.engine.demo import DemoModel
 from mm_tui.startup import DEMO_NOTE
-from mm_tui.transcript.store import ToolItem
+from mm_tui.window.transcript.store import ToolItem
 
 SIZE = (100, 30)
 
@@ -53,7 +53,7 @@ EDIT_DIFF = "\n".join(
 async def ready(pilot) -> None:
     app = pilot.app
     await settle(pilot, app)
-    app.prompt.cursor_blink = False
+    app.main.prompt.cursor_blink = False
 
 
 async def send(pilot, text: str) -> None:
@@ -94,15 +94,15 @@ def test_answer_half_streamed(snap_compare, fixed_folder: Path) -> None:
 
     async def run_before(pilot) -> None:
         await ready(pilot)
-        app.emit(TurnStarted(turn=1, text="explain the project"))
-        app.emit(ThoughtDelta(text="The README and greet.py say it all."))
+        app.main.emit(TurnStarted(turn=1, text="explain the project"))
+        app.main.emit(ThoughtDelta(text="The README and greet.py say it all."))
         for piece in [
             "## greeter\n\nA tiny project with ",
             "two files:\n\n- `greet.py` says hello\n- `test_greet.py` ",
             "checks it\n\n```python\ndef greet(name: str) -> str:\n",
             '    return f"Helo, {name}!"\n',
         ]:
-            app.emit(TextDelta(text=piece))
+            app.main.emit(TextDelta(text=piece))
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -169,7 +169,7 @@ def test_permission_box_for_bash(snap_compare, fixed_folder: Path) -> None:
         await ready(pilot)
         await pilot.press(*"rebuild")
         await pilot.press("enter")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -185,7 +185,7 @@ def test_permission_box_for_a_spoofed_command(snap_compare, fixed_folder: Path) 
         await ready(pilot)
         await pilot.press(*"tidy up")
         await pilot.press("enter")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -196,8 +196,8 @@ def test_permission_box_for_edit_file(snap_compare, fixed_folder: Path) -> None:
 
     async def run_before(pilot) -> None:
         await ready(pilot)
-        app.emit(TurnStarted(turn=1, text="fix the typo"))
-        app.emit(
+        app.main.emit(TurnStarted(turn=1, text="fix the typo"))
+        app.main.emit(
             ToolCallStarted(
                 call_id="e1",
                 tool="edit_file",
@@ -206,7 +206,7 @@ def test_permission_box_for_edit_file(snap_compare, fixed_folder: Path) -> None:
                 arguments={},
             )
         )
-        app.emit(
+        app.main.emit(
             PermissionRequested(
                 call_id="e1",
                 tool="edit_file",
@@ -224,8 +224,8 @@ def test_cancelled_call(snap_compare, fixed_folder: Path) -> None:
 
     async def run_before(pilot) -> None:
         await ready(pilot)
-        app.emit(TurnStarted(turn=1, text="serve the site"))
-        app.emit(
+        app.main.emit(TurnStarted(turn=1, text="serve the site"))
+        app.main.emit(
             ToolCallStarted(
                 call_id="s1",
                 tool="bash",
@@ -234,7 +234,7 @@ def test_cancelled_call(snap_compare, fixed_folder: Path) -> None:
                 arguments={},
             )
         )
-        app.emit(
+        app.main.emit(
             ToolCallFinished(
                 call_id="s1",
                 tool="bash",
@@ -243,7 +243,7 @@ def test_cancelled_call(snap_compare, fixed_folder: Path) -> None:
                 elapsed=2.5,
             )
         )
-        app.emit(
+        app.main.emit(
             TurnEnded(
                 turn=1,
                 counters=Counters(commands=1),
@@ -310,7 +310,7 @@ def test_child_agent_under_its_header(snap_compare, fixed_folder: Path) -> None:
                 elapsed=3.0,
             ),
         ]:
-            app.emit(event)
+            app.main.emit(event)
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -335,7 +335,7 @@ def test_queued_request(snap_compare, fixed_folder: Path) -> None:
         await ready(pilot)
         await pilot.press(*"run the long job", "enter")
         await until(
-            lambda: any(isinstance(i, ToolItem) for i in app.transcript.items),
+            lambda: any(isinstance(i, ToolItem) for i in app.main.transcript.items),
             "the call",
             pilot=pilot,
         )
@@ -354,7 +354,7 @@ def test_permission_box_at_80_by_24(snap_compare, fixed_folder: Path) -> None:
     async def run_before(pilot) -> None:
         await ready(pilot)
         await pilot.press(*"run the tests and commit", "enter")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

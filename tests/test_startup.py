@@ -17,14 +17,14 @@ from scripted_server import ScriptedServer, closed_port_url
 from support.waiting import until
 from window_helpers import all_text, settle
 
-from mm_tui.app import MMApp
 from mm_tui.cli import parser, window_boot
 from mm_tui.config import Settings
 from mm_tui.core.sandbox import landlock_abi
 from mm_tui.engine.servers import Preset
 from mm_tui.engine.tls import tls_context
 from mm_tui.startup import Started, start
-from mm_tui.transcript.store import NoticeItem
+from mm_tui.window.app import MMApp
+from mm_tui.window.transcript.store import NoticeItem
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +35,7 @@ def skills(started: Started) -> list[str]:
 
 
 def notices(app: MMApp) -> list[str]:
-    return [i.text for i in app.transcript.items if isinstance(i, NoticeItem)]
+    return [i.text for i in app.main.transcript.items if isinstance(i, NoticeItem)]
 
 
 async def test_a_config_error_found_after_the_first_frame_closes_with_its_line(

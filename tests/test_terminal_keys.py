@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual._xterm_parser import XTermParser
 
-from mm_tui.terminal_keys import named_key
+from mm_tui.window.terminal_keys import named_key
 
 
 def keys(sequence: str) -> list[str]:

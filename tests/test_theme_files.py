@@ -12,13 +12,13 @@ from scripted_model import ScriptedModel
 from window_helpers import make_app, settle
 
 from mm_tui.core.flat_yaml import read_flat_yaml
-from mm_tui.theme_files import (
+from mm_tui.window.theme_files import (
     builtin_themes_dir,
     load_themes,
     parse_theme,
     user_themes_dir,
 )
-from mm_tui.transcript.store import NoticeItem
+from mm_tui.window.transcript.store import NoticeItem
 
 
 def test_the_shipped_themes_are_package_data_and_load_without_a_warning(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_parse_theme_names_the_theme_after_its_file_unless_it_says() -> None:
 
 
 def _notices(app) -> list[str]:
-    return [i.text for i in app.transcript.items if isinstance(i, NoticeItem)]
+    return [i.text for i in app.main.transcript.items if isinstance(i, NoticeItem)]
 
 
 async def test_the_window_warns_of_a_bad_theme_file_and_offers_the_good_ones(

@@ -8,9 +8,9 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from mm_tui.theme_files import load_themes
-from mm_tui.transcript.styles import STYLES
-from mm_tui.widgets.theme_style import theme_style
+from mm_tui.window.theme_files import load_themes
+from mm_tui.window.theme_style import theme_style
+from mm_tui.window.transcript.styles import STYLES
 
 THEMES = ["mm-dark", "mm-light", "textual-dark", "textual-light", "ansi-dark", "nord", "gruvbox"]
 

@@ -16,7 +16,7 @@ from support.engine import make_engine
 from mm_tui.config import Settings
 from mm_tui.core.events import Decision, PermissionRequested, ToolCallFinished
 from mm_tui.engine.demo import DemoModel
-from mm_tui.playground import make_playground
+from mm_tui.engine.playground import make_playground
 from mm_tui.tools.args import EditFileArgs
 from mm_tui.tools.base import NothingToAsk, ToolContext, ToolResult
 from mm_tui.tools.edit_file import EditFileTool

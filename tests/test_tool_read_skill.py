@@ -247,7 +247,7 @@ def test_the_playground_skill_is_described_without_pyyaml() -> None:
     import sys
 
     code = (
-        "import json, sys; from mm_tui.playground import PLAYGROUND; "
+        "import json, sys; from mm_tui.engine.playground import PLAYGROUND; "
         "from mm_tui.tools.read_skill import describe; "
         "print(json.dumps([describe(PLAYGROUND['.mm/skills/python-style.md']), "
         "'yaml' in sys.modules]))"

@@ -94,7 +94,7 @@ async def test_a_call_s_time_is_its_run_not_the_wait_for_the_answer(tmp_path: Pa
     elapsed = {e.call_id: e.elapsed for e in of(events, ToolCallFinished)}
     assert elapsed == {"c1": 0.0, "c2": 0.0}, elapsed
 
-    from mm_tui.transcript.store import Transcript
+    from mm_tui.window.transcript.store import Transcript
 
     clock = [0.0]
     transcript = Transcript(clock=lambda: clock[0])

@@ -21,7 +21,7 @@ from mm_tui.core.events import (
     Usage,
 )
 from mm_tui.engine.session import INTERRUPTED
-from mm_tui.transcript.store import (
+from mm_tui.window.transcript.store import (
     WAITING,
     AnswerItem,
     CompactionItem,
@@ -413,8 +413,8 @@ def test_a_compaction_s_summary_opens_as_markdown_not_raw() -> None:
     from rich.console import Console
     from rich.style import Style
 
-    from mm_tui.transcript.renderers.tool_line import ToolLine
-    from mm_tui.transcript.store import CompactionItem
+    from mm_tui.window.transcript.renderers.tool_line import ToolLine
+    from mm_tui.window.transcript.store import CompactionItem
 
     item = CompactionItem(
         title="compacted 3 messages into a summary by /compact",

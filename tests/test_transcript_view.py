@@ -14,9 +14,9 @@ from textual import events
 from window_helpers import make_app, screen_text, settle
 
 from mm_tui.core.events import EngineError, TextDelta
-from mm_tui.transcript.line_cache import LineCache
-from mm_tui.transcript.store import ToolItem
-from mm_tui.transcript.view import TranscriptView
+from mm_tui.window.transcript.line_cache import LineCache
+from mm_tui.window.transcript.store import ToolItem
+from mm_tui.window.transcript.view import TranscriptView
 
 PADDING = 1  # the view's left padding: a widget offset is a content column plus this
 
@@ -45,7 +45,7 @@ async def test_a_drag_selects_text_across_lines_and_ctrl_c_copies_it(folder: Pat
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.emit(TextDelta(text="alpha one\n\nbeta two\n\ngamma three"))
+        app.main.emit(TextDelta(text="alpha one\n\nbeta two\n\ngamma three"))
         await settle(pilot, app)
         row, column = row_and_column(app, "one")
         end_row, end_column = row_and_column(app, "two")
@@ -53,7 +53,7 @@ async def test_a_drag_selects_text_across_lines_and_ctrl_c_copies_it(folder: Pat
         assert app.screen.get_selected_text() == "one\n\nbeta two"
         # The selection is painted: the selected cells take the screen's selection style.
         selection = app.screen.get_component_rich_style("screen--selection")
-        line = app.view.content_line(row)
+        line = app.main.view.content_line(row)
         styled = [s for s in line if s.style and s.style.bgcolor == selection.bgcolor]
         assert "".join(s.text for s in styled) == "one"
         # Ctrl+C copies, clears the selection and leaves mm running, with no quit warning.
@@ -62,7 +62,7 @@ async def test_a_drag_selects_text_across_lines_and_ctrl_c_copies_it(folder: Pat
         assert app.clipboard == "one\n\nbeta two"
         assert app.screen.get_selected_text() is None
         assert app.is_running
-        line = app.view.content_line(row)
+        line = app.main.view.content_line(row)
         assert not [s for s in line if s.style and s.style.bgcolor == selection.bgcolor]
 
 
@@ -85,7 +85,7 @@ async def test_a_drag_over_a_tool_line_selects_it_without_folding(folder: Path) 
         await settle(pilot, app)
         await pilot.press(*"go", "enter")
         await settle(pilot, app)
-        (item,) = [i for i in app.transcript.items if isinstance(i, ToolItem)]
+        (item,) = [i for i in app.main.transcript.items if isinstance(i, ToolItem)]
         assert item.folded
         row, column = row_and_column(app, "‣ bash")
         await drag(pilot, (column, row), (column + 11, row))  # the cell released on is in
@@ -103,11 +103,11 @@ async def test_a_drag_on_the_scrollbar_scrolls_and_selects_nothing(folder: Path)
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
         await settle(pilot, app)
-        await drag(pilot, (98, 0), (98, app.view.size.height // 2))
+        await drag(pilot, (98, 0), (98, app.main.view.size.height // 2))
         await settle(pilot, app)
-        assert 0 < app.view.scroll_offset.y < app.view.max_scroll_y
+        assert 0 < app.main.view.scroll_offset.y < app.main.view.max_scroll_y
         assert not app.screen.get_selected_text()
 
 
@@ -118,10 +118,10 @@ async def test_select_all_copies_items_never_drawn(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         for number in range(300):
-            app.emit(EngineError(where="test", message=f"notice {number}", level="warning"))
+            app.main.emit(EngineError(where="test", message=f"notice {number}", level="warning"))
         await settle(pilot, app)
-        first = next(i for i in app.transcript.items if "notice 0" in getattr(i, "text", ""))
-        assert app.view.drawn_lines(first) is None  # never drawn
+        first = next(i for i in app.main.transcript.items if "notice 0" in getattr(i, "text", ""))
+        assert app.main.view.drawn_lines(first) is None  # never drawn
         row, column = row_and_column(app, "notice 299")
         await pilot.click(TranscriptView, offset=(column, row), times=2)
         await pilot.pause()
@@ -154,10 +154,10 @@ async def test_an_item_painted_before_its_frame_is_laid_out_at_its_drawn_height(
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         for number in range(40):
-            app.emit(TextDelta(text=f"table {number}\n\n| a | b |\n|---|---|\n| 1 | 2 |"))
-            app.emit(EngineError(where="test", message=f"notice {number}", level="warning"))
+            app.main.emit(TextDelta(text=f"table {number}\n\n| a | b |\n|---|---|\n| 1 | 2 |"))
+            app.main.emit(EngineError(where="test", message=f"notice {number}", level="warning"))
         await settle(pilot, app)
-        view = app.view
+        view = app.main.view
         view.scroll_home(animate=False)
         for y in range(view.size.height):  # painted before the next frame, as the screen may
             view.content_line(y)
@@ -175,47 +175,47 @@ async def test_the_spinner_timer_runs_only_while_a_tool_runs(folder: Path) -> No
     app = make_app(model, folder, frozen=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        assert not app.view.spinning
-        assert not app.prompt.cursor_blink  # a blinking cursor is a timer too
+        assert not app.main.view.spinning
+        assert not app.main.prompt.cursor_blink  # a blinking cursor is a timer too
         await pilot.press(*"go", "enter")
-        assert await await_until(lambda: app.view.spinning, 10, pilot=pilot), "never spun"
+        assert await await_until(lambda: app.main.view.spinning, 10, pilot=pilot), "never spun"
         await settle(pilot, app)
-        assert not app.view.spinning
+        assert not app.main.view.spinning
 
 
 async def test_deltas_within_a_frame_cross_as_one_message_in_order(folder: Path) -> None:
     """A fast server's hundreds of deltas a second reach the window as one message per run and
     frame, their texts joined, nothing lost, the order kept around other events."""
-    from mm_tui.app import EngineEvent
     from mm_tui.core.events import ThoughtDelta
+    from mm_tui.window.screens.main import EngineEvent
 
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         posted: list = []
-        original = app.post_message
+        original = app.main.post_message
 
         def counting(message):  # noqa: ANN001, ANN202
             if isinstance(message, EngineEvent):
                 posted.append(message.event)
             return original(message)
 
-        app.post_message = counting  # type: ignore[method-assign]
+        app.main.post_message = counting  # type: ignore[method-assign]
         for n in range(200):
-            app.emit(ThoughtDelta(text=f"t{n} "))
+            app.main.emit(ThoughtDelta(text=f"t{n} "))
         for n in range(300):
-            app.emit(TextDelta(text=f"w{n} "))
-        app.emit(EngineError(where="test", message="after the text", level="warning"))
+            app.main.emit(TextDelta(text=f"w{n} "))
+        app.main.emit(EngineError(where="test", message="after the text", level="warning"))
         await settle(pilot, app)
         kinds = [type(event).__name__ for event in posted]
         assert kinds == ["ThoughtDelta", "TextDelta", "EngineError"], kinds
         assert posted[0].text == "".join(f"t{n} " for n in range(200))
         assert posted[1].text == "".join(f"w{n} " for n in range(300))
         # alone, a run is posted within a frame, without another event to push it
-        app.emit(TextDelta(text="tail"))
-        assert app.deltas_pending
+        app.main.emit(TextDelta(text="tail"))
+        assert app.main.deltas_pending
         await settle(pilot, app)
-        assert not app.deltas_pending and posted[-1].text == "tail"
+        assert not app.main.deltas_pending and posted[-1].text == "tail"
 
 
 async def test_the_frame_rate_adapts_to_what_a_frame_costs(
@@ -228,18 +228,18 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(
     already at the cap)."""
     import time
 
-    from mm_tui.transcript import view as view_module
-    from mm_tui.transcript.view import MAX_FRAME, MIN_FRAME
+    from mm_tui.window import frame_clock
+    from mm_tui.window.frame_clock import MAX_FRAME, MIN_FRAME
 
-    monkeypatch.setattr(view_module, "FRAME_COST_FACTOR", 10)
+    monkeypatch.setattr(frame_clock, "FRAME_COST_FACTOR", 10)
 
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        view = app.view
+        view = app.main.view
         # (the first frames, which paint the whole window on cold code, may already be at the
         # cap on a slow machine: what counts is what follows)
-        assert MIN_FRAME <= view.frame_interval <= MAX_FRAME
+        assert MIN_FRAME <= view.frames.interval <= MAX_FRAME
         answer = view.renderers.answer
         render = answer.render
 
@@ -250,15 +250,15 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(
             return render(item, width)
 
         answer.render = slow  # type: ignore[method-assign]
-        app.emit(TextDelta(text="slow "))
+        app.main.emit(TextDelta(text="slow "))
         await settle(pilot, app)
-        assert view.frame_interval == MAX_FRAME
+        assert view.frames.interval == MAX_FRAME
         answer.render = render  # type: ignore[method-assign]
-        intervals = [view.frame_interval]
+        intervals = [view.frames.interval]
         for n in range(200):  # frames, not seconds: each is the cost of a few words
-            app.emit(TextDelta(text=f"w{n} "))
+            app.main.emit(TextDelta(text=f"w{n} "))
             await settle(pilot, app)
-            intervals.append(view.frame_interval)
+            intervals.append(view.frames.interval)
             if intervals[-1] < MAX_FRAME:
                 break
         assert intervals[-1] < MAX_FRAME, intervals

@@ -275,9 +275,9 @@ async def test_the_window_asks_and_each_answer_does_what_it_says(
 ) -> None:
     from window_helpers import painted
 
-    from mm_tui.app import MMApp
     from mm_tui.cli import parser, window_boot
-    from mm_tui.screens.trust import TrustScreen
+    from mm_tui.window.app import MMApp
+    from mm_tui.window.screens.trust import TrustScreen
 
     home = work.parent / "home"  # the `work` fixture's
     (work / ".mm").mkdir()
@@ -303,7 +303,7 @@ async def test_the_window_asks_and_each_answer_does_what_it_says(
             assert app.engine.client.base_url == wanted
             assert app.engine.settings.sandbox_deny == ([ESCAPES] if applies else [])
             used, unused = (theirs, mine) if applies else (mine, theirs)
-            app.submit("hello")
+            app.main.submit("hello")
             await await_until(lambda: used.requests, 30, pilot=pilot)
         assert not unused.requests
     assert record_of(home).exists() == remembered

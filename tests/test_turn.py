@@ -34,8 +34,8 @@ from mm_tui.core.events import (
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.guards import LOOP_WARNING
 from mm_tui.engine.model_stream import ModelError, StreamEnd, ToolCallChunk
+from mm_tui.engine.playground import make_playground
 from mm_tui.engine.session import Session
-from mm_tui.playground import make_playground
 
 
 async def test_plain_answer(tmp_path: Path) -> None:

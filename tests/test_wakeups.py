@@ -28,11 +28,11 @@ async def stream(folder: Path) -> tuple[int, int]:
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        app.emit(TurnStarted(turn=1, text="explain"))
-        app.emit(TextDelta(text="".join(f"line {n}\n\n" for n in range(30))))
+        app.main.emit(TurnStarted(turn=1, text="explain"))
+        app.main.emit(TextDelta(text="".join(f"line {n}\n\n" for n in range(30))))
         await settle(pilot, app, idle=False)
         await asyncio.sleep(0.3)
-        view = app.view
+        view = app.main.view
         frames = 0
         flush = view.flush
 
@@ -45,11 +45,11 @@ async def stream(folder: Path) -> tuple[int, int]:
         sleeps = Sleeps()
         try:
             for n in range(DELTAS):
-                app.emit(TextDelta(text=f"more {n}\n\n"))
+                app.main.emit(TextDelta(text=f"more {n}\n\n"))
                 await asyncio.sleep(APART)
         finally:
             sleeps.close()
-        assert app.transcript.items[-1].text.endswith(f"more {DELTAS - 1}\n\n")
+        assert app.main.transcript.items[-1].text.endswith(f"more {DELTAS - 1}\n\n")
         return frames, sleeps.count
 
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # attached (the window headless), which then says what it shows and exits.
 PROBE = """
 import json, sys
-import mm_tui.app as window
+import mm_tui.window.app as window
 
 class Probe(window.MMApp):
     def run(self, **_):
@@ -77,7 +77,7 @@ def test_the_wheel_installed_in_a_fresh_venv_runs_with_its_themes(tmp_path: Path
     assert built.returncode == 0, built.stderr
     [wheel] = dist.glob("mm_tui-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"mm_tui/themes/mm-dark.yaml", "mm_tui/themes/mm-light.yaml"} <= set(names)
+    assert {"mm_tui/window/themes/mm-dark.yaml", "mm_tui/window/themes/mm-light.yaml"} <= set(names)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
     # A fresh environment holding the wheel alone; its dependencies come from this one's

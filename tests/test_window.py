@@ -13,7 +13,6 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import OptionList
 from window_helpers import all_text, make_app, painted, painted_soon, screen_text, settle
 
-from mm_tui.app import MMApp
 from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
@@ -22,14 +21,15 @@ from mm_tui.core.events import (
     ToolCallStarted,
 )
 from mm_tui.engine.demo import DemoModel
-from mm_tui.screens.help import HelpScreen
-from mm_tui.screens.sessions import SessionsScreen
-from mm_tui.transcript.store import NoticeItem, RecapItem, ToolItem
-from mm_tui.transcript.view import TranscriptView
-from mm_tui.widgets.agent_header import AgentHeader
-from mm_tui.widgets.key_bar import KeyBar
-from mm_tui.widgets.permission import PermissionBox
-from mm_tui.widgets.prompt import Prompt
+from mm_tui.window.app import MMApp
+from mm_tui.window.screens.help import HelpScreen
+from mm_tui.window.screens.sessions import SessionsScreen
+from mm_tui.window.transcript.store import NoticeItem, RecapItem, ToolItem
+from mm_tui.window.transcript.view import TranscriptView
+from mm_tui.window.widgets.agent_header import AgentHeader
+from mm_tui.window.widgets.key_bar import KeyBar
+from mm_tui.window.widgets.permission import PermissionBox
+from mm_tui.window.widgets.prompt import Prompt
 
 
 async def type_and_send(pilot, text: str) -> None:
@@ -58,7 +58,7 @@ async def sent(pilot, app, text: str = "go") -> None:
 async def asked(pilot, app, text: str = "go") -> None:
     """`text` sent, and the permission question its tool call raised up."""
     await type_and_send(pilot, text)
-    await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+    await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
     await settle(pilot, app, idle=False)
 
 
@@ -73,7 +73,7 @@ def two_bash_calls(second: str = "echo hi") -> ScriptedModel:
 
 
 def tools(app) -> list[ToolItem]:
-    return [i for i in app.transcript.items if isinstance(i, ToolItem)]
+    return [i for i in app.main.transcript.items if isinstance(i, ToolItem)]
 
 
 async def test_a_request_runs_a_tool_line_to_done_with_the_recap(folder: Path) -> None:
@@ -89,7 +89,7 @@ async def test_a_request_runs_a_tool_line_to_done_with_the_recap(folder: Path) -
         assert "› list the files" in text
         assert "‣ bash  ls -la" in text and "✓" in text
         assert "── ⚙ 1 command(s) · 0.0s · " in text
-        assert isinstance(app.transcript.items[-1], RecapItem)
+        assert isinstance(app.main.transcript.items[-1], RecapItem)
 
 
 async def test_fold_and_unfold_with_enter_click_and_ctrl_o(folder: Path) -> None:
@@ -112,7 +112,7 @@ async def test_fold_and_unfold_with_enter_click_and_ctrl_o(folder: Path) -> None
         await settle(pilot, app)
         assert item.folded
         # A click on the line opens it.
-        view = app.view
+        view = app.main.view
         row = view.item_top(item) - int(view.scroll_y)
         await pilot.click(TranscriptView, offset=(5, row))
         await settle(pilot, app)
@@ -185,17 +185,17 @@ async def test_permission_box_each_answer(folder: Path, key: str, status: str, o
 
         def second_call_asked_or_done() -> bool:
             second = tools(app)[1:]
-            return app.box.request is not None or bool(second and not second[0].running)
+            return app.main.box.request is not None or bool(second and not second[0].running)
 
         await until(second_call_asked_or_done, "the second call", pilot=pilot)
         await settle(pilot, app, idle=False)
         if key in "sn":
             await settle(pilot, app)
-            assert app.box.request is None
+            assert app.main.box.request is None
             assert tools(app)[1].status == status
             assert app.engine.permissions.standing() == {"bash": {"s": "s", "n": "n"}[key]}
         else:
-            assert app.box.request is not None
+            assert app.main.box.request is not None
             await pilot.press("a")
             await settle(pilot, app)
 
@@ -206,7 +206,7 @@ async def test_typing_while_a_permission_box_is_up_goes_to_the_prompt(
     """A box that opens while the person types: `xyz` and `yes` land in the prompt (its `s` is
     no answer), a letter within half a second of the box opening is typing too; a/s/r/n on its
     own after a moment answers. Esc cancels at once, as it always does."""
-    from mm_tui.widgets import permission
+    from mm_tui.window.widgets import permission
 
     monkeypatch.setattr(permission, "ARMED_AFTER", 0.5)
     model = two_bash_calls("echo again")
@@ -221,20 +221,20 @@ async def test_typing_while_a_permission_box_is_up_goes_to_the_prompt(
         now[0] += 0.2
         await pilot.press(*"xyz", "space", *"yes")
         await settle(pilot, app, idle=False)
-        assert app.box.request is not None and box.has_focus
-        assert app.prompt.text == "rxyz yes"
+        assert app.main.box.request is not None and box.has_focus
+        assert app.main.prompt.text == "rxyz yes"
         assert app.engine.permissions.standing() == {}
         now[0] += 0.3  # still within half a second of the last key typed
         await pilot.press("a")
         await settle(pilot, app, idle=False)
-        assert app.box.request is not None and app.prompt.text == "rxyz yesa"
+        assert app.main.box.request is not None and app.main.prompt.text == "rxyz yesa"
         now[0] += 0.6  # a pause: the next a/s/r/n is an answer
         await pilot.press("a")
         await settle(pilot, app)
         (item,) = tools(app)
         assert (item.status, item.output) == ("ok", "hi\n")
-        assert app.prompt.text == "rxyz yesa"  # what was typed is kept
-        app.prompt.clear()
+        assert app.main.prompt.text == "rxyz yesa"  # what was typed is kept
+        app.main.prompt.clear()
         await asked(pilot, app, "again")
         await pilot.press("escape")  # at once: the turn is cancelled, the call never ran
         await settle(pilot, app)
@@ -286,7 +286,7 @@ def highlighted(app: MMApp) -> str:
 
 
 def notices(app: MMApp) -> list[str]:
-    return [i.text for i in app.transcript.items if isinstance(i, NoticeItem)]
+    return [i.text for i in app.main.transcript.items if isinstance(i, NoticeItem)]
 
 
 async def test_a_request_sent_while_a_turn_runs_waits_for_its_end(folder: Path) -> None:
@@ -320,7 +320,7 @@ async def test_esc_takes_back_the_last_queued_request_then_cancels(folder: Path)
         await type_and_send(pilot, "two")
         await pilot.press("escape")
         assert notices(app)[-1] == "taken back: two"
-        assert app.engine.busy and app._queued == ["one"]
+        assert app.engine.busy and app.main._queued == ["one"]
         await pilot.press("ctrl+c")  # cancels the turn and what waits behind it
         await settle(pilot, app, timeout=10)
         assert "taken back: 1 queued request(s)" in notices(app)
@@ -360,7 +360,7 @@ async def test_ctrl_c_twice_when_idle_quits(folder: Path) -> None:
         await pilot.press(*"half a request")
         await pilot.press("ctrl+c")
         await pilot.pause()
-        assert app.prompt.text == "" and app.is_running
+        assert app.main.prompt.text == "" and app.is_running
         await pilot.press("ctrl+c")
         await pilot.pause()  # handled, and mm is still there
         assert app.is_running and app.return_code is None
@@ -376,9 +376,9 @@ async def test_slash_commands(folder: Path) -> None:
         await settle(pilot, app)
         # Completion as typed.
         await pilot.press(*"/he")
-        assert app.prompt.suggestion == "lp"
+        assert app.main.prompt.suggestion == "lp"
         await pilot.press("tab")
-        assert app.prompt.text == "/help"
+        assert app.main.prompt.text == "/help"
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, HelpScreen), "the help screen", pilot=pilot)
         await pilot.press("escape")
@@ -434,13 +434,13 @@ async def test_history_walks_with_up_and_down(folder: Path) -> None:
         await settle(pilot, app)
         await pilot.press(*"draft")
         await pilot.press("up")
-        assert app.prompt.text == "second"
+        assert app.main.prompt.text == "second"
         await pilot.press("up")
-        assert app.prompt.text == "first"
+        assert app.main.prompt.text == "first"
         await pilot.press("down")
-        assert app.prompt.text == "second"
+        assert app.main.prompt.text == "second"
         await pilot.press("down")
-        assert app.prompt.text == "draft"
+        assert app.main.prompt.text == "draft"
 
 
 async def test_shift_enter_and_ctrl_j_add_a_line(folder: Path) -> None:
@@ -448,7 +448,7 @@ async def test_shift_enter_and_ctrl_j_add_a_line(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await pilot.press("a", "ctrl+j", "b")
-        assert app.prompt.text == "a\nb"
+        assert app.main.prompt.text == "a\nb"
         await pilot.press("enter")
         await settle(pilot, app)
         assert app.engine.session.messages[1]["content"] == "a\nb"
@@ -462,7 +462,7 @@ async def test_resize_to_80_by_24(folder: Path) -> None:
         await settle(pilot, app)
         await pilot.resize_terminal(80, 24)
         await settle(pilot, app)
-        assert app.view.line_width == 80 - 2 - 2  # less the padding and the scrollbar
+        assert app.main.view.line_width == 80 - 2 - 2  # less the padding and the scrollbar
         lines = screen_text(app).splitlines()
         assert all(len(line) <= 80 for line in lines)
         assert any("‣ bash  ls -la" in line and line.rstrip().endswith("0.0s") for line in lines)
@@ -503,7 +503,7 @@ async def test_child_agent_events_nest_under_its_header(folder: Path) -> None:
             ),
         ]
         for event in events:
-            app.emit(event)
+            app.main.emit(event)
         await settle(pilot, app)
         text = screen_text(app)
         assert "mm [reviewer] · tiny @ Ollama · asked by mm" in text
@@ -516,7 +516,7 @@ async def test_a_long_session_keeps_every_item(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         for i in range(3000):
-            app.emit(
+            app.main.emit(
                 ToolCallStarted(
                     call_id=f"c{i}",
                     tool="bash",
@@ -525,7 +525,7 @@ async def test_a_long_session_keeps_every_item(folder: Path) -> None:
                     arguments={},
                 )
             )
-            app.emit(
+            app.main.emit(
                 ToolCallFinished(
                     call_id=f"c{i}", tool="bash", status="ok", output=f"{i}\n", elapsed=0.0
                 )
@@ -572,7 +572,7 @@ async def test_the_permission_choices_stay_visible_in_a_small_terminal(
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
         await asked(pilot, app, "edit it")
-        keys = app.box.query_one("#keys")
+        keys = app.main.box.query_one("#keys")
         assert "a allow once" in str(keys.render()) and "r reject" in str(keys.render())
         region = keys.region
         assert region.height >= 1 and region.bottom <= size[1]
@@ -607,7 +607,7 @@ async def test_help_lists_the_decisions_of_the_session(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await type_and_send(pilot, "go")
-        await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+        await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
         await pilot.press("n")
         await settle(pilot, app)
         await type_and_send(pilot, "/help")
@@ -690,7 +690,7 @@ async def test_typing_in_the_transcript_goes_to_the_prompt(folder: Path) -> None
         assert isinstance(app.focused, TranscriptView)
         await pilot.press("h", "i")
         assert isinstance(app.focused, Prompt)
-        assert app.prompt.text == "hi"
+        assert app.main.prompt.text == "hi"
         await pilot.press("tab")
         await pilot.press("space")  # space still folds and unfolds there
         assert isinstance(app.focused, TranscriptView)
@@ -714,7 +714,7 @@ async def test_sending_a_request_scrolls_to_the_bottom(folder: Path) -> None:
     async with app.run_test(size=(100, 20)) as pilot:
         for _ in range(2):
             await sent(pilot, app, "more")
-        view = app.view
+        view = app.main.view
         view.action_scroll_home()
         # the person scrolled up
         await until(lambda: view.scroll_y < view.max_scroll_y - 5, "the scroll up", pilot=pilot)
@@ -776,7 +776,7 @@ async def test_page_up_and_down_in_the_prompt_scroll_the_transcript(folder: Path
     async with app.run_test(size=(100, 20)) as pilot:
         for _ in range(2):
             await sent(pilot, app, "more")
-        view = app.view
+        view = app.main.view
         await pilot.press(*"draft")
         bottom = view.scroll_y
         assert bottom > 0 and isinstance(app.focused, Prompt)
@@ -785,7 +785,7 @@ async def test_page_up_and_down_in_the_prompt_scroll_the_transcript(folder: Path
         up = view.scroll_y
         await pilot.press("pagedown")
         await until(lambda: view.scroll_y > up, "a page down", pilot=pilot)
-        assert isinstance(app.focused, Prompt) and app.prompt.text == "draft"
+        assert isinstance(app.focused, Prompt) and app.main.prompt.text == "draft"
 
 
 def painted_color(app, text: str) -> str | None:
@@ -857,11 +857,11 @@ async def test_a_growing_line_repaints_when_scrolled_far_down(folder: Path) -> N
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300)) + "the end"))
+        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300)) + "the end"))
         assert await painted_soon(pilot, app, "the end")
-        assert app.view.scroll_y > 500
+        assert app.main.view.scroll_y > 500
         for word in (" is", " near", " now"):
-            app.emit(TextDelta(text=word))
+            app.main.emit(TextDelta(text=word))
             await settle(pilot, app)
         assert await painted_soon(pilot, app, "the end is near now")
 
@@ -872,14 +872,14 @@ async def test_a_running_tool_line_ticks_when_scrolled_far_down(folder: Path) ->
     app = make_app(ScriptedModel(), folder, frozen=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300))))
-        app.emit(
+        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300))))
+        app.main.emit(
             ToolCallStarted(
                 call_id="t1", tool="bash", title="bash  sleep 9", kind="execute", arguments={}
             )
         )
         await settle(pilot, app)
-        assert app.view.scroll_y > 500
+        assert app.main.view.scroll_y > 500
 
         def tool_row() -> str:
             return next(line for line in painted(app).splitlines() if "bash  sleep 9" in line)
@@ -945,9 +945,9 @@ async def test_the_scrollbar_looks_like_textuals_own(folder: Path, at: str) -> N
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
         await settle(pilot, app)
-        view = app.view
+        view = app.main.view
         total, height = view.virtual_size.height, view.size.height
         target = {"top": 0, "middle": (total - height) // 3, "bottom": total - height}[at]
         view.scroll_to(y=target, animate=False, immediate=True)
@@ -965,7 +965,7 @@ async def test_the_scrollbar_looks_like_textuals_own(folder: Path, at: str) -> N
             yield Log()
 
         def on_mount(self) -> None:
-            from mm_tui.theme_files import load_themes
+            from mm_tui.window.theme_files import load_themes
 
             for loaded in load_themes().themes:
                 self.register_theme(loaded)
@@ -988,18 +988,18 @@ async def test_the_scrollbar_drags_and_the_wheel_scrolls(folder: Path) -> None:
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
         await settle(pilot, app)
-        view = app.view
+        view = app.main.view
         assert view.scroll_offset.y == view.max_scroll_y > 0  # following the bottom
         # Press on the bar near its top: the view goes to the top and stops following.
         await pilot.mouse_down(TranscriptView, offset=(97, 0))
         await pilot.mouse_up(TranscriptView, offset=(97, 0))
         await settle(pilot, app)
         assert view.scroll_offset.y == 0
-        items = len(app.transcript.items)
+        items = len(app.main.transcript.items)
         # A click on the bar is not a click on a line: nothing folds or is selected.
-        assert view.cursor is None and len(app.transcript.items) == items
+        assert view.cursor is None and len(app.main.transcript.items) == items
         # Drag to the middle.
         await pilot.mouse_down(TranscriptView, offset=(98, 0))
         await pilot.hover(TranscriptView, offset=(98, view.size.height // 2))

@@ -15,9 +15,9 @@ from scripted_model import ScriptedModel, say
 from support.waiting import await_until
 from window_helpers import make_app, settle
 
-from mm_tui.app import MMApp
-from mm_tui.transcript.renderers.answer import Answer
-from mm_tui.transcript.store import AnswerItem
+from mm_tui.window.app import MMApp
+from mm_tui.window.transcript.renderers.answer import Answer
+from mm_tui.window.transcript.store import AnswerItem
 
 MONOKAI_BACKGROUND = "#272822"
 FRIENDLY_BACKGROUND = "#f0f0f0"
@@ -44,7 +44,7 @@ def contrast(one: RichColor, other: RichColor) -> float:
 
 def painted_segments(app: MMApp) -> list[Segment]:
     """The segments of the transcript's visible lines, as the view paints them."""
-    view = app.view
+    view = app.main.view
     return [segment for y in range(view.size.height) for segment in view.content_line(y)]
 
 
@@ -54,7 +54,7 @@ def hex_of(color: RichColor | None) -> str | None:
 
 async def a_finished_turn(pilot, app: MMApp) -> None:  # noqa: ANN001
     await settle(pilot, app)
-    app.prompt.insert("go")
+    app.main.prompt.insert("go")
     await pilot.press("enter")
     await settle(pilot, app)
 
@@ -81,7 +81,7 @@ async def test_the_recap_rule_stands_out_from_the_background(folder: Path, theme
 
 def code_backgrounds(app: MMApp) -> set[str]:
     """The backgrounds under the code block's lines (the rows holding `def greet`)."""
-    view = app.view
+    view = app.main.view
     found: set[str] = set()
     for y in range(view.size.height):
         line = list(view.content_line(y))
@@ -111,13 +111,13 @@ async def test_a_theme_change_draws_the_code_again_in_the_new_style(folder: Path
     async with app.run_test(size=(80, 24)) as pilot:
         await a_finished_turn(pilot, app)
         assert code_backgrounds(app) == {MONOKAI_BACKGROUND}
-        app.prompt.insert("/theme mm-light")
+        app.main.prompt.insert("/theme mm-light")
         await pilot.press("enter")
         await settle(pilot, app)
         assert app.theme == "mm-light"
         assert code_backgrounds(app) == {FRIENDLY_BACKGROUND}
         assert keyword_color(app) == FRIENDLY_KEYWORD
-        app.prompt.insert("/theme mm-dark")
+        app.main.prompt.insert("/theme mm-dark")
         await pilot.press("enter")
         await settle(pilot, app)
         assert code_backgrounds(app) == {MONOKAI_BACKGROUND}
@@ -131,9 +131,11 @@ async def test_the_ctrl_c_toast_leaves_the_prompt_clear(folder: Path, prompt_lin
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot, app)
-        app.prompt.insert("\n".join(["line"] * prompt_lines))
-        grown = await await_until(lambda: app.prompt.region.height == 2 + prompt_lines, pilot=pilot)
-        assert grown, app.prompt.region
+        app.main.prompt.insert("\n".join(["line"] * prompt_lines))
+        grown = await await_until(
+            lambda: app.main.prompt.region.height == 2 + prompt_lines, pilot=pilot
+        )
+        assert grown, app.main.prompt.region
         # Ctrl+C with text in the prompt clears it: the toast here is the copy's, of a
         # selection, with the prompt kept as tall as it is
         app.screen.get_selected_text = lambda: "selected"  # type: ignore[method-assign]
@@ -145,11 +147,11 @@ async def test_the_ctrl_c_toast_leaves_the_prompt_clear(folder: Path, prompt_lin
             return bool(toasts)
 
         assert await await_until(shown, 2, 0.05, pilot=pilot), "no toast shown"
-        prompt = app.prompt.region
+        prompt = app.main.prompt.region
         assert prompt.height == 2 + prompt_lines
         for toast in toasts:
             assert not toast.region.overlaps(prompt), (toast.region, prompt)
-            assert toast.region.y >= 0 and toast.region.bottom <= app.status.region.y
+            assert toast.region.y >= 0 and toast.region.bottom <= app.main.status.region.y
 
 
 # -- 4. an ordered list while it streams ------------------------------------------------------

@@ -29,11 +29,11 @@ from mm_tui.core.events import (
 )
 from mm_tui.engine.journal import flush_all
 from mm_tui.engine.session import INTERRUPTED, Session
-from mm_tui.screens.sessions import SessionsScreen
-from mm_tui.transcript.renderers.strips import format_elapsed
-from mm_tui.transcript.store import CompactionItem, NoticeItem, RecapItem, ToolItem
-from mm_tui.transcript.view import TranscriptView
-from mm_tui.widgets.agent_header import AgentHeader
+from mm_tui.window.screens.sessions import SessionsScreen
+from mm_tui.window.transcript.renderers.strips import format_elapsed
+from mm_tui.window.transcript.store import CompactionItem, NoticeItem, RecapItem, ToolItem
+from mm_tui.window.transcript.view import TranscriptView
+from mm_tui.window.widgets.agent_header import AgentHeader
 
 # the context after each turn, against the config's window: an estimate (`~`), since the
 # scripted replies report 10 prompt tokens whatever the request, which is no count of it
@@ -46,11 +46,11 @@ def sessions(folder: Path) -> Path:
 
 
 def tools(app: Any) -> list[ToolItem]:
-    return [i for i in app.transcript.items if type(i) is ToolItem]
+    return [i for i in app.main.transcript.items if type(i) is ToolItem]
 
 
 def notices(app: Any) -> list[tuple[str, str]]:
-    return [(i.level, i.text) for i in app.transcript.items if isinstance(i, NoticeItem)]
+    return [(i.level, i.text) for i in app.main.transcript.items if isinstance(i, NoticeItem)]
 
 
 def tool_row(app: Any, title: str) -> str:
@@ -153,7 +153,7 @@ async def test_resume_redraws_the_conversation(folder: Path) -> None:
             assert tool_row(app, 'bash  {"command": "sleep 99"}').endswith("⊘ 0.0s")
             assert lines[4].output == INTERRUPTED
             # The recaps, made as the live ones were (the token counts are the server's).
-            recaps = [i.text for i in app.transcript.items if isinstance(i, RecapItem)]
+            recaps = [i.text for i in app.main.transcript.items if isinstance(i, RecapItem)]
             assert len(recaps) == 3
             assert re.fullmatch(
                 r"⚙ 2 command\(s\) · 📝 1 file op\(s\) · \d+\.\ds · 30 tokens · " + CTX, recaps[0]
@@ -174,14 +174,14 @@ async def test_resume_redraws_the_conversation(folder: Path) -> None:
             assert len(torn) == 1 and "was cut short" in torn[0]
             assert ("info", f"resumed session {session_id}") in said
             # The compaction: one line, its summary folded beneath; Enter opens it.
-            (compaction,) = [i for i in app.transcript.items if isinstance(i, CompactionItem)]
+            (compaction,) = [i for i in app.main.transcript.items if isinstance(i, CompactionItem)]
             (live_compaction,) = of(events, HistoryCompacted)
             assert compaction.title == live_compaction.title  # token counts too
             assert compaction.folded and SUMMARY not in painted(app)
             assert painted(app).count(compaction.title) == 1
             await pilot.press("tab", "up", "up")
             assert isinstance(app.focused, TranscriptView)
-            assert app.view.cursor == compaction.id - 1
+            assert app.main.view.cursor == compaction.id - 1
             await pilot.press("enter")
             await settle(pilot, app)
             assert not compaction.folded
@@ -216,7 +216,7 @@ async def test_the_redraw_ends_at_the_bottom(folder: Path) -> None:
         app = started_app(server.base_url, folder, resume=session_id)
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot, app)
-            view = app.view
+            view = app.main.view
             assert view.max_scroll_y > 0
             assert view.scroll_offset.y == view.max_scroll_y
             assert "answer 11" in painted(app)
@@ -269,7 +269,7 @@ async def test_sessions_reopens_and_later_turns_update_after_new_and_reopen(
             assert await painted_soon(pilot, app, "the final words of turn 1, streamed")
             await pilot.press(*"/new", "enter")
             await settle(pilot, app)
-            assert app.transcript.items[0].id == 1
+            assert app.main.transcript.items[0].id == 1
             await pilot.press(*"second", "enter")
             await settle(pilot, app)
             assert await painted_soon(pilot, app, "pieces over several frames")
@@ -325,11 +325,11 @@ async def test_the_header_shows_the_context_and_follows_it(folder: Path) -> None
             assert f" {usage.text}  yolo " in shown
             assert " ctx ~" in shown  # no count of the server's yet: the estimate says so
             assert shown.startswith(" mm [mm] · scripted-model @ ")
-            app.emit(ContextUsage(used=6000, window=8192))
+            app.main.emit(ContextUsage(used=6000, window=8192))
             await settle(pilot, app)
             assert " ctx 6,000 / 8,192 (73%)  yolo " in header.render().plain
             assert "ctx 6,000 / 8,192 (73%)" in painted(app).splitlines()[0]
-            app.emit(ContextUsage(used=1, window=99, agent="helper"))  # an asked agent's own
+            app.main.emit(ContextUsage(used=1, window=99, agent="helper"))  # an asked agent's own
             await settle(pilot, app)
             assert "ctx 6,000" in header.render().plain
             await pilot.press(*"hello", "enter")
@@ -397,12 +397,12 @@ async def test_compact_shows_its_line_and_a_failure_says_so(folder: Path) -> Non
             await settle(pilot, app)
             await pilot.press(*"/compact", "enter")
             await until(
-                lambda: isinstance(app.transcript.items[-1], CompactionItem),
+                lambda: isinstance(app.main.transcript.items[-1], CompactionItem),
                 "the compaction's line",
                 pilot=pilot,
             )
             await settle(pilot, app)
-            item = app.transcript.items[-1]
+            item = app.main.transcript.items[-1]
             assert isinstance(item, CompactionItem)
             assert item.title == "compacted 3 messages into a summary by /compact"
             assert (item.output, item.folded) == (SUMMARY, True)
@@ -414,11 +414,11 @@ async def test_compact_shows_its_line_and_a_failure_says_so(folder: Path) -> Non
             assert await painted_soon(pilot, app, f"    {SUMMARY}")
             await pilot.press(*"/compact", "enter")
             await until(
-                lambda: "/compact failed" in getattr(app.transcript.items[-1], "text", ""),
+                lambda: "/compact failed" in getattr(app.main.transcript.items[-1], "text", ""),
                 "the failure's notice",
                 pilot=pilot,
             )
             level, text = notices(app)[-1]
             assert level == "error" and text.startswith("/compact failed: ")
             assert "no summary today" in text
-            assert sum(isinstance(i, CompactionItem) for i in app.transcript.items) == 1
+            assert sum(isinstance(i, CompactionItem) for i in app.main.transcript.items) == 1

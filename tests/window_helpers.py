@@ -11,9 +11,9 @@ from typing import Any
 from support.engine import make_engine
 from support.waiting import await_until
 
-from mm_tui.app import MMApp
 from mm_tui.config import Settings
 from mm_tui.startup import Started, start
+from mm_tui.window.app import MMApp
 
 
 def make_app(
@@ -55,16 +55,16 @@ def started_app(
 
 def screen_text(app: MMApp) -> str:
     """The transcript's lines as plain text (what is on screen of it), without the scrollbar."""
-    view = app.view
+    view = app.main.view
     return "\n".join(view.content_line(y).text.rstrip() for y in range(view.size.height))
 
 
 def all_text(app: MMApp) -> str:
     """Every line the transcript holds, on screen or not."""
-    view = app.view
+    view = app.main.view
     return "\n".join(
         strip.text.rstrip()
-        for item in app.transcript.items
+        for item in app.main.transcript.items
         for strip in view.drawn_lines(item) or []
     )
 
@@ -98,9 +98,9 @@ async def settle(pilot: Any, app: MMApp, *, idle: bool = True, timeout: float = 
     deadline = loop.time() + timeout
 
     def ready() -> bool:
-        if app.engine is None or (idle and turn_running(app)) or app.deltas_pending:
+        if app.engine is None or (idle and turn_running(app)) or app.main.deltas_pending:
             return False
-        return app.view.settled
+        return app.main.view.settled
 
     while True:
         if not await await_until(ready, max(0.0, deadline - loop.time()), pilot=pilot):

@@ -16,7 +16,7 @@ instead, which leaves out:
   person may keep in a variable of their own name, `GROQ_KEY` say), when it is long enough to
   be a key (`redact.MIN_LENGTH`: placeholder keys such as `ollama` are no secret).
 
-Not for mm's own children: an asked agent (`mm -acp`, acp/client/pool.py) is mm itself, which
+Not for mm's own children: an asked agent (`mm -acp`, acp_client/pool.py) is mm itself, which
 needs the key to reach its model, and keeps the whole environment.
 """
 

@@ -4,7 +4,7 @@ end, the errors, the compactions and the shortened outputs.
 
 The journal's records are JSON written by this and earlier versions of mm (engine/session.py
 writes them); `read_conversation` is the one place that reads their meaning, so that the
-window's resume (transcript/store.py) and ACP's `session/load` (acp/agent/replay.py) cannot
+window's resume (window/transcript/store.py) and ACP's `session/load` (acp/replay.py) cannot
 disagree. It pairs each call with its result by the call's place, not its id alone (small
 servers count ids from 0 at each answer), gives a call without any result (mm was killed
 first) the `INTERRUPTED` result as cancelled, and flattens a message's content parts once

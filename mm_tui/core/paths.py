@@ -44,7 +44,7 @@ def user_state_dir(home: Path | None = None, environ: Mapping[str, str] | None =
 
 
 PLAYGROUND_PREFIX = "mm-demo-"
-"""The demo's playgrounds: `mm-demo-…` folders of the temp folder (playground.py)."""
+"""The demo's playgrounds: `mm-demo-…` folders of the temp folder (engine/playground.py)."""
 
 
 def is_playground(folder: Path) -> bool:

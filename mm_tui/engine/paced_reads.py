@@ -12,7 +12,7 @@ buffer. Nothing is lost or reordered: TCP holds the bytes, and the waits only ba
 
 Why 100 ms: what a streamed answer costs is mostly how often mm wakes (each wake-up of the event
 loop costs kernel and loop time, most of all on a virtual machine), and the window's frames come
-at most every 100 ms to 17 ms, as their cost allows (`transcript/view.py`); they fall in step
+at most every 100 ms to 17 ms, as their cost allows (`window/transcript/view.py`); they fall in step
 with the reads (FRAME_SLACK there), so a read's text is drawn in the same wake-up that read it.
 The price: a token waits in the kernel up to 100 ms for its read, and the text moves ten times a
 second even when frames would be cheap enough for more. The figures, and where they were

@@ -1,7 +1,7 @@
 """The ask_agent tool: hand a task to another agent of mmConfigs and return its answer.
 
 The agent runs as a child `mm -acp`, through an `AgentRunner` (core/asking.py) that start-up gives:
-the ACP client's pool (mm_tui/acp/client/), made at the first call, so that an mm without
+the ACP client's pool (mm_tui/acp_client/), made at the first call, so that an mm without
 agents never loads the ACP package. `/ask` and `mm --ask` use the same machinery through
 `AskAgentTool.ask` (see `Engine.run_ask`).
 

@@ -133,7 +133,7 @@ def settings_for(folder: Path, **overrides: Any) -> Settings:
 
 def window(folder: Path, presets: Any = None, **overrides: Any) -> Any:
     """MMApp starting as `mm` does in `folder`, with `overrides` as flags would give them."""
-    from mm_tui.app import MMApp
+    from mm_tui.window.app import MMApp
 
     async def boot() -> Any:
         return await start(settings_for(folder, **overrides), folder, presets=presets)
@@ -147,7 +147,7 @@ async def send(pilot: Any, text: str) -> None:
 
 
 def items_of(app: Any, kind: type) -> list[Any]:
-    return [i for i in app.transcript.items if isinstance(i, kind)]
+    return [i for i in app.main.transcript.items if isinstance(i, kind)]
 
 
 # -- the next prompt after an interruption ---------------------------------------------------------
@@ -184,7 +184,7 @@ async def next_turn_answers(
 
 async def window_answers_next(pilot: Any, app: Any, text: str, patience: float = 30.0) -> Any:
     """The same in the window: `text` sent, its answer on screen, its recap. Returns the recap."""
-    from mm_tui.transcript.store import AnswerItem, RecapItem
+    from mm_tui.window.transcript.store import AnswerItem, RecapItem
 
     answers = len(items_of(app, AnswerItem))
     recaps = len(items_of(app, RecapItem))

@@ -23,7 +23,7 @@ from support.waiting import await_until
 from window_helpers import screen_text, settle
 
 from mm_tui.core.events import ToolCallStarted, TurnEnded
-from mm_tui.transcript.store import AnswerItem, RecapItem
+from mm_tui.window.transcript.store import AnswerItem, RecapItem
 
 QUESTION = "What is the capital of France? Answer in one sentence."
 # With tools declared, a question this model answers in words (at temperature 0, with mm's own

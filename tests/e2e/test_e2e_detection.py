@@ -16,9 +16,9 @@ from window_helpers import settle
 
 from mm_tui.engine.servers import PRESETS, Preset, detect_local_server
 from mm_tui.engine.turn import UNKNOWN_WINDOW
-from mm_tui.line import banner
+from mm_tui.line.printer import banner
 from mm_tui.startup import start
-from mm_tui.widgets.agent_header import AgentHeader
+from mm_tui.window.widgets.agent_header import AgentHeader
 
 
 def presets_with(server: LlamaServer) -> tuple[Preset, ...]:

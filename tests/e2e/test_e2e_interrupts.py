@@ -24,7 +24,7 @@ from support.waiting import await_until
 from window_helpers import all_text, settle
 
 from mm_tui.core.events import EngineError, Event, TextDelta
-from mm_tui.transcript.store import AnswerItem, NoticeItem, RecapItem
+from mm_tui.window.transcript.store import AnswerItem, NoticeItem, RecapItem
 
 LONG = "Write a long story about a dragon who learns to write Python. Use at least 600 words."
 SHORT = "Say hello."

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mm_tui.playground import PLAYGROUND
+from mm_tui.engine.playground import PLAYGROUND
 
 FIXED_FOLDER = Path("/tmp/mm-test-playground")
 

@@ -6,7 +6,7 @@ flaky when the machine is busy; these wait as long as needed and no longer. `wai
 message or to go another way; `until` fails the test itself:
 
     assert wait_until(lambda: not group_members(pgid), 2), "the group outlived Ctrl-C"
-    await until(lambda: app.box.request is not None, "the question", pilot=pilot)
+    await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
 """
 
 from __future__ import annotations
