@@ -9,11 +9,10 @@ Model Runner, OpenAI. They agree on the shape and differ in the details. The par
   pieces, finish reason, usage) and ends the answer with the assembled calls;
 - `servers` knows the well-known servers and finds one on this machine;
 - `server_errors` words what a server refused;
-- `retries` says what a failure means for the next try (the server's wait, a stale
-  connection, a server not there);
-- this module sends the request and decides what a failure means: which statuses and cut
-  streams are retried, after how long, and the quirks of servers that do not quite follow the
-  protocol (see "llama-cpp-python" below).
+- `retries` says what a failure means for the next try: which statuses and cut streams are
+  retried, after how long (the server's wait, a stale connection, a server not there);
+- this module sends the request, tries again while tries are left, and meets the quirks of
+  servers that do not quite follow the protocol (see "llama-cpp-python" below).
 
 Retrying is only safe before the first token; after it, a failure is reported, because replaying
 would show the person a second, different answer. The one exception is a stream cut while a tool
@@ -25,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
@@ -33,8 +31,16 @@ from typing import TYPE_CHECKING, Any
 from mm_tui.engine.chunk_assembly import ChunkAssembler, completion_chunks
 from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamEnd
 from mm_tui.engine.request_body import RequestBody
-from mm_tui.engine.retries import DROPPED, EmptyAnswer, Retryable, retry_after
-from mm_tui.engine.server_errors import context_overflow, reported_error, status_message
+from mm_tui.engine.retries import (
+    EmptyAnswer,
+    Retryable,
+    check_status,
+    cut_stream,
+    gave_up,
+    retry_delay,
+    unfinished_stream,
+)
+from mm_tui.engine.server_errors import reported_error
 from mm_tui.engine.servers import USER_AGENT, is_loopback, provider_name
 from mm_tui.engine.sse import SseDecoder
 from mm_tui.engine.tls import tls_context
@@ -149,30 +155,6 @@ class OpenAIProvider:
         self._calls_made += 1
         return f"call_{n}"
 
-    def _retrying(self, attempt: int, error: Retryable, replaced: bool = True) -> Retrying:
-        """The retry after the failed try number `attempt` (from 0): when, and why, to say. A
-        stale pooled connection (`replaced` False: not done yet for this request) is replaced
-        at once, unsaid, and not counted: the retries said are numbered from 2 whatever."""
-        if error.stale and not replaced:
-            delay = 0.0
-        elif error.retry_after is not None:
-            delay = min(error.retry_after, self.max_retry_after)
-        else:
-            base = self.backoff * (2**attempt)
-            delay = base + random.uniform(0, base / 2)
-        return Retrying(attempt + 2, self.retries + 1, delay, error.message, error.unreachable)
-
-    def _gave_up(self, error: Retryable, attempts: int) -> ModelError:
-        msg = error.message
-        if attempts > 1:
-            if error.hint and msg.endswith(")"):  # "(connection refused; gave up after 5 tries)"
-                msg = msg[:-1] + f"; gave up after {attempts} tries)"
-            else:
-                msg += f" (gave up after {attempts} tries)"
-        if error.hint:
-            msg += f". {error.hint}"
-        return ModelError(msg, status=error.status, unreachable=error.unreachable)
-
     def _next_try(
         self, attempt: int, error: Retryable, after_tokens: bool = False, replaced: bool = True
     ) -> Retrying:
@@ -181,29 +163,15 @@ class OpenAIProvider:
         already known not to answer (`answering` False: at start-up, or at the last request)
         is not tried again for ten seconds: its refusal is said at once."""
         if error.unreachable and self.answering is False:
-            raise self._gave_up(error, attempt + 1)
+            raise gave_up(error, attempt + 1)
         if attempt >= self.retries:
-            gave_up = self._gave_up(error, attempt + 1)
-            gave_up.after_tokens = after_tokens
+            spent = gave_up(error, attempt + 1)
+            spent.after_tokens = after_tokens
             if error.unreachable:
                 self.answering = False
-            raise gave_up
-        return self._retrying(attempt, error, replaced)
-
-    async def _check_status(self, resp: httpx.Response) -> None:
-        status = resp.status_code
-        if status < 300:
-            return
-        body = await resp.aread()
-        msg = status_message(self.base_url, self.model, status, resp.reason_phrase, body)
-        if context_overflow(msg):  # some servers say it with a 500: retrying cannot help
-            said = body.decode("utf-8", errors="replace")
-            raise ModelError(msg, status=status, overflow=True, server_text=said)
-        if status in (408, 425, 429) or (status >= 500 and status not in (501, 505)):
-            headers = resp.headers
-            delay = retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
-            raise Retryable(msg, status, delay)
-        raise ModelError(msg, status=status)
+            raise spent
+        delay = retry_delay(attempt, error, replaced, self.backoff, self.max_retry_after)
+        return Retrying(attempt + 2, self.retries + 1, delay, error.message, error.unreachable)
 
     def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -310,7 +278,7 @@ class OpenAIProvider:
                 "POST", self._url, content=self.body.encode(payload), headers=self._headers
             ) as resp:
                 self.answering = True
-                await self._check_status(resp)
+                await check_status(resp, self.base_url, self.model)
                 if _is_json(resp):  # a server that ignores `stream: true`
                     yield self._from_completion(await resp.aread())
                     return
@@ -323,44 +291,12 @@ class OpenAIProvider:
                 if answer.failure is not None:
                     raise answer.failure
         except httpx.RequestError as exc:
-            cut = self._cut(exc, answer)
+            cut = cut_stream(exc, answer, self.base_url)
             if cut is not None:
                 raise cut from None
         if not sse.done and answer.finish is None:
-            raise self._unfinished(sse, answer)
+            raise unfinished_stream(sse, answer, self.base_url)
         yield [answer.end(self._next_call_id)]
-
-    def _cut(self, exc: httpx.RequestError, answer: ChunkAssembler) -> Retryable | None:
-        """The connection failed while the answer streamed. None when the answer is whole
-        anyway (it has its finish_reason); raises when a retry would show a second answer."""
-        if answer.finish is not None:
-            return None
-        detail = str(exc) or type(exc).__name__
-        if answer.calls:  # cut while a tool call was composed: ask again
-            return Retryable(f"{DROPPED}, in a tool call ({detail})")
-        if answer.yielded:
-            raise ModelError(f"{DROPPED} ({detail})", after_tokens=True) from None
-        return Retryable.connection(self.base_url, exc)
-
-    def _unfinished(self, sse: SseDecoder, answer: ChunkAssembler) -> Exception:
-        """What a stream that ended with neither [DONE] nor a finish_reason means: a
-        `Retryable`; an `EmptyAnswer` when it said nothing at all; a `ModelError` when a retry
-        would show a second answer, or cannot help."""
-        if answer.calls:
-            return Retryable(f"{DROPPED}, in a tool call")
-        if answer.yielded:
-            return ModelError(DROPPED, after_tokens=True)
-        if sse.seen_data:
-            return Retryable(
-                f"the model server at {self.base_url} closed the stream before answering"
-            )
-        stray = sse.stray
-        if stray is not None and not stray.startswith(("event:", "id:", "retry:")):
-            return ModelError(
-                f"the model server at {self.base_url} did not answer with "
-                f"server-sent events: {stray[:200]!r}"
-            )
-        return EmptyAnswer()
 
     # -- non-streaming ----------------------------------------------------------------------
 
@@ -383,7 +319,7 @@ class OpenAIProvider:
                     self._url, content=self.body.encode(payload), headers=headers
                 )
                 self.answering = True
-                await self._check_status(resp)
+                await check_status(resp, self.base_url, self.model)
                 items = self._from_completion(resp.content)
                 break
             except ModelError as exc:

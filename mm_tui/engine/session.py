@@ -10,7 +10,6 @@ converted to a journal the first time it is opened, is `session_v1.py`.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from concurrent.futures import Future
 from datetime import UTC, datetime
@@ -19,33 +18,25 @@ from typing import Any
 
 from mm_tui.core.conversation import INTERRUPTED
 from mm_tui.core.redact import Redactor, clean_url
+from mm_tui.engine import session_opening
 from mm_tui.engine.journal import Journal
 from mm_tui.engine.journal_files import replace_file
-from mm_tui.engine.journal_lock import JournalBusy, open_for_append, release_descriptor
+from mm_tui.engine.journal_lock import JournalBusy, release_descriptor
 from mm_tui.engine.session_files import (
-    CONVERTED_SUFFIX,
     JOURNAL_SUFFIX,
     META_SUFFIX,
-    OLD_SUFFIX,
-    SESSION_ID,
     SESSION_VERSION,
     SessionBusy,
     SessionError,
     SessionInfo,
     answer_interrupted_tool_calls,
     changes_meta,
-    checked_header,
-    exists,
     iso,
     messages_of,
     new_id,
     now,
-    read_journal,
-    replay_history,
-    settled,
     title_of,
 )
-from mm_tui.engine.session_v1 import old_records, read_old
 
 
 class Session:
@@ -336,46 +327,8 @@ class Session:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    @classmethod
-    def load(
-        cls, folder: Path, session_id: str, *, claim: bool = False, fork: bool = True
-    ) -> Session:
-        """Reopen a session. A damaged journal raises SessionError and is left as it is; a torn
-        last line is skipped, with a warning in `warnings`.
-
-        `claim`: the session is to be continued, so its journal is locked for this process
-        before it is read (nothing another mm writes can come between the reading and the
-        lock). When another mm holds it, the session goes on in a fork, said in `warnings`, or
-        with `fork` False SessionError says so."""
-        folder = Path(folder)
-        if not SESSION_ID.fullmatch(session_id):
-            raise SessionError(f"mm: {session_id!r} is not a session id")
-        path = folder / f"{session_id}{JOURNAL_SUFFIX}"
-        old = folder / f"{session_id}{OLD_SUFFIX}"
-        if not exists(path) and exists(old):
-            return cls._converted(folder, session_id, old)
-        claimed, busy = _claimed(path, session_id, fork) if claim else (None, False)
-        try:
-            records, whole, torn = read_journal(path)
-            if busy:  # the turn the other mm is in is its own: the copy starts before it
-                records, torn = settled(records), 0
-            session = cls.replayed(folder, session_id, records)
-        except BaseException:
-            if claimed is not None:
-                release_descriptor(*claimed)
-            raise
-        session._reopen_at = whole
-        session._claim = claimed
-        session._written = len(session.records)
-        if torn:
-            session.warnings.append(
-                f"the last line of {path} was cut short ({torn} bytes: mm was stopped while "
-                "writing it) and is skipped; everything before it is here"
-            )
-        session._answer_interrupted()
-        if busy:
-            session._fork()
-        return session
+    load = classmethod(session_opening.load)
+    replayed = classmethod(session_opening.replayed)
 
     def _answer_interrupted(self) -> None:
         """Calls a kill left without a result get `INTERRUPTED`, so a server takes the history
@@ -417,76 +370,6 @@ class Session:
         self._release_claim()
         self.folder = Path(folder)
         self._journal, self._written, self._reopen_at = None, 0, None
-
-    @classmethod
-    def replayed(cls, folder: Path, session_id: str, records: list[dict[str, Any]]) -> Session:
-        """A session from its records; raises SessionError for records that do not make one."""
-        path = folder / f"{session_id}{JOURNAL_SUFFIX}"
-        header = checked_header(path, records)
-        session = cls(
-            folder,
-            session_id,
-            cwd=header["cwd"],
-            model=header["model"],
-            provider=header["provider"],
-            base_url=header["base_url"],
-            created=header["created"],
-        )
-        history = replay_history(path, records)
-        session.records = records
-        session.messages = history.messages
-        session.tool_results = history.tool_results
-        session.turns, session.errors = history.turns, history.errors
-        session.updated = max(session.updated, history.updated)
-        session._seen = len(history.messages)
-        return session
-
-    @classmethod
-    def _converted(cls, folder: Path, session_id: str, old: Path) -> Session:
-        """Open a format-1 file: read it, write its journal, keep the old file as `<id>.v1.json`."""
-        data = read_old(old)
-        fields = ("created", "cwd", "model", "provider", "base_url")
-        header = {"type": "session", "version": SESSION_VERSION, "id": session_id}
-        header.update({key: data[key] for key in fields})
-        session = cls.replayed(folder, session_id, [header, *old_records(data)])
-        session.updated = max(session.updated, data["updated"])
-        try:
-            session.save(touch=False)
-            future = session.sync()
-            if future is not None:
-                future.result(30)
-            failure = session._journal.take_failure() if session._journal else None
-            if failure is not None:
-                raise failure
-            os.replace(old, folder / f"{session_id}{CONVERTED_SUFFIX}")
-        except OSError as exc:
-            # It still opens; the conversion is tried again at the next save or resume.
-            session._journal, session._written, session._reopen_at = None, 0, None
-            session.warnings.append(f"mm: {old}: could not be converted to a journal yet ({exc})")
-        repaired = answer_interrupted_tool_calls(session.messages)
-        if repaired != session.messages and repaired[: len(session.messages)] == session.messages:
-            session.messages, session.repaired = repaired, True
-        return session
-
-
-def _claimed(
-    path: Path, session_id: str, fork: bool
-) -> tuple[tuple[int, tuple[int, int]] | None, bool]:
-    """The journal opened and locked for this process, and whether another mm holds it (then
-    SessionBusy without `fork`). A file mm cannot write is not claimed: reading says why, or
-    the first save does."""
-    try:
-        return open_for_append(path), False
-    except JournalBusy:
-        if not fork:
-            raise SessionBusy(
-                f"mm: session {session_id} is open in another mm process, which writes "
-                "it; close it there, or open it in a terminal (`mm --resume "
-                f"{session_id}`), which goes on in a copy"
-            ) from None
-        return None, True
-    except OSError:
-        return None, False
 
 
 __all__ = [
