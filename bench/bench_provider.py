@@ -41,16 +41,19 @@ GOAL = 0.8
 WRITE_SIZE = 64 * 1024
 
 
+WORDS = ["Hello", " world", ",", " this", " is", " a", " token", " é", "\n"]
+
+
 def stream_bytes(events: int) -> bytes:
     """`events` one-token content events, a finish and a usage chunk, as a real server sends."""
-    words = ["Hello", " world", ",", " this", " is", " a", " token", " é", "\n"]
-    chunks = [text_chunks(words[i % len(words)])[0] for i in range(events)]
+    chunks = [text_chunks(WORDS[i % len(WORDS)])[0] for i in range(events)]
     chunks += [finish_chunk("stop"), usage_chunk(100, events)]
     return b"".join(encode_sse(chunks))
 
 
 async def bare(client: httpx.AsyncClient, url: str) -> int:
-    """The floor: lines, `data:` prefix, `json.loads`, the content field. Nothing else."""
+    """The floor: lines, `data:` prefix, `json.loads`, the content field. Nothing else. The
+    characters of text it read."""
     n = 0
     body = {"model": "m", "messages": [], "stream": True}
     async with client.stream("POST", url, json=body) as resp:
@@ -61,25 +64,28 @@ async def bare(client: httpx.AsyncClient, url: str) -> int:
                     break
                 obj = json.loads(data)
                 choices = obj.get("choices")
-                if choices and choices[0]["delta"].get("content"):
-                    n += 1
+                if choices:
+                    n += len(choices[0]["delta"].get("content") or "")
     return n
 
 
 async def provider_run(provider: OpenAIProvider) -> int:
+    """The characters of text the provider gives (it joins the events one read brings into
+    one chunk, so chunks are not events)."""
     n = 0
     async for item in provider.stream([{"role": "user", "content": "go"}], []):
         if isinstance(item, TextChunk):
-            n += 1
+            n += len(item.text)
         elif isinstance(item, StreamEnd) and item.finish_reason != "stop":
             return -1
     return n
 
 
 def check(counted: int, events: int, who: str) -> None:
-    """A benchmark of a parser that loses events would measure nothing: stop and say so."""
-    if counted != events:
-        sys.exit(f"{who} counted {counted:,} text events, not {events:,}")
+    """A benchmark of a parser that loses text would measure nothing: stop and say so."""
+    wanted = sum(len(WORDS[i % len(WORDS)]) for i in range(events))
+    if counted != wanted:
+        sys.exit(f"{who} counted {counted:,} characters of text, not {wanted:,}")
 
 
 def serve(conn: Connection, events: int) -> None:
