@@ -14,11 +14,12 @@ import pytest
 from rich.cells import cell_len
 from rich.style import Style
 from scripted_model import ScriptedModel
+from support.waiting import until
 from textual._compositor import ChopsUpdate, Compositor, LayoutUpdate
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
-from window_helpers import make_app, settle
+from window_helpers import make_app, screen_painted, settle
 
 from mm_tui.core.events import (
     Counters,
@@ -117,6 +118,8 @@ async def test_a_spinner_frame_asks_only_the_status_line_for_its_row(
         assert isinstance(app.screen._compositor, CroppedCompositor)
         app.main.emit(TurnStarted(turn=1, text="explain"))
         await settle(pilot, app, idle=False)  # the request drawn in the transcript
+        # and painted: on a loaded machine the screen's update can follow at its next tick
+        await until(lambda: screen_painted(app), "the request painted", pilot=pilot)
         calls.clear()
         await asyncio.sleep(0.45)  # four spinner frames or so
         await pilot.pause()

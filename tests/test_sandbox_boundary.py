@@ -392,12 +392,20 @@ async def test_a_timed_out_call_leaves_no_setsid_child(tmp_path: Path) -> None:
         kill_sleepers(group, alone)
 
 
+# Up to ten seconds: a condition looked for, not a time waited.
+LOOK_FOR = (
+    "for i in $(seq 100); do pgrep -fx 'sleep {job}' > /dev/null && echo alive && break; "
+    "sleep 0.1; done"
+)
+
+
 @needs_landlock
 def test_a_background_job_outlives_its_call_and_dies_with_mm(place: Place) -> None:
     job = marker()
     with ScriptedServer(
         Reply(tool_calls=[call("bash", {"command": f"setsid sleep {job} > /dev/null 2>&1 &"})]),
-        Reply(tool_calls=[call("bash", {"command": f"pgrep -fx 'sleep {job}' && echo alive"})]),
+        # the job may not have become `sleep` yet on a loaded machine: looked for until it has
+        Reply(tool_calls=[call("bash", {"command": f"{LOOK_FOR.format(job=job)}"})]),
         Reply("done"),
     ) as server:
         proc = place.mm(server, "-p", "go")

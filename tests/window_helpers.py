@@ -81,6 +81,18 @@ async def painted_soon(pilot: Any, app: MMApp, wanted: str, within: float = 5.0)
     return await await_until(lambda: wanted in painted(app), within, 0.05, pilot=pilot)
 
 
+def screen_painted(app: MMApp) -> bool:
+    """Whether the main screen has painted every change asked of it (nothing waits for its next
+    update: on a loaded machine the update can come a timer tick after the view settled)."""
+    screen = app.main
+    return not (
+        screen._dirty_widgets
+        or screen._repaint_required
+        or screen._layout_required
+        or screen._scroll_required
+    )
+
+
 def turn_running(app: MMApp) -> bool:
     """Whether a turn runs or is about to: the engine is busy, or a turn's worker has not ended
     (it starts the engine's turn a moment after a request is sent)."""
