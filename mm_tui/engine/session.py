@@ -327,8 +327,17 @@ class Session:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    load = classmethod(session_opening.load)
-    replayed = classmethod(session_opening.replayed)
+    @classmethod
+    def load(
+        cls, folder: Path, session_id: str, *, claim: bool = False, fork: bool = True
+    ) -> Session:
+        """Reopen a session (`session_opening.load` says how)."""
+        return session_opening.load(cls, folder, session_id, claim=claim, fork=fork)
+
+    @classmethod
+    def replayed(cls, folder: Path, session_id: str, records: list[dict[str, Any]]) -> Session:
+        """A session from its records; SessionError for records that do not make one."""
+        return session_opening.replayed(cls, folder, session_id, records)
 
     def _answer_interrupted(self) -> None:
         """Calls a kill left without a result get `INTERRUPTED`, so a server takes the history

@@ -2,14 +2,14 @@
 a torn last line skipped and said), its records replayed into a `Session`, a format-1 file
 converted to a journal, and a session another mm writes continued in a copy.
 
-`Session.load` and `Session.replayed` are `load` and `replayed` here: each is given the class,
-so that this module needs nothing of `session.py`, which imports it."""
+`Session.load` and `Session.replayed` hand their work to `load` and `replayed` here, giving
+them the class, so that this module needs nothing of `session.py`, which imports it."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from mm_tui.engine.journal_lock import JournalBusy, open_for_append, release_descriptor
 from mm_tui.engine.session_files import (
@@ -29,12 +29,8 @@ from mm_tui.engine.session_files import (
 )
 from mm_tui.engine.session_v1 import old_records, read_old
 
-S = TypeVar("S")
 
-
-def load(
-    cls: type[S], folder: Path, session_id: str, *, claim: bool = False, fork: bool = True
-) -> S:
+def load(cls: Any, folder: Path, session_id: str, *, claim: bool = False, fork: bool = True) -> Any:
     """Reopen a session. A damaged journal raises SessionError and is left as it is; a torn
     last line is skipped, with a warning in `warnings`.
 
@@ -73,7 +69,7 @@ def load(
     return session
 
 
-def replayed(cls: type[S], folder: Path, session_id: str, records: list[dict[str, Any]]) -> S:
+def replayed(cls: Any, folder: Path, session_id: str, records: list[dict[str, Any]]) -> Any:
     """A session from its records; raises SessionError for records that do not make one."""
     path = folder / f"{session_id}{JOURNAL_SUFFIX}"
     header = checked_header(path, records)
@@ -96,7 +92,7 @@ def replayed(cls: type[S], folder: Path, session_id: str, records: list[dict[str
     return session
 
 
-def _converted(cls: type[S], folder: Path, session_id: str, old: Path) -> S:
+def _converted(cls: Any, folder: Path, session_id: str, old: Path) -> Any:
     """Open a format-1 file: read it, write its journal, keep the old file as `<id>.v1.json`."""
     data = read_old(old)
     fields = ("created", "cwd", "model", "provider", "base_url")

@@ -19,7 +19,7 @@ from mm_tui.window.frame_clock import FrameClock
 
 
 class DeltaJoiner:
-    def __init__(self, post: Callable[[TextDelta | ThoughtDelta], None], frames: FrameClock):
+    def __init__(self, post: Callable[[TextDelta | ThoughtDelta], object], frames: FrameClock):
         self._post = post
         self._frames = frames
         self._run: list[TextDelta | ThoughtDelta] = []  # a run of deltas not yet posted
