@@ -20,7 +20,7 @@ The variants:
   the child by a subclass that notes the first frame and exits once ready.
 - mm, server detected (cli): `mm_tui.cli.main([])`, the real `mm` with no configuration, on a
   machine where one local model server runs: the scripted OpenAI-compatible server of the tests
-  (`tests/support/scripted_server.py`, serving as llama.cpp, with its context window at /props),
+  (`tests/support/scripted_server/`, serving as llama.cpp, with its context window at /props),
   which this process runs on 127.0.0.1. Detection is real: the child's preset table (patched as
   `mm_tui.engine.servers` is imported) probes closed ports for Ollama, Docker Model Runner, LM
   Studio and vLLM and the scripted server for llama.cpp, over real sockets; the run fails unless

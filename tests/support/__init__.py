@@ -8,8 +8,9 @@
 - folders.py: the demo's project in a folder, the fixed folder of the pictures under a lock;
 - terminal.py: the real `mm` in tmux;
 - editor.py: an ACP editor that knows when it has handled every update;
-- scripted_server.py: the OpenAI-compatible model server on 127.0.0.1, and its script
-  (`ScriptedServer`, `Reply`, `call`...); scripted_model.py: a model in the process;
+- scripted_server/: the OpenAI-compatible model server on 127.0.0.1 (server.py), the script
+  it answers from (script.py: `Reply`, `call`...) and the SSE it sends (sse.py);
+  scripted_model.py: a model in the process;
 - fetch_server.py: the web server of fetch_content's tests; mcp_server.py (run as a child) and
   mcp_helpers.py: the MCP tests' server and what they share;
 - session_helpers.py: a session's journal read back as `--resume` reads it;
