@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from support.ask_helpers import CHILD_MODEL, write_agent
+from support.events import text_delta, tool_started
 from support.processes import alive
 from support.program import mm
 from support.scripted_model import ScriptedModel, say
@@ -23,13 +24,7 @@ from support.trusting import trust_project_file
 from support.waiting import await_until
 from support.window_helpers import make_app, screen_text, settle
 
-from mm_tui.core.events import (
-    AgentFinished,
-    AgentStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-)
+from mm_tui.core.events import AgentFinished, AgentStarted, ToolCallFinished
 from mm_tui.line.printer import LinePrinter
 from mm_tui.tools.ask_agent import split_ask
 from mm_tui.window.transcript.store import RecapItem
@@ -70,15 +65,8 @@ def exchanges(work: Path) -> list[list[dict]]:
 def test_line_mode_prints_the_asked_agent_line_then_its_output() -> None:
     out = io.StringIO()
     printer = LinePrinter(Console(file=out, width=120, color_system=None), 5, lambda r: None)
-    printer(
-        ToolCallStarted(
-            call_id="c1",
-            tool="ask_agent",
-            title="ask_agent  helper — review greet.py",
-            kind="other",
-            arguments={},
-        )
-    )
+    prompt = "review greet.py\nand say what you think"
+    printer(tool_started("ask_agent", {"agent": "helper", "prompt": prompt}))
     printer(
         AgentStarted(
             name="helper",
@@ -86,11 +74,11 @@ def test_line_mode_prints_the_asked_agent_line_then_its_output() -> None:
             model="tiny",
             provider="Ollama",
             asked_by="mm",
-            prompt="review greet.py\nand say what you think",
+            prompt=prompt,
             agent="helper",
         )
     )
-    printer(TextDelta(text="Looks fine.", agent="helper"))
+    printer(text_delta("Looks fine.", agent="helper"))
     printer(
         AgentFinished(
             name="helper", title="reviewer", model="tiny", provider="Ollama", agent="helper"
@@ -105,7 +93,7 @@ def test_line_mode_prints_the_asked_agent_line_then_its_output() -> None:
             elapsed=1.0,
         )
     )
-    printer(TextDelta(text="The reviewer agrees."))
+    printer(text_delta("The reviewer agrees."))
     assert out.getvalue().splitlines() == [
         "🗣 ask_agent: helper (Ollama/tiny) — review greet.py",
         "Looks fine.",

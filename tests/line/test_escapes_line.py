@@ -11,19 +11,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from support.escapes import OSC52, SOURCES, SPOOF, TITLE
+from support.events import text_delta
 from support.program import mm
 from support.scripted_server import Reply, ScriptedServer, call
 from support.terminal import mm_in_tmux, screen_of, tmux, until_screen
 from support.waiting import wait_until
 
-from mm_tui.core.events import (
-    Counters,
-    PermissionRequested,
-    TextDelta,
-    ThoughtDelta,
-    TurnEnded,
-    Usage,
-)
+from mm_tui.core.events import Counters, PermissionRequested, ThoughtDelta, TurnEnded, Usage
 from mm_tui.line.printer import LinePrinter
 
 
@@ -116,7 +110,7 @@ def test_a_crlf_cut_between_two_deltas_is_a_line_end() -> None:
     out = io.StringIO()
     printer = LinePrinter(Console(file=out, width=100), 5, lambda request: None)
     for piece in ("one\r", "\ntwo\r", "three\r", "\x1b", "[2K"):
-        printer(TextDelta(text=piece))
+        printer(text_delta(piece))
     printer(ThoughtDelta(text="x\r"))
     printer(
         TurnEnded(

@@ -8,6 +8,7 @@ import re
 
 from rich.console import Console
 from rich.text import Text
+from support.events import text_delta, tool_started
 from support.screen import screen
 
 from mm_tui.core.events import (
@@ -16,9 +17,7 @@ from mm_tui.core.events import (
     HistoryCompacted,
     HistoryShortened,
     PermissionRequested,
-    TextDelta,
     ToolCallFinished,
-    ToolCallStarted,
     TurnEnded,
     Usage,
 )
@@ -80,27 +79,9 @@ def test_an_edit_s_preview_shows_its_changed_lines_first() -> None:
 
 def test_bash_call_prints_the_reference_lines() -> None:
     p, out = printer(preview_lines=2)
-    p(
-        ToolCallStarted(
-            call_id="1",
-            tool="bash",
-            title="bash  ls",
-            kind="execute",
-            arguments={},
-            display="🛠️  bash: ls",
-        )
-    )
+    p(tool_started("bash", {"command": "ls"}, "1"))
     p(ToolCallFinished(call_id="1", tool="bash", status="ok", output="a\nb\nc\n", elapsed=0.1))
-    p(
-        ToolCallStarted(
-            call_id="2",
-            tool="bash",
-            title="bash  true",
-            kind="execute",
-            arguments={},
-            display="🛠️  bash: true",
-        )
-    )
+    p(tool_started("bash", {"command": "true"}, "2"))
     p(ToolCallFinished(call_id="2", tool="bash", status="ok", output="", elapsed=0.1))
     assert out.getvalue().splitlines() == [
         "🛠️  bash: ls",
@@ -114,16 +95,7 @@ def test_bash_call_prints_the_reference_lines() -> None:
 
 def test_a_skill_is_not_echoed() -> None:
     p, out = printer()
-    p(
-        ToolCallStarted(
-            call_id="1",
-            tool="read_skill",
-            title="read_skill  style",
-            kind="read",
-            arguments={},
-            display="📖 read_skill: style",
-        )
-    )
+    p(tool_started("read_skill", {"name": "style"}, "1"))
     p(
         ToolCallFinished(
             call_id="1", tool="read_skill", status="ok", output="# Secret sauce\n", elapsed=0.0
@@ -134,8 +106,8 @@ def test_a_skill_is_not_echoed() -> None:
 
 def test_text_streams_then_closes_its_line() -> None:
     p, out = printer()
-    p(TextDelta(text="Hel"))
-    p(TextDelta(text="lo"))
+    p(text_delta("Hel"))
+    p(text_delta("lo"))
     p(TurnEnded(turn=1, counters=Counters(), elapsed=1.0, usage=Usage(), stop_reason="end_turn"))
     assert out.getvalue() == "Hello\n1.0s\n"
 
@@ -155,7 +127,7 @@ def test_shortening_and_compaction_are_dim_notices_and_the_context_waits_for_the
     out = io.StringIO()
     console = Console(file=out, width=200, color_system="standard", highlight=False)
     p = LinePrinter(console, 5, ask=lambda request: None)
-    p(TextDelta(text="Working"))
+    p(text_delta("Working"))
     p(ContextUsage(used=1500, window=2048, source="llama.cpp /props"))
     p(HistoryShortened(outputs=2, chars_cut=5000, message="shortened 2 old tool output(s)"))
     p(HistoryCompacted(summary="all of it", replaced=7, auto=True))
@@ -308,7 +280,7 @@ def test_a_streamed_answer_wraps_between_words_on_a_terminal() -> None:
         console = Console(file=out, width=20, force_terminal=terminal, color_system=None)
         p = LinePrinter(console, 5, ask=lambda request: None)
         for piece in pieces:
-            p(TextDelta(text=piece))
+            p(text_delta(piece))
         p(
             TurnEnded(
                 turn=1, counters=Counters(), elapsed=0.1, usage=Usage(), stop_reason="end_turn"

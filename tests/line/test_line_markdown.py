@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from support.events import text_delta
 from support.screen import screen
 from support.scripted_server import Reply, ScriptedServer
 from support.terminal import mm_in_tmux, tmux, until_screen
 
-from mm_tui.core.events import Counters, TextDelta, ThoughtDelta, TurnEnded, Usage
+from mm_tui.core.events import Counters, ThoughtDelta, TurnEnded, Usage
 from mm_tui.line.printer import LinePrinter
 
 ANSWER = (
@@ -45,7 +46,7 @@ def printed(
     )
     p = LinePrinter(console, 5, ask=lambda request: None)
     for piece in pieces:
-        p(TextDelta(text=piece))
+        p(text_delta(piece))
     return p, out
 
 
@@ -123,9 +124,9 @@ def test_a_resize_while_a_block_streams_leaves_it_as_written() -> None:
     out = io.StringIO()
     console = Console(file=out, width=60, height=25, force_terminal=True, color_system=None)
     p = LinePrinter(console, 5, ask=lambda request: None)
-    p(TextDelta(text="some **bold** "))
+    p(text_delta("some **bold** "))
     console.width = 40  # the terminal got narrower: the rows written are not the rows now
-    p(TextDelta(text="text\n\nmore"))
+    p(text_delta("text\n\nmore"))
     p(END)
     assert screen(out.getvalue(), 40)[0] == "some **bold** text"
 

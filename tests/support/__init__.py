@@ -14,6 +14,8 @@
 - fetch_server.py: the web server of fetch_content's tests; mcp_server.py (run as a child) and
   mcp_helpers.py: the MCP tests' server and what they share;
 - session_helpers.py: a session's journal read back as `--resume` reads it;
+- events.py: the events a test feeds a front end by hand (`tool_started`, `text_delta`), made
+  as the engine makes them;
 - acp_helpers.py: the real `mm -acp` driven by an editor that records what arrives;
 - the helpers of one family of tests: window_helpers.py, ask_helpers.py (and garbage_child.py,
   a child it runs), fault_parts.py, attack_mm.py (the sandbox boundary's hostile command).

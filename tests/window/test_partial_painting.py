@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 from rich.style import Style
+from support.events import text_delta, tool_started
 from support.scripted_model import ScriptedModel
 from support.window_helpers import make_app, settle
 from textual._compositor import ChopsUpdate, Compositor, LayoutUpdate
@@ -22,10 +23,8 @@ from textual.widget import Widget
 
 from mm_tui.core.events import (
     Counters,
-    TextDelta,
     ThoughtDelta,
     ToolCallFinished,
-    ToolCallStarted,
     TurnEnded,
     TurnStarted,
     Usage,
@@ -169,18 +168,10 @@ async def test_what_the_terminal_shows_after_partial_updates_is_the_whole_screen
         app.main.emit(TurnStarted(turn=1, text="explain"))
         await check("the turn's start")
         for n in range(60):
-            app.main.emit(TextDelta(text=f"word{n} " + ("\n\n" if n % 7 == 6 else "")))
+            app.main.emit(text_delta(f"word{n} " + ("\n\n" if n % 7 == 6 else "")))
             if n % 10 == 9:
                 await check(f"{n + 1} words")
-        app.main.emit(
-            ToolCallStarted(
-                call_id="c1",
-                tool="bash",
-                title="bash  sleep 1",
-                kind="execute",
-                arguments={"command": "sleep 1"},
-            )
-        )
+        app.main.emit(tool_started("bash", {"command": "sleep 1"}))
         await asyncio.sleep(0.25)  # the tool line's spinner and the status line's turn
         await check("a running tool call")
         app.notify("a notification over the transcript")
@@ -189,7 +180,7 @@ async def test_what_the_terminal_shows_after_partial_updates_is_the_whole_screen
             ToolCallFinished(call_id="c1", tool="bash", status="ok", output="done", elapsed=1.0)
         )
         for n in range(30):
-            app.main.emit(TextDelta(text=f"more{n} "))
+            app.main.emit(text_delta(f"more{n} "))
         await check("the answer after the call")
         app.main.emit(
             TurnEnded(
@@ -210,7 +201,7 @@ async def test_a_row_that_only_moved_is_not_painted_again(folder: Path) -> None:
         rows = view._styles_cache
         assert isinstance(rows, PaintedRows)
         for n in range(40):
-            app.main.emit(TextDelta(text=f"line {n}\n\n"))
+            app.main.emit(text_delta(f"line {n}\n\n"))
             await settle(pilot, app)
         painted = 0
         render_line = type(rows).__mro__[1].render_line
@@ -223,7 +214,7 @@ async def test_a_row_that_only_moved_is_not_painted_again(folder: Path) -> None:
         type(rows).__mro__[1].render_line = counted  # type: ignore[method-assign]
         try:
             before = view.scroll_y
-            app.main.emit(TextDelta(text="line 40\n\n"))
+            app.main.emit(text_delta("line 40\n\n"))
             await settle(pilot, app)
             assert view.scroll_y > before, "the view followed the answer down"
         finally:

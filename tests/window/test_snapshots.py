@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.events import text_delta, tool_started
 from support.scripted_model import ScriptedModel, call, calls, say
 from support.waiting import until
 from support.window_helpers import make_app, settle, started_app
@@ -21,7 +22,6 @@ from mm_tui.core.events import (
     AgentStarted,
     Counters,
     PermissionRequested,
-    TextDelta,
     ThoughtDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -102,7 +102,7 @@ def test_answer_half_streamed(snap_compare, fixed_folder: Path) -> None:
             "checks it\n\n```python\ndef greet(name: str) -> str:\n",
             '    return f"Helo, {name}!"\n',
         ]:
-            app.main.emit(TextDelta(text=piece))
+            app.main.emit(text_delta(piece))
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -197,15 +197,8 @@ def test_permission_box_for_edit_file(snap_compare, fixed_folder: Path) -> None:
     async def run_before(pilot) -> None:
         await ready(pilot)
         app.main.emit(TurnStarted(turn=1, text="fix the typo"))
-        app.main.emit(
-            ToolCallStarted(
-                call_id="e1",
-                tool="edit_file",
-                title="edit_file  greet.py",
-                kind="edit",
-                arguments={},
-            )
-        )
+        edit = {"path": "greet.py", "edits": [{"old": "Helo", "new": "Hello"}]}
+        app.main.emit(tool_started("edit_file", edit, "e1"))
         app.main.emit(
             PermissionRequested(
                 call_id="e1",
@@ -225,15 +218,7 @@ def test_cancelled_call(snap_compare, fixed_folder: Path) -> None:
     async def run_before(pilot) -> None:
         await ready(pilot)
         app.main.emit(TurnStarted(turn=1, text="serve the site"))
-        app.main.emit(
-            ToolCallStarted(
-                call_id="s1",
-                tool="bash",
-                title="bash  python3 -m http.server",
-                kind="execute",
-                arguments={},
-            )
-        )
+        app.main.emit(tool_started("bash", {"command": "python3 -m http.server"}, "s1"))
         app.main.emit(
             ToolCallFinished(
                 call_id="s1",
@@ -282,18 +267,11 @@ def test_child_agent_under_its_header(snap_compare, fixed_folder: Path) -> None:
                 asked_by="mm",
                 agent=child,
             ),
-            ToolCallStarted(
-                call_id="k1",
-                tool="read_file",
-                title="read_file  greet.py",
-                kind="read",
-                arguments={},
-                agent=child,
-            ),
+            tool_started("read_file", {"path": "greet.py"}, "k1", agent=child),
             ToolCallFinished(
                 call_id="k1", tool="read_file", status="ok", output="...", elapsed=0.1, agent=child
             ),
-            TextDelta(text="greet.py has a typo: `Helo` should be `Hello`.", agent=child),
+            text_delta("greet.py has a typo: `Helo` should be `Hello`.", agent=child),
             AgentFinished(
                 name=child,
                 title="review",

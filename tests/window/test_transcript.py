@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from support.events import text_delta, tool_started
+
 from mm_tui.core.events import (
     ComposingToolCall,
     ContextUsage,
@@ -10,12 +12,10 @@ from mm_tui.core.events import (
     HistoryCompacted,
     HistoryShortened,
     PermissionRequested,
-    TextDelta,
     Thinking,
     ThoughtDelta,
     ToolCallFinished,
     ToolCallRunning,
-    ToolCallStarted,
     TurnEnded,
     TurnStarted,
     Usage,
@@ -35,10 +35,6 @@ from mm_tui.window.transcript.store import (
 )
 
 
-def started(call_id: str = "c1", tool: str = "bash", title: str = "bash  ls") -> ToolCallStarted:
-    return ToolCallStarted(call_id=call_id, tool=tool, title=title, kind="execute", arguments={})
-
-
 def test_a_turn_becomes_items_in_order() -> None:
     t = Transcript(clock=lambda: 5.0)
     t.apply(TurnStarted(turn=1, text="hi"))
@@ -47,12 +43,12 @@ def test_a_turn_becomes_items_in_order() -> None:
     t.apply(ThoughtDelta(text="ok"))
     t.apply(ComposingToolCall(index=0, name="bash", chars=3))
     assert t.state == "Composing a tool call"
-    t.apply(started())
+    t.apply(tool_started())
     assert t.state == "Running"
     t.apply(ToolCallFinished(call_id="c1", tool="bash", status="ok", output="a\n", elapsed=0.5))
     t.apply(Thinking())
-    t.apply(TextDelta(text="Done"))
-    t.apply(TextDelta(text=" here."))
+    t.apply(text_delta("Done"))
+    t.apply(text_delta(" here."))
     t.apply(
         TurnEnded(
             turn=1,
@@ -77,19 +73,19 @@ def test_reasoning_folds_once_the_answer_starts() -> None:
     t.apply(ThoughtDelta(text="thinking"))
     thought = t.items[0]
     assert not thought.folded
-    changed = t.apply(TextDelta(text="answer"))
+    changed = t.apply(text_delta("answer"))
     assert thought in changed and thought.folded
 
 
 def test_fetch_content_spins_with_fetching() -> None:
     t = Transcript()
-    t.apply(started(tool="fetch_content", title="fetch_content  https://example.com"))
+    t.apply(tool_started("fetch_content", {"url": "https://example.com"}))
     assert t.state == "Fetching"
 
 
 def test_a_running_call_never_outlives_its_turn() -> None:
     t = Transcript()
-    t.apply(started())
+    t.apply(tool_started())
     t.apply(
         TurnEnded(turn=1, counters=Counters(), elapsed=0, usage=Usage(), stop_reason="cancelled")
     )
@@ -102,24 +98,24 @@ def test_an_answered_question_is_followed_by_what_the_engine_says_next() -> None
     """The store takes the call's fate from the engine's events, not from the answer: allowed,
     `ToolCallRunning`; rejected, the call's end (never a guessed "Running")."""
     t = Transcript()
-    t.apply(started("c1"))
+    t.apply(tool_started(call_id="c1"))
     t.apply(PermissionRequested(call_id="c1", tool="bash", title="bash  ls", details="ls"))
     assert (t.state, t.tool("c1").waiting) == (WAITING, True)
     t.apply(ToolCallRunning(call_id="c1", tool="bash"))
     assert (t.state, t.tool("c1").waiting) == ("Running", False)
-    t.apply(started("c2", tool="fetch_content", title="fetch_content  https://example.com"))
+    t.apply(tool_started("fetch_content", {"url": "https://example.com"}, "c2"))
     t.apply(PermissionRequested(call_id="c2", tool="fetch_content", title="f", details="f"))
     t.apply(ToolCallRunning(call_id="c2", tool="fetch_content"))
     assert t.state == "Fetching"
-    t.apply(started("c3"))
+    t.apply(tool_started(call_id="c3"))
     t.apply(PermissionRequested(call_id="c3", tool="bash", title="bash  ls", details="ls"))
     t.apply(ToolCallFinished(call_id="c3", tool="bash", status="rejected", output="", elapsed=0))
     assert (t.state, t.tool("c3").waiting) == ("Thinking", False)
     # an asked agent's call: its question, then it runs, or is rejected while the ask goes on
-    t.apply(started("k1"))
+    t.apply(tool_started(call_id="k1"))
     for call_id, runs in (("h1", True), ("h2", False)):
         helper = {"agent": "helper", "call_id": call_id, "tool": "bash"}
-        t.apply(ToolCallStarted(title="bash  ls", kind="execute", arguments={}, **helper))
+        t.apply(tool_started(**helper))
         t.apply(PermissionRequested(title="bash  ls", details="ls", **helper))
         assert t.state == WAITING
         if runs:
@@ -131,11 +127,7 @@ def test_an_answered_question_is_followed_by_what_the_engine_says_next() -> None
 
 def test_child_agent_lines_are_titled_with_the_agent() -> None:
     t = Transcript()
-    t.apply(
-        ToolCallStarted(
-            call_id="k", tool="bash", title="bash  ls", kind="execute", arguments={}, agent="helper"
-        )
-    )
+    t.apply(tool_started(call_id="k", agent="helper"))
     assert t.items[0].title == "helper · bash  ls"
     assert t.tool("k", "helper") is t.items[0]
     assert t.tool("k") is None
@@ -154,7 +146,7 @@ def test_errors_become_notices() -> None:
 def test_fold_all_and_toggle() -> None:
     t = Transcript()
     for n in range(3):
-        t.apply(started(f"c{n}"))
+        t.apply(tool_started(call_id=f"c{n}"))
     assert len(t.fold_all(False)) == 3
     assert not any(i.folded for i in t.items)
     assert t.toggle(t.items[0]) and t.items[0].folded
@@ -374,7 +366,7 @@ def test_a_turn_record_makes_the_live_recap() -> None:
 
 def test_compaction_and_shortening_live() -> None:
     t = Transcript()
-    t.apply(TextDelta(text="partial"))
+    t.apply(text_delta("partial"))
     changed = t.apply(
         HistoryCompacted(
             summary="the summary", replaced=12, auto=True, tokens_before=3000, tokens_after=400
@@ -399,10 +391,10 @@ def test_clear_counts_ids_from_one_again() -> None:
     """The view finds an item's lines at `id - 1`: after a new session, ids must start over."""
     t = Transcript()
     for n in range(3):
-        t.apply(started(f"c{n}"))
+        t.apply(tool_started(call_id=f"c{n}"))
     t.clear()
     t.apply(TurnStarted(turn=1, text="again"))
-    (changed,) = t.apply(TextDelta(text="hi"))
+    (changed,) = t.apply(text_delta("hi"))
     assert changed is t.items[changed.id - 1]
     assert [i.id for i in t.items] == [1, 2]
 

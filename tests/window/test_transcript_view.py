@@ -8,12 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.events import text_delta
 from support.scripted_model import ScriptedModel, call, say
 from support.waiting import await_until
 from support.window_helpers import make_app, screen_text, settle
 from textual import events
 
-from mm_tui.core.events import EngineError, TextDelta
+from mm_tui.core.events import EngineError
 from mm_tui.window.transcript.line_cache import LineCache
 from mm_tui.window.transcript.store import ToolItem
 from mm_tui.window.transcript.view import TranscriptView
@@ -45,7 +46,7 @@ async def test_a_drag_selects_text_across_lines_and_ctrl_c_copies_it(folder: Pat
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.main.emit(TextDelta(text="alpha one\n\nbeta two\n\ngamma three"))
+        app.main.emit(text_delta("alpha one\n\nbeta two\n\ngamma three"))
         await settle(pilot, app)
         row, column = row_and_column(app, "one")
         end_row, end_column = row_and_column(app, "two")
@@ -103,7 +104,7 @@ async def test_a_drag_on_the_scrollbar_scrolls_and_selects_nothing(folder: Path)
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        app.main.emit(text_delta("".join(f"paragraph {i}\n\n" for i in range(60))))
         await settle(pilot, app)
         await drag(pilot, (98, 0), (98, app.main.view.size.height // 2))
         await settle(pilot, app)
@@ -154,7 +155,7 @@ async def test_an_item_painted_before_its_frame_is_laid_out_at_its_drawn_height(
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         for number in range(40):
-            app.main.emit(TextDelta(text=f"table {number}\n\n| a | b |\n|---|---|\n| 1 | 2 |"))
+            app.main.emit(text_delta(f"table {number}\n\n| a | b |\n|---|---|\n| 1 | 2 |"))
             app.main.emit(EngineError(where="test", message=f"notice {number}", level="warning"))
         await settle(pilot, app)
         view = app.main.view
@@ -204,7 +205,7 @@ async def test_deltas_within_a_frame_cross_as_one_message_in_order(folder: Path)
         for n in range(200):
             app.main.emit(ThoughtDelta(text=f"t{n} "))
         for n in range(300):
-            app.main.emit(TextDelta(text=f"w{n} "))
+            app.main.emit(text_delta(f"w{n} "))
         app.main.emit(EngineError(where="test", message="after the text", level="warning"))
         await settle(pilot, app)
         kinds = [type(event).__name__ for event in posted]
@@ -212,7 +213,7 @@ async def test_deltas_within_a_frame_cross_as_one_message_in_order(folder: Path)
         assert posted[0].text == "".join(f"t{n} " for n in range(200))
         assert posted[1].text == "".join(f"w{n} " for n in range(300))
         # alone, a run is posted within a frame, without another event to push it
-        app.main.emit(TextDelta(text="tail"))
+        app.main.emit(text_delta("tail"))
         assert app.main.deltas_pending
         await settle(pilot, app)
         assert not app.main.deltas_pending and posted[-1].text == "tail"
@@ -250,13 +251,13 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(
             return render(item, width)
 
         answer.render = slow  # type: ignore[method-assign]
-        app.main.emit(TextDelta(text="slow "))
+        app.main.emit(text_delta("slow "))
         await settle(pilot, app)
         assert view.frames.interval == MAX_FRAME
         answer.render = render  # type: ignore[method-assign]
         intervals = [view.frames.interval]
         for n in range(200):  # frames, not seconds: each is the cost of a few words
-            app.main.emit(TextDelta(text=f"w{n} "))
+            app.main.emit(text_delta(f"w{n} "))
             await settle(pilot, app)
             intervals.append(view.frames.interval)
             if intervals[-1] < MAX_FRAME:

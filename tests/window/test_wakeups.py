@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from support.events import text_delta
 from support.loop_sleeps import Sleeps
 from support.scripted_model import ScriptedModel
 from support.window_helpers import make_app, settle
 
-from mm_tui.core.events import TextDelta, TurnStarted
+from mm_tui.core.events import TurnStarted
 
 SIZE = (100, 30)
 DELTAS = 12
@@ -29,7 +30,7 @@ async def stream(folder: Path) -> tuple[int, int]:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         app.main.emit(TurnStarted(turn=1, text="explain"))
-        app.main.emit(TextDelta(text="".join(f"line {n}\n\n" for n in range(30))))
+        app.main.emit(text_delta("".join(f"line {n}\n\n" for n in range(30))))
         await settle(pilot, app, idle=False)
         await asyncio.sleep(0.3)
         view = app.main.view
@@ -45,7 +46,7 @@ async def stream(folder: Path) -> tuple[int, int]:
         sleeps = Sleeps()
         try:
             for n in range(DELTAS):
-                app.main.emit(TextDelta(text=f"more {n}\n\n"))
+                app.main.emit(text_delta(f"more {n}\n\n"))
                 await asyncio.sleep(APART)
         finally:
             sleeps.close()

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from support.events import text_delta, tool_started
 from support.processes import running
 from support.scripted_model import ScriptedModel, call, say
 from support.waiting import until
@@ -13,13 +14,7 @@ from support.window_helpers import all_text, make_app, painted, painted_soon, sc
 from textual.command import CommandList, CommandPalette
 from textual.widgets import OptionList
 
-from mm_tui.core.events import (
-    AgentFinished,
-    AgentStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-)
+from mm_tui.core.events import AgentFinished, AgentStarted, ToolCallFinished
 from mm_tui.engine.demo import DemoModel
 from mm_tui.window.app import MMApp
 from mm_tui.window.screens.help import HelpScreen
@@ -481,18 +476,11 @@ async def test_child_agent_events_nest_under_its_header(folder: Path) -> None:
                 asked_by="mm",
                 agent="helper",
             ),
-            ToolCallStarted(
-                call_id="k1",
-                tool="bash",
-                title="bash  ls",
-                kind="execute",
-                arguments={},
-                agent="helper",
-            ),
+            tool_started(call_id="k1", agent="helper"),
             ToolCallFinished(
                 call_id="k1", tool="bash", status="ok", output="a\n", elapsed=0.2, agent="helper"
             ),
-            TextDelta(text="All good.", agent="helper"),
+            text_delta("All good.", agent="helper"),
             AgentFinished(
                 name="helper",
                 title="reviewer",
@@ -516,15 +504,7 @@ async def test_a_long_session_keeps_every_item(folder: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         for i in range(3000):
-            app.main.emit(
-                ToolCallStarted(
-                    call_id=f"c{i}",
-                    tool="bash",
-                    title=f"bash  echo {i}",
-                    kind="execute",
-                    arguments={},
-                )
-            )
+            app.main.emit(tool_started("bash", {"command": f"echo {i}"}, f"c{i}"))
             app.main.emit(
                 ToolCallFinished(
                     call_id=f"c{i}", tool="bash", status="ok", output=f"{i}\n", elapsed=0.0
@@ -857,11 +837,11 @@ async def test_a_growing_line_repaints_when_scrolled_far_down(folder: Path) -> N
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300)) + "the end"))
+        app.main.emit(text_delta("".join(f"paragraph {i}\n\n" for i in range(300)) + "the end"))
         assert await painted_soon(pilot, app, "the end")
         assert app.main.view.scroll_y > 500
         for word in (" is", " near", " now"):
-            app.main.emit(TextDelta(text=word))
+            app.main.emit(text_delta(word))
             await settle(pilot, app)
         assert await painted_soon(pilot, app, "the end is near now")
 
@@ -872,12 +852,8 @@ async def test_a_running_tool_line_ticks_when_scrolled_far_down(folder: Path) ->
     app = make_app(ScriptedModel(), folder, frozen=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(300))))
-        app.main.emit(
-            ToolCallStarted(
-                call_id="t1", tool="bash", title="bash  sleep 9", kind="execute", arguments={}
-            )
-        )
+        app.main.emit(text_delta("".join(f"paragraph {i}\n\n" for i in range(300))))
+        app.main.emit(tool_started("bash", {"command": "sleep 9"}, "t1"))
         await settle(pilot, app)
         assert app.main.view.scroll_y > 500
 
@@ -945,7 +921,7 @@ async def test_the_scrollbar_looks_like_textuals_own(folder: Path, at: str) -> N
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        app.main.emit(text_delta("".join(f"paragraph {i}\n\n" for i in range(60))))
         await settle(pilot, app)
         view = app.main.view
         total, height = view.virtual_size.height, view.size.height
@@ -988,7 +964,7 @@ async def test_the_scrollbar_drags_and_the_wheel_scrolls(folder: Path) -> None:
     app = make_app(ScriptedModel(), folder)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.main.emit(TextDelta(text="".join(f"paragraph {i}\n\n" for i in range(60))))
+        app.main.emit(text_delta("".join(f"paragraph {i}\n\n" for i in range(60))))
         await settle(pilot, app)
         view = app.main.view
         assert view.scroll_offset.y == view.max_scroll_y > 0  # following the bottom
