@@ -15,7 +15,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 LSP_STAMP := $(VENV)/.lsp-servers
 APT_PACKAGES := clangd tmux
 # The official ACP TypeScript SDK, for the test that drives `mm -acp` with it
-# (tests/test_acp_node_client.py): installed from its package-lock.json when npm is there, once
+# (tests/acp/test_acp_node_client.py): installed from its package-lock.json when npm is there, once
 # per lock file (the stamp is in node_modules, so deleting that reinstalls); without npm the test
 # skips and says why.
 NODE_ACP := tests/node_acp
@@ -26,7 +26,7 @@ NODE_ACP_STAMP := $(NODE_ACP)/node_modules/.installed
 NODE_LSP := tests/node_lsp
 NODE_LSP_STAMP := $(NODE_LSP)/node_modules/.installed
 # The MCP reference test server (@modelcontextprotocol/server-everything), for the tests that need
-# what only a real server shows (tests/test_mcp_everything.py): installed the same way.
+# what only a real server shows (tests/tools/test_mcp_everything.py): installed the same way.
 MCP_EVERYTHING := tests/mcp_everything
 MCP_EVERYTHING_STAMP := $(MCP_EVERYTHING)/node_modules/.installed
 # The end-to-end tests' real model server, in its own virtual environment, cached between runs:
@@ -77,14 +77,14 @@ lsp-servers: $(LSP_STAMP) $(NODE_LSP_STAMP)
 $(NODE_ACP_STAMP): $(NODE_ACP)/package.json $(NODE_ACP)/package-lock.json
 	@if command -v npm >/dev/null; then \
 		npm ci --prefix $(NODE_ACP) --no-audit --no-fund && touch $(NODE_ACP_STAMP); \
-	else echo "npm not found: tests/test_acp_node_client.py will be skipped"; fi
+	else echo "npm not found: tests/acp/test_acp_node_client.py will be skipped"; fi
 
 node-acp: $(NODE_ACP_STAMP)
 
 $(MCP_EVERYTHING_STAMP): $(MCP_EVERYTHING)/package.json $(MCP_EVERYTHING)/package-lock.json
 	@if command -v npm >/dev/null; then \
 		npm ci --prefix $(MCP_EVERYTHING) --no-audit --no-fund && touch $(MCP_EVERYTHING_STAMP); \
-	else echo "npm not found: tests/test_mcp_everything.py will be skipped"; fi
+	else echo "npm not found: tests/tools/test_mcp_everything.py will be skipped"; fi
 
 mcp-everything: $(MCP_EVERYTHING_STAMP)
 

@@ -23,12 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' support package, as the tests import it
 
 import httpx  # noqa: E402
-
-from mm_tui.engine.model_stream import StreamEnd, TextChunk  # noqa: E402
-from mm_tui.engine.provider import OpenAIProvider  # noqa: E402
-from tests.scripted_server import (  # noqa: E402
+from support.scripted_server import (  # noqa: E402
     Raw,
     ScriptedServer,
     encode_sse,
@@ -36,6 +34,9 @@ from tests.scripted_server import (  # noqa: E402
     text_chunks,
     usage_chunk,
 )
+
+from mm_tui.engine.model_stream import StreamEnd, TextChunk  # noqa: E402
+from mm_tui.engine.provider import OpenAIProvider  # noqa: E402
 
 GOAL = 0.8
 WRITE_SIZE = 64 * 1024

@@ -20,8 +20,8 @@ The variants:
   the child by a subclass that notes the first frame and exits once ready.
 - mm, server detected (cli): `mm_tui.cli.main([])`, the real `mm` with no configuration, on a
   machine where one local model server runs: the scripted OpenAI-compatible server of the tests
-  (`tests/scripted_server.py`, serving as llama.cpp, with its context window at /props), which
-  this process runs on 127.0.0.1. Detection is real: the child's preset table (patched as
+  (`tests/support/scripted_server/`, serving as llama.cpp, with its context window at /props),
+  which this process runs on 127.0.0.1. Detection is real: the child's preset table (patched as
   `mm_tui.engine.servers` is imported) probes closed ports for Ollama, Docker Model Runner, LM
   Studio and vLLM and the scripted server for llama.cpp, over real sockets; the run fails unless
   mm attaches to that server's model.
@@ -294,7 +294,7 @@ def main(rounds: int) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     sys.path.insert(0, os.path.join(os.path.dirname(here), "tests"))
-    from scripted_server import ScriptedServer, closed_port_url
+    from support.scripted_server import ScriptedServer, closed_port_url
     from window_common import machine, verdict
 
     # mm's bytecode, as an installed package has it (pip compiles Textual's when installing it;

@@ -2,8 +2,8 @@
 engine, its session journal and its HTTP client, headless 100x30), against the cost of the
 growing request itself, in the same run.
 
-The model is the scripted OpenAI-compatible server of the tests (tests/scripted_server.py), run
-in a process of its own (so that parsing the requests does not take the GIL from the app): it
+The model is the scripted OpenAI-compatible server of the tests (tests/support/scripted_server/),
+run in a process of its own (so that parsing the requests does not take the GIL from the app): it
 answers every request with one bash call, `echo step N; yes '<a log line>' | head -c ...`, whose
 output is exactly 4,096 bytes (a new N each time, so the loop detector never steps in), and the
 request that carries the 2,000th result with a short text answer. It keeps no request (the tests'
@@ -101,8 +101,8 @@ def command_output(n: int) -> str:
 
 def serve(calls: int) -> None:
     """Child: serve the scripted conversation until stdin closes; print the base URL first."""
-    sys.path.insert(0, str(ROOT))
-    from tests.scripted_server import Reply, ScriptedServer, call
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.scripted_server import Reply, ScriptedServer, call
 
     class Forgetful(ScriptedServer):
         """Keeps no request: counts them (the count names the tool calls' ids)."""

@@ -12,8 +12,8 @@ from hypothesis import settings
 settings.register_profile("mm", deadline=None)
 settings.load_profile("mm")
 
-# Test helpers (the scripted server, the scripted model, the support package) are imported by
-# name.
+# The test helpers are the support package (tests/support/), imported as `support.<name>` by the
+# tests of every folder under tests/ (this file is the conftest of them all).
 sys.path.insert(0, str(Path(__file__).parent))
 
 from support import folders, processes  # noqa: E402

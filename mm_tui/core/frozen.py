@@ -7,7 +7,7 @@ compiles each one; `frozen` lets `dataclass` do everything else (the fields, `fi
 `replace()`, `asdict()`, `__match_args__`) and gives the class those six methods as closures over
 its fields, made without compiling anything. They behave as the generated ones do (the same
 repr, equality, hash, frozen errors; keyword-only fields and `field(compare=False, repr=False,
-init=False)` honoured; `__post_init__` called); tests/test_frozen.py holds them to it. Creating
+init=False)` honoured; `__post_init__` called); tests/core/test_frozen.py holds them to it. Creating
 an instance costs a few microseconds more, which the events, made at most hundreds of times a
 second, do not feel. `InitVar` and `slots` are not supported (nothing here uses them).
 """

@@ -17,7 +17,7 @@ A retried answer starts from the beginning, so the assembler also compares it wi
 tries showed (`Replay`): nothing is ever shown twice.
 
 No I/O here: the HTTP client feeds it what the SSE decoder gives, and the tests feed it objects
-(tests/test_chunk_assembly.py). The text-only delta is the hot path and is kept short.
+(tests/engine/test_chunk_assembly.py). The text-only delta is the hot path and is kept short.
 """
 
 from __future__ import annotations

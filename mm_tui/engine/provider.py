@@ -365,7 +365,7 @@ def _is_json(resp: httpx.Response) -> bool:
 #
 # What its server (with `--chat_format chatml-function-calling`, the format that knows tools) does
 # that others do not, met by the end-to-end tests (tests/e2e/), each kept by a test against the
-# scripted server in tests/test_provider.py:
+# scripted server in tests/engine/test_provider.py:
 #
 # - Without `tool_choice` it leaves the tools out of the prompt: the model never hears of them.
 #   mm sends `tool_choice: "auto"` with the tools (OpenAI's own default when tools are given);

@@ -9,9 +9,10 @@ itself: on such a server only a complete object tells where an event ends. A mal
 skipped (a guessed tool call is worse than a missing one), and the first line that is not SSE at
 all is kept for the error message when nothing else came.
 
-Nothing here reads a socket, so every framing case is tested by feeding bytes (tests/test_sse.py).
-This is the hot path of a streamed answer (every token passes through it): the work is done one
-network read at a time, and each object is handed on as soon as it is parsed.
+Nothing here reads a socket, so every framing case is tested by feeding bytes
+(tests/engine/test_sse.py). This is the hot path of a streamed answer (every token passes through
+it): the work is done one network read at a time, and each object is handed on as soon as it is
+parsed.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import pydantic on the way to ready (see docs/performance.md): a tool names its 
 (`Args = lazy_args("BashArgs")`), which this module makes at the first call (in window mode,
 just after ready, in a thread: `mm_tui.tools.prepare`), and declares the JSON schema written out
 in schemas.py (`Tool.parameters_schema`), from which the fields here take their descriptions;
-tests/test_tool_args.py checks that pydantic makes that same schema of them."""
+tests/tools/test_tool_args.py checks that pydantic makes that same schema of them."""
 
 from __future__ import annotations
 

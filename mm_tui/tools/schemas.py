@@ -2,7 +2,7 @@
 declarations (`Tool.parameters_schema`), written out so that declaring the tools needs no
 pydantic: a stand-in for its `model_json_schema()`, see docs/performance.md. The pydantic
 classes that validate a call (args.py) take their descriptions from here, and pydantic makes
-these same schemas of them (tests/test_tool_args.py)."""
+these same schemas of them (tests/tools/test_tool_args.py)."""
 
 from __future__ import annotations
 

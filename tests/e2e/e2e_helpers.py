@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import yaml
-from session_helpers import journal_files, sessions_of
-from session_helpers import saved as saved_journal
 from support.engine import make_engine
+from support.session_helpers import journal_files, sessions_of
+from support.session_helpers import saved as saved_journal
 from support.trusting import trust_project_file
 from support.waiting import await_until
 

@@ -20,7 +20,7 @@ from e2e_helpers import (
 )
 from support.program import mm
 from support.waiting import await_until
-from window_helpers import screen_text, settle
+from support.window_helpers import screen_text, settle
 
 from mm_tui.core.events import ToolCallStarted, TurnEnded
 from mm_tui.window.transcript.store import AnswerItem, RecapItem

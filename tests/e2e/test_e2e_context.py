@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import assert_well_formed, write_config
-from session_helpers import journal_files, sessions_of
 from support.program import mm
+from support.session_helpers import journal_files, sessions_of
 
 from mm_tui.engine.session import Session
 

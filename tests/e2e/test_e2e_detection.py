@@ -10,9 +10,9 @@ import pytest
 from e2e_helpers import settings_for, window
 from llama_server import LlamaServer, port_is_free
 from rich.console import Console
-from scripted_server import closed_port_url
 from support.program import mm
-from window_helpers import settle
+from support.scripted_server import closed_port_url
+from support.window_helpers import settle
 
 from mm_tui.engine.servers import PRESETS, Preset, detect_local_server
 from mm_tui.engine.turn import UNKNOWN_WINDOW

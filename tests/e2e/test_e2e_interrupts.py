@@ -21,7 +21,7 @@ from e2e_helpers import (
     write_config,
 )
 from support.waiting import await_until
-from window_helpers import all_text, settle
+from support.window_helpers import all_text, settle
 
 from mm_tui.core.events import EngineError, Event, TextDelta
 from mm_tui.window.transcript.store import AnswerItem, NoticeItem, RecapItem

@@ -17,7 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from scripted_server import (
+from support.engine import make_engine
+from support.env import clean_env
+from support.program import MM, mm
+from support.scripted_server import (
     SSE,
     Reply,
     ScriptedServer,
@@ -26,10 +29,7 @@ from scripted_server import (
     text_chunks,
     tool_call_chunks,
 )
-from session_helpers import sessions_of
-from support.engine import make_engine
-from support.env import clean_env
-from support.program import MM, mm
+from support.session_helpers import sessions_of
 from support.waiting import wait_until
 
 from mm_tui.engine.provider import OpenAIProvider

@@ -10,7 +10,9 @@ from email.utils import formatdate
 from pathlib import Path
 
 import pytest
-from scripted_server import (
+from support.engine import make_engine, of, turn
+from support.program import mm
+from support.scripted_server import (
     SSE,
     Error,
     Raw,
@@ -28,10 +30,8 @@ from scripted_server import (
     text_chunks,
     tool_call_chunks,
 )
-from session_helpers import saved as saved_session
-from session_helpers import sessions_of
-from support.engine import make_engine, of, turn
-from support.program import mm
+from support.session_helpers import saved as saved_session
+from support.session_helpers import sessions_of
 from support.waiting import await_until
 
 from mm_tui.core.events import (

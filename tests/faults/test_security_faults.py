@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 
 import pytest
-from fault_parts import next_prompt_works, session_loads
-from scripted_server import Reply, ScriptedServer, call
-from session_helpers import journal_files, sessions_of
-from session_helpers import saved as saved_session
 from support.engine import make_engine, of, turn
+from support.fault_parts import next_prompt_works, session_loads
 from support.program import mm
-from window_helpers import all_text, make_app, screen_text, settle
+from support.scripted_server import Reply, ScriptedServer, call
+from support.session_helpers import journal_files, sessions_of
+from support.session_helpers import saved as saved_session
+from support.window_helpers import all_text, make_app, screen_text, settle
 
 from mm_tui.core.events import ToolCallFinished
 from mm_tui.core.redact import MARK

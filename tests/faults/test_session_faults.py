@@ -26,11 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_parts import next_prompt_works, session_loads
-from scripted_server import Reply, ScriptedServer, call
-from session_helpers import journal_files, sessions_of
 from support.engine import make_engine, of, turn
+from support.fault_parts import next_prompt_works, session_loads
 from support.program import mm
+from support.scripted_server import Reply, ScriptedServer, call
+from support.session_helpers import journal_files, sessions_of
 
 from mm_tui.core.events import EngineError, ToolCallFinished
 from mm_tui.engine.journal import flush_all

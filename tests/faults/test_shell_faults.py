@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_parts import next_prompt_works, session_loads
-from scripted_server import Reply, ScriptedServer, call
-from session_helpers import journal_files, sessions_of
 from support.engine import make_engine, of, turn
 from support.env import clean_env
+from support.fault_parts import next_prompt_works, session_loads
 from support.processes import cmdline, group_members, tool_groups
 from support.program import MM
+from support.scripted_server import Reply, ScriptedServer, call
+from support.session_helpers import journal_files, sessions_of
 from support.terminal import env_prefix, tmux_session
 from support.waiting import wait_until
 

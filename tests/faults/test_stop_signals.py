@@ -18,11 +18,11 @@ from pathlib import Path
 
 import acp
 import pytest
-from scripted_server import Reply, ScriptedServer, call
-from session_helpers import sessions_of
 from support.env import clean_env, home_variables
 from support.processes import cmdline, host_pid, mm_above
 from support.program import MM
+from support.scripted_server import Reply, ScriptedServer, call
+from support.session_helpers import sessions_of
 from support.terminal import mm_in_tmux, tmux, until_screen
 from support.waiting import wait_until
 
@@ -120,7 +120,7 @@ def test_a_stop_signal_stops_the_running_command(
 
 
 async def test_sigterm_to_mm_acp_stops_the_running_command(tmp_path: Path) -> None:
-    from test_acp_agent import MODEL, Recorder
+    from support.acp_helpers import MODEL, Recorder
 
     project = project_in(tmp_path)
     with ScriptedServer(command_turn()) as server:
@@ -190,8 +190,8 @@ async def test_the_window_sets_the_deadline_when_a_stop_signal_comes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The window quits on SIGHUP as /quit does, and sets the deadline for the process."""
-    from scripted_model import ScriptedModel
-    from window_helpers import make_app, settle
+    from support.scripted_model import ScriptedModel
+    from support.window_helpers import make_app, settle
 
     from mm_tui.core import stop_signals
 

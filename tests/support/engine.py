@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scripted_server import ScriptedServer
-
 from mm_tui.config import Settings, resolve_dir
 from mm_tui.core.events import Event, PermissionRequested
 from mm_tui.engine.model_stream import ModelClient
@@ -21,6 +19,7 @@ from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn import Engine
 from mm_tui.startup import tool_registry
+from support.scripted_server import ScriptedServer
 
 SERVER_MODEL = "scripted-model"
 

@@ -2,8 +2,8 @@
 in the one fixed folder the pictures show.
 
 Every test gets its own folder (pytest's tmp_path), so runs can go side by side. The exception is
-the window pictures (tests/test_snapshots.py): the header shows the working folder, so it must
-be the same path in every run, or the SVGs would differ. That folder is shared by every run on
+the window pictures (tests/window/test_snapshots.py): the header shows the working folder, so it
+must be the same path in every run, or the SVGs would differ. That folder is shared by every run on
 the machine; `fixed_folder()` holds an exclusive lock on a file beside it (fcntl.flock) while a
 test uses it, so two runs at once take turns instead of emptying each other's folder.
 """

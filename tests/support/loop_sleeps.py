@@ -2,7 +2,7 @@
 
 On a virtual machine each wake-up of the event loop costs a few hundred microseconds of kernel
 and loop time, which is most of what a trickled answer costs (`engine/paced_reads.py`). Used by
-tests/test_wakeups.py and bench/bench_e2e.py."""
+tests/window/test_wakeups.py and bench/bench_e2e.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,90 @@
+"""A streamed answer is read in batches (engine/paced_reads.py): fewer reads, nothing lost.
+
+A real scripted server on 127.0.0.1 trickles its events, one write a few milliseconds apart,
+as a local model server does; the provider's real httpx client reads them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from support.scripted_server import (
+    Completion,
+    Raw,
+    ScriptedServer,
+    encode_sse,
+    role_chunk,
+    text_chunks,
+)
+
+from mm_tui.engine import paced_reads
+from mm_tui.engine.model_stream import StreamEnd, TextChunk
+from mm_tui.engine.provider import OpenAIProvider
+
+WORDS = [f"word{i} " for i in range(80)]
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as s:
+        yield s
+
+
+def answer(server: ScriptedServer, response: object) -> tuple[list, OpenAIProvider]:
+    """The chunks of one streamed answer, and the provider that read it (closed)."""
+    provider = OpenAIProvider(server.base_url, "m", retries=0)  # its client is made at the request
+
+    async def go() -> list:
+        try:
+            server.script(response)
+            return [c async for c in provider.stream([{"role": "user", "content": "hi"}], [])]
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(go()), provider
+
+
+def trickle() -> Raw:
+    """80 one-word events, each its own write 4 ms after the last (about 250 tokens a second)."""
+    events = encode_sse([role_chunk(), *(text_chunks(w)[0] for w in WORDS)])
+    return Raw(events, delay=0.004)
+
+
+def test_a_trickling_answer_is_read_in_batches_and_loses_nothing(server):
+    chunks, provider = answer(server, trickle())
+    texts = [c.text for c in chunks if isinstance(c, TextChunk)]
+    assert "".join(texts) == "".join(WORDS)
+    assert isinstance(chunks[-1], StreamEnd) and chunks[-1].finish_reason is None
+    assert provider.paced is not None
+    (stream,) = provider.paced.streams
+    # about 0.33 s of events at one read per 40 ms: a dozen reads, not eighty
+    assert stream.reads <= 30, stream.reads
+    assert stream.waits >= 3
+
+
+def test_without_the_gap_every_event_is_a_read(server, monkeypatch):
+    """What the test above would see unpaced: it can fail."""
+    monkeypatch.setattr(paced_reads, "READ_GAP", 0.0)
+    chunks, provider = answer(server, trickle())
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "".join(WORDS)
+    assert provider.paced is not None
+    (stream,) = provider.paced.streams
+    assert stream.reads >= 60 and stream.waits == 0
+
+
+def test_a_bulk_body_is_not_paced(server):
+    """A big body (a server that answers a streamed request with one JSON completion) is read as
+    fast as it comes: a read of BULK bytes or more is not followed by a wait."""
+    content = "x" * 400_000
+    chunks, provider = answer(server, Completion(content=content))
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == content
+    assert provider.paced is not None
+    (stream,) = provider.paced.streams
+    assert stream.reads >= 6  # 400 KB in reads of at most 64 KiB
+    # measured: 7 to 9 reads, 0 to 2 waits (a read that finds less than BULK waits once, and the
+    # next takes all that came meanwhile); every read would wait if bulk reads were paced
+    assert stream.waits * 2 < stream.reads, (stream.reads, stream.waits)
+
+
+def test_an_httpx_without_the_pool_goes_unpaced():
+    assert paced_reads.pace(object()) is None

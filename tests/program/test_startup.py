@@ -1,0 +1,210 @@
+"""Start-up made quicker without changing what it makes: the window's boot as `mm`
+runs it, a request typed before mm is ready, a configuration error found after the first frame,
+the tools made while detection waits on the network, the one TLS context, and what importing mm
+and running it load."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.scripted_server import ScriptedServer, closed_port_url
+from support.waiting import until
+from support.window_helpers import all_text, settle
+
+from mm_tui.cli import parser, window_boot
+from mm_tui.config import Settings
+from mm_tui.core.sandbox import landlock_abi
+from mm_tui.engine.servers import Preset
+from mm_tui.engine.tls import tls_context
+from mm_tui.startup import Started, start
+from mm_tui.window.app import MMApp
+from mm_tui.window.transcript.store import NoticeItem
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def skills(started: Started) -> list[str]:
+    tool = started.engine.registry.get("read_skill")
+    return sorted(getattr(tool, "skills", {}))
+
+
+def notices(app: MMApp) -> list[str]:
+    return [i.text for i in app.main.transcript.items if isinstance(i, NoticeItem)]
+
+
+async def test_a_config_error_found_after_the_first_frame_closes_with_its_line(
+    work: Path,
+) -> None:
+    """The configuration is read after the first frame, by the boot `mm` runs: a broken file
+    closes the window with exit status 2 and the one line that names the file."""
+    (work / ".mm").mkdir()
+    (work / ".mm" / "config.yaml").write_text("maxOuptut: 5\n")
+    app = MMApp(window_boot(parser().parse_args([]), work))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: app.return_code is not None, "the window closing", pilot=pilot)
+    assert app.return_value == 2  # what `mm` exits with
+    assert app.exit_message is not None and len(app.exit_message.splitlines()) == 1
+    assert ".mm/config.yaml" in app.exit_message and "maxOuptut" in app.exit_message
+    assert app.engine is None and not app.engine_ready.is_set()
+
+
+async def test_a_request_typed_before_ready_goes_to_the_detected_server_once(
+    tmp_path: Path,
+) -> None:
+    """Real start-up with real detection (closed ports, then the scripted server): a request sent
+    while start-up is still on its way waits, and goes to the server once, when mm is ready."""
+    with ScriptedServer("hello from the server") as server:
+        presets = [
+            Preset("Ollama", closed_port_url()),
+            Preset("llama.cpp", server.base_url),
+            Preset("vLLM", closed_port_url()),
+        ]
+        gate = asyncio.Event()
+
+        async def boot() -> Started:
+            await gate.wait()  # the request is typed before start-up even begins
+            settings = Settings(sessionsDir=str(tmp_path / "sessions"))
+            return await start(settings, tmp_path, presets=presets)
+
+        app = MMApp(boot, clock=lambda: 100.0)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            assert app.engine is None and not app.engine_ready.is_set()
+            await pilot.press(*"early bird", "enter")
+            await until(lambda: any("early bird" in n for n in notices(app)), "queued", pilot=pilot)
+            assert server.requests == []
+            gate.set()
+            await app.engine_ready.wait()
+            assert app.engine is not None and app.ready_at is not None
+            assert (app.engine.client.provider, app.engine.client.model) == (
+                "llama.cpp",
+                server.model_name,
+            )
+            await until(lambda: server.requests, "the request", pilot=pilot)
+            await settle(pilot, app)
+            assert [r.messages[-1] for r in server.requests] == [
+                {"role": "user", "content": "early bird"}
+            ]
+            assert "hello from the server" in all_text(app)
+
+
+async def test_the_tools_made_during_detection_are_the_playgrounds_when_no_server_answers(
+    tmp_path: Path,
+) -> None:
+    """The tools and the project's instructions are made while detection runs, for the folder
+    mm started in; when no server answers, the demo moves to a playground, and what it gets is
+    the playground's, not the person's folder's (its skills, its AGENTS.md)."""
+    (tmp_path / "AGENTS.md").write_text("The person's own instructions.\n")
+    (tmp_path / ".mm" / "skills" / "deploy").mkdir(parents=True)
+    (tmp_path / ".mm" / "skills" / "deploy" / "SKILL.md").write_text("# Deploy\n\nShip it.\n")
+    mine = await start(Settings(), tmp_path, presets=[Preset("Ollama", closed_port_url())])
+    assert skills(mine) == ["deploy"]  # made for the folder, when it stays
+    assert mine.engine.instructions.listing()
+    await mine.engine.aclose()
+
+    started = await start(
+        Settings(), tmp_path, presets=[Preset("Ollama", closed_port_url())], playground=True
+    )
+    engine = started.engine
+    try:
+        assert engine.cwd != tmp_path and (engine.cwd / "greet.py").is_file()
+        assert "deploy" not in skills(started)  # the playground has skills of its own
+        assert not engine.instructions.listing()
+    finally:
+        await engine.aclose()
+
+
+def test_the_model_server_clients_share_one_verifying_tls_context() -> None:
+    context = tls_context()
+    assert tls_context() is context
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # the certificate authorities are loaded
+
+
+def test_a_process_that_ends_while_the_tls_context_is_made_exits_cleanly(work: Path) -> None:
+    """`mm -acp --config missing.yaml` stops at once, while the TLS thread loads the bundle:
+    ending then crashed in OpenSSL's exit handlers (SIGSEGV, in about half the runs) before the
+    thread was waited for."""
+    mm = [sys.executable, "-m", "mm_tui.cli", "-acp", "--config", "missing.yaml"]
+    for _ in range(6):
+        done = subprocess.run(
+            mm, capture_output=True, text=True, cwd=work, stdin=subprocess.DEVNULL
+        )
+        assert (done.returncode, done.stderr) == (2, "mm: missing.yaml: no such file\n")
+
+
+def test_importing_mm_changes_no_other_packages_modules() -> None:
+    """Whether httpx may load its command-line client is the program's choice (`cli.main`):
+    importing the engine, or any module of mm, blocks no import of another package."""
+    code = (
+        "import importlib, json, pkgutil, sys; import mm_tui.engine; "
+        "engine = 'httpx._main' in sys.modules; "
+        "[importlib.import_module(m.name) "
+        "for m in pkgutil.walk_packages(mm_tui.__path__, 'mm_tui.')]; "
+        "print(json.dumps([engine, sorted(m for m, v in sys.modules.items() if v is None)]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == [False, []]
+
+
+def test_the_program_loads_no_command_line_client_of_httpx(work: Path) -> None:
+    """`mm` keeps httpx's command-line client (click, pygments, Rich's progress bars) out of
+    its process: the model client then imports httpx without them."""
+    code = (
+        "import json, sys; from mm_tui.cli import main; "
+        f"status = main(['-p', 'hello', '--base-url', {closed_port_url()!r}]); import httpx; "
+        "blocked = sys.modules.get('httpx._main', 0) is None; "
+        "print(json.dumps([status, blocked, sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('click', 'pygments') or m == 'rich.progress')]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [2, True, []]
+
+
+@pytest.mark.parametrize("demo", [True, False])
+async def test_window_boot_reads_the_flags(work: Path, demo: bool) -> None:
+    """`window_boot` is what `mm` runs in the window: the flags reach the configuration."""
+    argv = ["--demo"] if demo else ["--model", "flagged", "--base-url", closed_port_url()]
+    started = await window_boot(parser().parse_args(argv), work)()
+    try:
+        assert started.on_demo is demo
+        if not demo:
+            assert started.engine.client.model == "flagged"
+            assert started.engine.server_answering is False
+    finally:
+        await started.engine.aclose()
+
+
+async def test_commands_run_unconfined_is_a_warning_of_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where Landlock is missing (simulated), auto mode says once that commands run unconfined,
+    among the warnings (the window shows those as warnings, not as plain notes); where it works,
+    start-up says nothing of the sandbox."""
+    started = await start(Settings(), tmp_path, presets=[Preset("Ollama", closed_port_url())])
+    try:
+        if landlock_abi({})[0] >= 1:  # a kernel without Landlock warns here too
+            assert not [w for w in started.warnings + started.notes if "sandbox" in w]
+    finally:
+        await started.engine.aclose()
+    monkeypatch.setenv("MM_SANDBOX_FAKE_ABI", "0")
+    started = await start(Settings(), tmp_path, presets=[Preset("Ollama", closed_port_url())])
+    try:
+        sandbox = [w for w in started.warnings if "sandbox" in w]
+        assert sandbox == [
+            "[warning: sandbox: this kernel has no Landlock (simulated by MM_SANDBOX_FAKE_ABI=0) "
+            "— commands run unconfined; set sandbox: strict to refuse them instead]"
+        ]
+        assert started.notes.count(sandbox[0]) == 1
+    finally:
+        await started.engine.aclose()
