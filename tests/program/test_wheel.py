@@ -32,7 +32,7 @@ class Probe(window.MMApp):
 
     def attach(self, started):
         super().attach(started)
-        notes = [i.text for i in self.transcript.items if type(i).__name__ == "NoticeItem"]
+        notes = [i.text for i in self.main.transcript.items if type(i).__name__ == "NoticeItem"]
         print(json.dumps({"theme": self.theme, "background": self.current_theme.background,
                           "notes": notes, "themes": sorted(self.available_themes),
                           "package": window.__file__}))

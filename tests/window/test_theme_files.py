@@ -28,7 +28,7 @@ def test_the_shipped_themes_are_package_data_and_load_without_a_warning(tmp_path
     assert themes["mm-dark"].dark and not themes["mm-light"].dark
     assert themes["mm-light"].background == "#fafafa"
     assert (builtin_themes_dir() / "mm-dark.yaml").is_file()
-    assert Path(str(builtin_themes_dir())).parent == Path(__file__).parents[2] / "mm_tui"
+    assert Path(str(builtin_themes_dir())).parent == Path(__file__).parents[2] / "mm_tui" / "window"
 
 
 def test_a_user_theme_with_variables_loads_and_can_replace_a_shipped_one(tmp_path: Path) -> None:
