@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,7 @@ class OpenAIProvider:
         connect_timeout: float = 10.0,
         read_timeout: float | None = None,
         client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -93,6 +94,7 @@ class OpenAIProvider:
         self.retries = max(0, retries)
         self.backoff = backoff
         self.max_retry_after = max_retry_after
+        self.sleep = sleep  # the wait before a retry (a test gives one that records it)
         self._url = self.base_url + "/chat/completions"
         self._headers = {
             "Accept": "text/event-stream",
@@ -254,7 +256,7 @@ class OpenAIProvider:
                 replaced = True
                 continue
             yield retrying
-            await asyncio.sleep(retrying.delay)
+            await self.sleep(retrying.delay)
             attempt += 1
         # llama-cpp-python's empty 200 (see below): asked again without streaming, and from now
         # on requests of this kind are asked that way directly.
@@ -335,7 +337,7 @@ class OpenAIProvider:
                 replaced = True
                 continue
             yield retrying
-            await asyncio.sleep(retrying.delay)
+            await self.sleep(retrying.delay)
             attempt += 1
         for item in items:
             yield item

@@ -93,9 +93,7 @@ async def test_stop_group_terms_then_kills_the_grandchild_left_behind(
     by the SIGKILL that follows, sent to the group although the child is gone."""
     process, grandchild = await start(tmp_path, "note")
     cleanup.append(process.pid)
-    started = time.monotonic()
-    await stop_group(process, 5.0)
-    assert time.monotonic() - started < 4.0  # no need to wait out the grace
+    await stop_group(process, 3600.0)  # an hour's grace: waited out, the test times out
     assert (tmp_path / "pids.term").exists()  # SIGTERM came first
     assert process.returncode == 0
     assert await gone(grandchild)

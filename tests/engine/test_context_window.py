@@ -370,22 +370,17 @@ async def test_a_slow_server_past_the_timeout_gives_none():
     props = {"default_generation_settings": {"n_ctx": 4096}}
     routes = {route: Delayed(5, props) for route in ALL_ROUTES}
     with ScriptedServer(routes=routes) as server:
-        start = time.monotonic()
         found = await read_context_window(server.base_url, MODEL, timeout=0.3)
-        elapsed = time.monotonic() - start
-    assert found is None
-    assert elapsed < 2
+    assert found is None  # without the timeout, the answers 5 s later would give 4096
 
 
 async def test_a_slow_endpoint_does_not_hide_a_quick_one():
     props = {"default_generation_settings": {"n_ctx": 4096}}
     routes = {("GET", "/props"): Delayed(5, props)}
     with ScriptedServer(serves="vllm", context_window=16384, routes=routes) as server:
-        start = time.monotonic()
         found = await read_context_window(server.base_url, MODEL, timeout=0.3)
-        elapsed = time.monotonic() - start
+    # /props comes first: without the timeout its answer, 5 s later, would be the one found
     assert found == ContextWindow(16384, "vLLM /v1/models")
-    assert elapsed < 2
 
 
 async def test_an_invalid_base_url_gives_none():

@@ -35,6 +35,7 @@ from support.scripted_server import (
     usage_chunk,
 )
 from support.waiting import await_until
+from support.waits import Waits
 
 from mm_tui.core.events import Usage
 from mm_tui.engine.model_stream import (
@@ -472,20 +473,20 @@ async def test_500_then_success_is_retried(server, provider):
 
 async def test_429_with_retry_after_is_honoured(server, provider):
     server.script(Error(429, "slow down", headers={"Retry-After": "1"}), Reply("ok then"))
-    started = time.monotonic()
+    provider.sleep = waits = Waits()
     chunks = await collect(provider)
-    assert time.monotonic() - started >= 0.9
+    assert waits.asked == [1.0]
     assert text_of(chunks) == "ok then"
     assert len(server.requests) == 2
 
 
 async def test_retry_after_is_capped(server):
-    p = OpenAIProvider(server.base_url, "m", backoff=0.01, max_retry_after=0.05)
+    waits = Waits()
+    p = OpenAIProvider(server.base_url, "m", backoff=0.01, max_retry_after=0.05, sleep=waits)
     server.script(Error(429, headers={"Retry-After": "3600"}), Reply("soon"))
-    started = time.monotonic()
     chunks = await collect(p)
     await p.aclose()
-    assert time.monotonic() - started < 2
+    assert waits.asked == [0.05]
     assert text_of(chunks) == "soon"
 
 
@@ -773,11 +774,11 @@ async def test_empty_200_falls_back_to_non_streaming_once_and_remembers(server, 
 async def test_the_connection_closed_after_the_empty_200_costs_no_wait(server):
     # llama-cpp-python closes the connection of its empty 200 although it said keep-alive; the
     # non-streamed request sent on it fails at once, and goes again at once on a new one.
-    provider = OpenAIProvider(server.base_url, "m", retries=3, backoff=5.0)
+    waits = Waits()
+    provider = OpenAIProvider(server.base_url, "m", retries=3, backoff=5.0, sleep=waits)
     server.script(EmptyBody(chunked=True, then_close=True), Completion("fallback"))
-    started = time.monotonic()
     assert text_of(await collect(provider, TOOLS)) == "fallback"
-    assert time.monotonic() - started < 2.0  # the 5 s backoff was not waited
+    assert waits.asked == []  # the 5 s backoff was not waited
     assert [r.stream for r in server.requests] == [True, False]
     await provider.aclose()
 

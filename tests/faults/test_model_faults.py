@@ -33,6 +33,7 @@ from support.scripted_server import (
 from support.session_helpers import saved as saved_session
 from support.session_helpers import sessions_of
 from support.waiting import await_until
+from support.waits import Waits
 
 from mm_tui.core.events import (
     EngineError,
@@ -171,10 +172,10 @@ def busy(**headers: str) -> Error:
 @pytest.mark.parametrize(
     ("headers", "low", "high"),
     [
-        ({"Retry-After": "1"}, 0.9, 2.0),  # seconds
-        ({"retry-after-ms": "400", "Retry-After": "9"}, 0.35, 1.5),  # milliseconds win
-        ({"Retry-After": "later, maybe"}, 0.05, 1.0),  # garbage: backoff with jitter
-        ({"Retry-After": "3600"}, 0.45, 1.5),  # capped (the cap is 0.5 s here)
+        ({"Retry-After": "1"}, 1.0, 1.0),  # seconds
+        ({"retry-after-ms": "400", "Retry-After": "9"}, 0.4, 0.4),  # milliseconds win
+        ({"Retry-After": "later, maybe"}, 0.05, 0.075),  # garbage: backoff with jitter
+        ({"Retry-After": "3600"}, 0.5, 0.5),  # capped (the cap is 0.5 s here)
     ],
     ids=["seconds", "milliseconds", "garbage", "capped"],
 )
@@ -184,21 +185,22 @@ async def test_429_honours_the_servers_hint_up_to_a_cap(
     with ScriptedServer(busy(**headers), Reply("after the wait")) as server:
         engine = retrying_engine(server, tmp_path)
         engine.client.max_retry_after = 0.5 if headers.get("Retry-After") == "3600" else 30
-        started = time.monotonic()
+        engine.client.sleep = waits = Waits()
         events = await turn(engine, "hi")
-        waited = time.monotonic() - started
         assert shown(events) == "after the wait"
-        assert low <= waited <= high, waited
+        assert len(waits.asked) == 1 and low <= waits.asked[0] <= high, waits.asked
         await still_usable(engine, server)
 
 
 async def test_429_with_an_http_date(tmp_path: Path) -> None:
-    when = formatdate(time.time() + 2, usegmt=True)  # whole seconds: between 1 and 2 s away
+    when = formatdate(time.time() + 100, usegmt=True)  # whole seconds: 99 to 100 s away
     with ScriptedServer(busy(**{"Retry-After": when}), Reply("after the date")) as server:
         engine = retrying_engine(server, tmp_path)
-        started = time.monotonic()
+        engine.client.max_retry_after = 1000
+        engine.client.sleep = waits = Waits()
         events = await turn(engine, "hi")
-        assert 0.9 <= time.monotonic() - started <= 3.0
+        # the date, less the time the request took (a loaded machine's seconds at most)
+        assert len(waits.asked) == 1 and 80 <= waits.asked[0] <= 100, waits.asked
         assert shown(events) == "after the date"
         await still_usable(engine, server)
 
@@ -206,26 +208,33 @@ async def test_429_with_an_http_date(tmp_path: Path) -> None:
 async def test_backoff_without_a_hint_grows_with_jitter(tmp_path: Path) -> None:
     with ScriptedServer(Error(503), Error(503), Error(503), Reply("third time")) as server:
         engine = retrying_engine(server, tmp_path)
+        engine.client.sleep = waits = Waits()
         await turn(engine, "hi")
-        times = [r.time for r in server.requests]
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-        # backoff 0.05 s doubling: 0.05-0.075, 0.1-0.15, 0.2-0.3 (plus the request itself)
-        assert 0.05 <= gaps[0] < gaps[2], gaps
-        assert gaps[2] >= 0.2
+        # backoff 0.05 s doubling, each with up to half again of jitter
+        low, high = [0.05, 0.1, 0.2], [0.075, 0.15, 0.3]
+        assert len(waits.asked) == 3, waits.asked
+        assert all(a <= w <= b for a, w, b in zip(low, waits.asked, high, strict=True)), waits.asked
         await still_usable(engine, server)
 
 
 async def test_cancelling_stops_the_wait_at_once(tmp_path: Path) -> None:
     with ScriptedServer(busy(**{"Retry-After": "25"})) as server:
         engine = retrying_engine(server, tmp_path)
+        asked: list[float] = []
+
+        async def wait_forever(delay: float) -> None:  # the wait ends by the cancel or never
+            asked.append(delay)
+            await asyncio.Event().wait()
+
+        engine.client.sleep = wait_forever
         events: list[Event] = []
         task = asyncio.create_task(engine.run_turn("hi", events.append))
         # cancelled in the 25 s wait the server asked for, once the engine said it waits
         assert await await_until(lambda: of(events, ModelRetrying)), "no retry was said"
-        started = time.monotonic()
+        assert await await_until(lambda: asked), "the wait never began"
+        assert asked == [25.0]
         assert engine.cancel()  # what Esc, Ctrl+C and /abort do
-        ended = await task
-        assert time.monotonic() - started < 10  # not the 25 s the server asked for
+        ended = await task  # only a cancel that stops the wait ends it
         assert ended.stop_reason == "cancelled"
         await still_usable(engine, server)
 

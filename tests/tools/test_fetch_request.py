@@ -4,7 +4,6 @@ deadline, the size limit, the accepted types and the encodings."""
 from __future__ import annotations
 
 import gzip
-import time
 from pathlib import Path
 
 import pytest
@@ -118,10 +117,8 @@ async def test_unreachable_host(ctx: ToolContext) -> None:
 async def test_slow_server_times_out(ctx: ToolContext) -> None:
     with WebServer() as web:
         web.route("/", delay=10, body=b"late")
-        started = time.monotonic()
         output = await fetch(web.url("/"), ctx, timeout=0.4)
-        assert time.monotonic() - started < 3
-        assert output == (
+        assert output == (  # without the timeout: "late", 10 s later
             f"[fetch_content: error 2 (input) — {web.url('/')} did not answer in full within 0.4 s]"
         )
 
