@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -43,9 +42,10 @@ async def wait_group_gone(pgid: int, within: float = 2.0) -> bool:
     return await await_until(lambda: not group_members(pgid), within)
 
 
-async def sleeping(count: int = 1) -> None:
-    """Until the command runs `count` of its `sleep 60`: what it echoed before is written."""
-    started = await await_until(lambda: len(running("sleep", "60")) >= count)
+async def sleeping(count: int = 1, seconds: str = "60") -> None:
+    """Until the command runs `count` of its `sleep 60` (or of `seconds`): what it echoed before
+    is written."""
+    started = await await_until(lambda: len(running("sleep", seconds)) >= count)
     assert started, "the command never reached its sleep"
 
 
@@ -145,9 +145,8 @@ async def test_a_new_shell_per_call(ctx: ToolContext, tmp_path: Path) -> None:
 
 
 async def test_no_stdin(ctx: ToolContext) -> None:
-    start = time.monotonic()
+    # with a stdin that stays open, cat would wait on it until the call's timeout
     result = await run("cat; read line; echo read=$?", ctx)
-    assert time.monotonic() - start < 2
     assert result.output == "read=1\n"
 
 
@@ -222,14 +221,12 @@ def test_utf8_seams() -> None:
 # --- background jobs, timeout, cancellation ----------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["sleep 100 &", "nohup sleep 100 >/dev/null 2>&1 &"])
+# An hour's job: a call that waited for it would never return (pytest's timeout ends the test).
+@pytest.mark.parametrize("command", ["sleep 3600 &", "nohup sleep 3600 >/dev/null 2>&1 &"])
 async def test_background_job_returns_at_once(ctx: ToolContext, command: str) -> None:
-    start = time.monotonic()
     result = await run(f"{command} echo pgid=$$", ctx)
-    elapsed = time.monotonic() - start
     pgid = host_group(int(result.output.strip().removeprefix("pgid=")))
     try:
-        assert elapsed < 2
         assert result.status == "ok"
         assert group_members(pgid), "the job keeps running: that is usually the point"
     finally:
@@ -292,14 +289,14 @@ async def test_cancellation_kills_the_whole_group(ctx: ToolContext) -> None:
 
 
 async def test_cancellation_kills_jobs_that_ignore_sigterm(ctx: ToolContext) -> None:
-    task = asyncio.create_task(run("trap '' TERM; echo pgid=$$; sleep 60 & sleep 60; wait", ctx))
+    # sleeps of an hour: a cancel that left them to their end would never return
+    command = "trap '' TERM; echo pgid=$$; sleep 3600 & sleep 3600; wait"
+    task = asyncio.create_task(run(command, ctx))
     groups = await running_groups()
-    await sleeping(2)  # the trap is set before the jobs start: they are there
-    start = time.monotonic()
+    await sleeping(2, "3600")  # the trap is set before the jobs start: they are there
     task.cancel()
     with pytest.raises(ToolCancelled) as caught:
         await task
-    assert time.monotonic() - start < 20  # killed, not left to the end of its 60 s sleeps
     assert caught.value.output.startswith("pgid=")
     assert await all_gone(groups)
 
