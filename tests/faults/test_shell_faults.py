@@ -15,7 +15,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -66,13 +65,11 @@ async def test_cancel_kills_the_whole_group_and_keeps_the_partial_output(tmp_pat
         task = asyncio.create_task(engine.run_turn("start the sleepers", events.append))
         pgid = await asyncio.to_thread(running_group, os.getpid())
         assert len(group_members(pgid)) >= 3  # the shell(s) and the two sleeps
-        cancelled_at = time.monotonic()
         assert engine.cancel()
-        end = await asyncio.wait_for(task, 5)
-        assert await asyncio.to_thread(wait_until, lambda: not group_members(pgid), 2), (
+        end = await task  # a cancel that did not stop the sleepers would end otherwise
+        assert await asyncio.to_thread(wait_until, lambda: not group_members(pgid), 10), (
             "the process group outlived the cancel"
         )
-        assert time.monotonic() - cancelled_at < 2
         assert end.stop_reason == "cancelled"
         (finished,) = of(events, ToolCallFinished)
         assert finished.status == "cancelled"
@@ -183,14 +180,12 @@ async def test_commands_that_wait_for_input_end_at_once(
     calls = [call("bash", {"command": c}, id=f"c{i}") for i, c in enumerate(commands)]
     with ScriptedServer(Reply(tool_calls=calls), "all done") as server:
         engine = make_engine(tmp_path, server)
-        started = time.monotonic()
-        events = await asyncio.wait_for(turn(engine, "try them"), 25)
-        assert time.monotonic() - started < 5, "a command waited for input"
+        # a command that waited for input would end by its timeout, with another output
+        events = await turn(engine, "try them")
         assert events[-1].stop_reason == "end_turn"
         finished = {e.call_id: e for e in of(events, ToolCallFinished)}
         for i, (command, ending) in enumerate(WAITERS.items()):
             result = finished[f"c{i}"]
-            assert result.elapsed < 5, command
             output = result.output
             # the sandbox's line follows the refusal of /dev/tty
             found = ending in output if ending is TTY_REFUSED else output.endswith(ending)
@@ -221,15 +216,13 @@ def test_cat_dev_tty_in_a_real_terminal_does_not_read_the_keyboard(tmp_path: Pat
         env = env_prefix(clean_env(tmp_path, TERM="xterm"))
         mm = shlex.join([*MM, "--base-url", server.base_url, "--model", "m", "-p", "go"])
         script = f"cd {tmp_path} && {env} {mm} > {out} 2>&1; echo EXIT=$? >> {out}"
-        started = time.monotonic()
         with tmux_session("fault-tty", script):
-            assert wait_until(lambda: out.exists() and "EXIT=" in out.read_text(), 25)
-        elapsed = time.monotonic() - started
+            assert wait_until(lambda: out.exists() and "EXIT=" in out.read_text(), 60)
     text = out.read_text()
     assert "EXIT=0" in text, text
     assert "    " + TTY_REFUSED.split("\n")[0] in text
     assert "    tty_nr=0" in text  # no controlling terminal
-    assert elapsed < 10  # mm's start-up included; the 30 s timeout was never reached
+    # (a cat that read the keyboard would have ended by the 30 s timeout, without the refusal)
     (path,) = journal_files(sessions_of(tmp_path))
     session_loads(path.parent, path.stem)
 
