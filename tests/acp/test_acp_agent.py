@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -428,20 +427,19 @@ def running(marker: str) -> bool:
 async def test_cancel_stops_a_long_command(tmp_path: Path) -> None:
     client = Recorder()
     with ScriptedServer(
-        Reply(tool_calls=[call("bash", {"command": "sleep 31.4159"}, id="c1")]), Reply("after")
+        Reply(tool_calls=[call("bash", {"command": "sleep 3141.59"}, id="c1")]), Reply("after")
     ) as server:
         async with mm_acp(tmp_path, server, client) as (conn, _):
             session_id = await start(conn, tmp_path)
             prompt = asyncio.create_task(ask(conn, session_id, "wait"))
             await until(lambda: "in_progress" in client.statuses("c1"), "in progress", 20)
-            await until(lambda: running("31.4159"), "the command", 20)
-            cancelled_at = time.monotonic()
+            await until(lambda: running("3141.59"), "the command", 20)
             await conn.cancel(session_id=session_id)
-            assert await asyncio.wait_for(prompt, timeout=10) == "cancelled"
-            assert time.monotonic() - cancelled_at < 5
+            # an hour's command: a cancel that did not stop it would never let the prompt end
+            assert await prompt == "cancelled"
             assert client.statuses("c1") == ["pending", "in_progress", "failed"]
             assert client.last("c1").field_meta["mm"]["status"] == "cancelled"
-            await until(lambda: not running("31.4159"), "the command's end", 5)
+            await until(lambda: not running("3141.59"), "the command's end", 5)
             assert await ask(conn, session_id, "and now?") == "end_turn"
         later = server.requests[-1]
     assert tool_messages(later)[-1].endswith("[error: cancelled]")

@@ -554,10 +554,10 @@ async def test_drop_before_the_first_token_is_retried(server, provider):
 async def test_silent_server_does_not_block_cancellation(server, provider, after):
     server.script(silence_after(after, [role_chunk(), *text_chunks("abc", split=1)]))
     got: list = []
-    started = time.monotonic()
+    # wait_for waits for the cancelled stream to end: a provider that blocked the cancel
+    # would hang here on a server that never speaks again
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(collect(provider, into=got), 0.3)
-    assert time.monotonic() - started < 2
     assert text_of(got) == ("a" if after == 2 else "")
     # The provider is still usable after the cancelled stream.
     server.script(Reply("fine"))
@@ -856,10 +856,9 @@ async def test_detection_times_out_on_a_silent_port():
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
         with ScriptedServer() as good:
             presets = [Preset("Silent", url), Preset("Good", good.base_url)]
-            started = time.monotonic()
+            # the silent port first, in table order: without the timeout, never "Good"
             found = await detect_local_server(timeout=0.3, presets=presets)
             assert found is not None and found.name == "Good"
-            assert time.monotonic() - started < 1.5
 
 
 def test_presets_are_the_usual_local_servers():

@@ -326,9 +326,7 @@ async def test_headers_then_silence_ends_the_turn_by_the_watchdog(
 ) -> None:
     with ScriptedServer(silence_after(after, [role_chunk(), *text_chunks("abcdef", 3)])) as server:
         engine = retrying_engine(server, tmp_path, watchdogTimeout=1)
-        started = time.monotonic()
-        events = await turn(engine, "hi")
-        assert time.monotonic() - started < 5
+        events = await turn(engine, "hi")  # the server never speaks again: only the watchdog
         (error,) = of(events, EngineError)
         assert "the model sent nothing for 1s — turn stopped by the watchdog" in error.message
         assert shown(events) == ("abc" if after == 2 else "")

@@ -180,10 +180,8 @@ def test_a_stop_signal_ends_mm_even_when_its_shutdown_hangs() -> None:
         "stop_signals.exit_by(0.3, 129)\n"
         "threading.Event().wait()  # a shutdown that never ends\n"
     )
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], timeout=20, check=False)
-    assert done.returncode == 129
-    assert time.monotonic() - started < 10
+    assert done.returncode == 129  # the deadline's code: nothing else ends that process
 
 
 async def test_the_window_sets_the_deadline_when_a_stop_signal_comes(

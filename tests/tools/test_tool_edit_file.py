@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -720,9 +719,7 @@ async def test_a_50_mb_file(ctx: ToolContext, tmp_path: Path) -> None:
             ticks += 1
 
     ticker = loop.create_task(tick())
-    started = time.perf_counter()
     result = await edit(ctx, "big.py", ("    TARGET = 1\n", "    TARGET = 2\n"))
-    elapsed = time.perf_counter() - started
     ticker.cancel()
     assert result.status == "ok", result.output[:300]
     assert result.output.split("\n")[0] == (
@@ -733,8 +730,7 @@ async def test_a_50_mb_file(ctx: ToolContext, tmp_path: Path) -> None:
     with target.open("rb") as f:
         f.seek(len(line) * middle)
         assert f.read(13) == b"\tTARGET = 2\n\t"
-    assert elapsed < 30
-    assert ticks >= 3
+    assert ticks >= 3  # (its speed is bench/bench_edit.py's to measure)
 
 
 # --- properties ------------------------------------------------------------------------------
