@@ -488,7 +488,11 @@ async def test_a_server_over_streamable_http(tmp_path: Path, http_server: tuple[
     assert requests[1].messages[-1]["content"] == "42"
 
 
-async def test_an_http_server_that_goes_away(tmp_path: Path, http_server: tuple[str, Path]) -> None:
+async def test_an_http_server_that_goes_away_is_noticed_before_the_next_call(
+    tmp_path: Path, http_server: tuple[str, Path]
+) -> None:
+    """Killed while idle: the stream it keeps open to mm breaks, nothing listens at its address
+    any more, and its tools go at once, not at the next call."""
     url, pidfile = http_server
     with ScriptedServer(
         Reply(tool_calls=[call("web__echo", {"text": "anyone?"}, id="c1")]), Reply("done")
@@ -496,11 +500,37 @@ async def test_an_http_server_that_goes_away(tmp_path: Path, http_server: tuple[
         async with mm_with(tmp_path, server, {"web": {"url": url}}) as (engine, said):
             for pid in pids(pidfile):
                 subprocess.run(["kill", "-9", str(pid)], check=True)
+            gone = await await_until(
+                lambda: not any(n.startswith("web__") for n in declared(engine))
+            )
+            assert gone, "the server's tools outlived it"
+            events = await turn(engine, "go")
+    (output,) = [f.output for f in finished(events)]
+    assert output == (
+        f"[error: the MCP server web has stopped (lost the connection to {url}) — echo cannot "
+        "run; its tools are gone for this session]"
+    )
+    assert warnings_of(said) == [
+        f"[warning: MCP server web stopped (lost the connection to {url}) — its tools are gone "
+        "for this session]"
+    ]
+
+
+async def test_an_http_server_that_dies_during_a_call(
+    tmp_path: Path, http_server: tuple[str, Path]
+) -> None:
+    url, _pidfile = http_server
+    with ScriptedServer(
+        Reply(tool_calls=[call("web__crash", {}, id="c1")]), Reply("done")
+    ) as server:
+        async with mm_with(tmp_path, server, {"web": {"url": url}}) as (engine, said):
             events = await turn(engine, "go")
             tools_after = declared(engine)
     (output,) = [f.output for f in finished(events)]
-    assert output.startswith("[error: the MCP server web stopped during this call of echo")
-    assert f"cannot connect to {url}" in output
+    assert output == (
+        f"[error: the MCP server web stopped during this call of crash (lost the connection to "
+        f"{url}) — its tools are gone for this session]"
+    )
     assert len(warnings_of(said)) == 1
     assert not any(name.startswith("web__") for name in tools_after)
 

@@ -43,6 +43,7 @@ from pydantic import FileUrl
 from mm_tui import __version__
 from mm_tui.config import McpServer, resolve_dir
 from mm_tui.core.text import one_line
+from mm_tui.tools.mcp.broken_streams import still_listening, watch_responses
 
 # The SDK logs what it cannot parse and what its tasks meet; without a handler, Python's last
 # resort would print that on mm's screen. Handlers above (ACP's log file) still get it.
@@ -102,6 +103,9 @@ class Link:
         # SDK's reading loop, which calls the handler, must go on to bring the answer)
         self._relisting: asyncio.Task[None] | None = None
         self._relist_again = False
+        # an HTTP server's response stream that broke, and the look whether it still listens
+        self._lost: Exception | None = None
+        self._looking: asyncio.Task[None] | None = None
 
     # -- life ------------------------------------------------------------------------------
 
@@ -167,7 +171,10 @@ class Link:
                 self.on_change(self)
                 await self._gone.wait()
                 if self.state == "ready":  # not stopped by mm: the connection ended
-                    self._fail(self._lost_reason("its connection closed"))
+                    lost = self._lost
+                    self._fail(
+                        self._reason(lost) if lost else self._lost_reason("its connection closed")
+                    )
         except asyncio.CancelledError:
             if self.state in ("starting", "ready"):
                 self._fail("cancelled")
@@ -197,6 +204,7 @@ class Link:
         else:
             assert config.url is not None
             client = create_mcp_http_client(headers=config.headers or None)
+            watch_responses(client, self._broken)  # a server that dies in a call: at once
             await stack.enter_async_context(client)
             read, write, _ = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client)
@@ -228,6 +236,18 @@ class Link:
                 list_roots_callback=self._roots,
             )
         )
+
+    def _broken(self, exc: Exception) -> None:
+        """An HTTP server's response stream broke (`broken_streams.py`): the server is lost
+        when nothing listens at its address any more."""
+        if self._looking is None or self._looking.done():
+            self._looking = asyncio.ensure_future(self._look(exc))
+
+    async def _look(self, exc: Exception) -> None:
+        assert self.launch.url is not None
+        if self.state == "ready" and not await still_listening(self.launch.url):
+            self._lost = exc
+            self._gone.set()
 
     async def _roots(self, context: Any) -> types.ListRootsResult:
         """The folders the server may work in (`roots/list`, which a callback also declares
@@ -389,8 +409,11 @@ class Link:
             return f"{config.url} answered HTTP {exc.response.status_code}"
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return f"cannot connect to {config.url}"
+        if isinstance(exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError):
+            return f"lost the connection to {config.url}"  # it went away during an exchange
         if isinstance(exc, httpx.HTTPError):
-            return f"{config.url}: {type(exc).__name__}: {exc}"
+            detail = f": {exc}" if str(exc) else ""
+            return f"{config.url}: {type(exc).__name__}{detail}"
         if isinstance(exc, McpError):
             if exc.error.code == types.CONNECTION_CLOSED:
                 return self._lost_reason("it closed the connection")
