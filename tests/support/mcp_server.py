@@ -15,7 +15,8 @@ MCP_TEST_EXIT, a line it writes on stderr before it exits at once with status 3 
 cannot start); MCP_TEST_LINGER, set: it outlives the end of its input by a minute (so that a
 test sees mm stop it, not the end of mm's pipes); MCP_TEST_ALIAS, a name `echo` also answers to;
 MCP_TEST_SLEEP_LOG, a file `sleep` writes `sleep started` to, then `sleep cancelled` when its
-call is cancelled.
+call is cancelled; MCP_TEST_STREAMS (over HTTP), a file it writes `GET` to when it has begun the
+stream a client keeps open to hear it (the response's headers sent).
 """
 
 from __future__ import annotations
@@ -108,6 +109,25 @@ def untyped(query: str) -> str:
 server._tool_manager.get_tool("untyped").parameters.pop("type")  # type: ignore[union-attr]  # noqa: SLF001
 
 
+def _noting_streams(app, path: str):  # noqa: ANN001, ANN202 - an ASGI app around another
+    """`app`, writing `GET` to `path` once the answer to a GET (the stream a client keeps
+    open) has begun."""
+
+    async def noted(scope, receive, send):  # noqa: ANN001, ANN202
+        if scope["type"] != "http" or scope["method"] != "GET":
+            return await app(scope, receive, send)
+
+        async def sending(message):  # noqa: ANN001, ANN202
+            await send(message)
+            if message["type"] == "http.response.start":
+                with open(path, "a") as f:
+                    f.write("GET\n")
+
+        return await app(scope, receive, sending)
+
+    return noted
+
+
 def main() -> None:
     pidfile = os.environ.get("MCP_TEST_PIDFILE")
     if pidfile:
@@ -122,9 +142,12 @@ def main() -> None:
         server.add_tool(echo, name=alias, description=f"Say the text back, as {alias}.")
     time.sleep(float(os.environ.get("MCP_TEST_START_DELAY") or 0))
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.settings.host = "127.0.0.1"
-        server.settings.port = int(sys.argv[2])
-        server.run(transport="streamable-http")
+        import uvicorn
+
+        app = server.streamable_http_app()
+        streams = os.environ.get("MCP_TEST_STREAMS")
+        served = _noting_streams(app, streams) if streams else app
+        uvicorn.run(served, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run()
     if os.environ.get("MCP_TEST_LINGER"):

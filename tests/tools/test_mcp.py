@@ -66,7 +66,9 @@ def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     log = (tmp_path / "http-server.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, str(SERVER), "--http", port],
-        env=clean_env(tmp_path, MCP_TEST_PIDFILE=str(pidfile)),
+        env=clean_env(
+            tmp_path, MCP_TEST_PIDFILE=str(pidfile), MCP_TEST_STREAMS=str(tmp_path / "streams")
+        ),
         stdout=log,
         stderr=log,
     )
@@ -498,6 +500,10 @@ async def test_an_http_server_that_goes_away_is_noticed_before_the_next_call(
         Reply(tool_calls=[call("web__echo", {"text": "anyone?"}, id="c1")]), Reply("done")
     ) as server:
         async with mm_with(tmp_path, server, {"web": {"url": url}}) as (engine, said):
+            # the stream the server keeps open to mm, which its death breaks (the SDK opens it
+            # after the handshake: on a loaded machine, later than mm is ready)
+            streams = tmp_path / "streams"
+            assert await await_until(streams.exists), "mm never opened the server's stream"
             for pid in pids(pidfile):
                 subprocess.run(["kill", "-9", str(pid)], check=True)
             gone = await await_until(

@@ -5,13 +5,12 @@ that stream breaks before the answer (the server's process died during a call), 
 error and leaves the request waiting, so the call would fail only at its timeout (60 s by
 default). A stdio server's death ends its pipe, which the link notices at once; this gives an
 HTTP server the same: every response the client reads is watched, and a stream that breaks is
-reported to the link (`on_broken`), which then looks whether anything still listens at the
-server's address (a server that does may resume the stream, as the SDK does with an event id).
+reported to the link (`on_broken`), which then looks whether the server still answers at its
+address (a server that does may resume the stream, as the SDK does with an event id).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import httpx
@@ -51,13 +50,18 @@ def watch_responses(client: httpx.AsyncClient, on_broken: Callable[[Exception], 
     }
 
 
-async def still_listening(url: str, within: float = 2.0) -> bool:
-    """Whether something accepts a connection at `url`'s host and port."""
-    address = httpx.URL(url)
-    port = address.port or (443 if address.scheme == "https" else 80)
+async def still_answering(url: str, headers: dict[str, str] | None, within: float = 2.0) -> bool:
+    """Whether a server still answers HTTP at `url` (any status will do). A bare connection is
+    not enough: a process that is dying may still hold its listening socket a moment after its
+    streams broke, and the kernel accepts a connection there that nothing will ever answer. A
+    server too slow to answer within `within` is taken to be there."""
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(address.host, port), within)
-    except (OSError, TimeoutError):
+        async with (
+            httpx.AsyncClient(headers=headers, timeout=within) as client,
+            client.stream("GET", url, headers={"Accept": "text/event-stream"}),
+        ):
+            return True
+    except httpx.TimeoutException:
+        return True
+    except (httpx.TransportError, OSError):
         return False
-    writer.close()
-    return True

@@ -43,7 +43,7 @@ from pydantic import FileUrl
 from mm_tui import __version__
 from mm_tui.config import McpServer, resolve_dir
 from mm_tui.core.text import one_line
-from mm_tui.tools.mcp.broken_streams import still_listening, watch_responses
+from mm_tui.tools.mcp.broken_streams import still_answering, watch_responses
 
 # The SDK logs what it cannot parse and what its tasks meet; without a handler, Python's last
 # resort would print that on mm's screen. Handlers above (ACP's log file) still get it.
@@ -105,6 +105,7 @@ class Link:
         self._relist_again = False
         # an HTTP server's response stream that broke, and the look whether it still listens
         self._lost: Exception | None = None
+        self._breaks: list[Exception] = []  # broken since the last look
         self._looking: asyncio.Task[None] | None = None
 
     # -- life ------------------------------------------------------------------------------
@@ -239,15 +240,21 @@ class Link:
 
     def _broken(self, exc: Exception) -> None:
         """An HTTP server's response stream broke (`broken_streams.py`): the server is lost
-        when nothing listens at its address any more."""
+        when it no longer answers at its address. A stream that breaks while the server is
+        looked at is looked at again after: a dying server may still answer the first look."""
+        self._breaks.append(exc)
         if self._looking is None or self._looking.done():
-            self._looking = asyncio.ensure_future(self._look(exc))
+            self._looking = asyncio.ensure_future(self._look())
 
-    async def _look(self, exc: Exception) -> None:
-        assert self.launch.url is not None
-        if self.state == "ready" and not await still_listening(self.launch.url):
-            self._lost = exc
-            self._gone.set()
+    async def _look(self) -> None:
+        config = self.launch
+        assert config.url is not None
+        while self._breaks and self.state == "ready":
+            exc = self._breaks.pop()
+            self._breaks.clear()
+            if not await still_answering(config.url, config.headers or None):
+                self._lost = exc
+                self._gone.set()
 
     async def _roots(self, context: Any) -> types.ListRootsResult:
         """The folders the server may work in (`roots/list`, which a callback also declares
