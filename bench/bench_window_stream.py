@@ -98,9 +98,9 @@ class MMStream:
     def absorbed(self) -> bool:
         view = self.app.main.view
         items = self.app.main.transcript.items
-        return (not self.app.main.deltas_pending and not self.app._message_queue.qsize()) and all(
-            view.drawn_version(item) == item.version for item in items
-        )
+        return (
+            not self.app.main.deltas_pending and not self.app.main._message_queue.qsize()
+        ) and all(view.drawn_version(item) == item.version for item in items)
 
     async def settled(self) -> None:
         """Every chunk posted so far is in the view, and the screen shows it."""
