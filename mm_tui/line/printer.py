@@ -1,5 +1,5 @@
-"""Line mode (`mm --line`), one-shot `mm -p` and `mm --ask`: the engine's events printed with
-Rich, as the terminal-display lines of the reference (docs/tools.md): `🛠️  bash: …`, the `🔐`
+"""How line mode, `mm -p` and `mm --ask` print the engine's events (`LinePrinter`), with Rich,
+as the terminal-display lines of the reference (docs/tools.md): `🛠️  bash: …`, the `🔐`
 prompt, the recap, and `🗣 ask_agent: …` above what an asked agent writes. What mm does to keep
 the conversation in the model's context (outputs shortened, the history compacted) is a dim line
 of its own.
@@ -12,10 +12,8 @@ Every text that comes from a model, a tool, a server, a page or a file goes thro
 `safe_display` before it is printed (commands, paths and the permission question through its
 `exact` form): an escape sequence shows as `\\x1b[…`, it never reaches the terminal.
 
-Before anything starts, `ask_trust` asks on the terminal about a project config's keys that need
-the person's trust (config.py's NEEDS_TRUST), when line mode runs on a terminal.
-
-Line editing and the history of requests: `history.py`."""
+The REPL that reads requests and answers is `repl.py`; the one-shot runs `one_shot.py`; the
+trust question before anything starts `trust.py`; line editing and the history `history.py`."""
 
 from __future__ import annotations
 
@@ -54,9 +52,6 @@ from mm_tui.core.text import agent_header, agent_title
 from mm_tui.engine.turn import Engine
 from mm_tui.line.stream import StreamPrinter
 
-PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
-REQUEST_PROMPT = "› "
-ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: reject)
 # Tools whose output is not echoed: a skill is for the model, not the screen.
 SILENT_TOOLS = {"read_skill"}
 

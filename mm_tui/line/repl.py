@@ -29,15 +29,16 @@ from mm_tui.line.history import (
     terminal_state,
 )
 from mm_tui.line.printer import (
-    ANSWERS,
-    PERMISSION_PROMPT,
-    REQUEST_PROMPT,
     LinePrinter,
     banner,
     permission_title,
     say,
 )
 from mm_tui.startup import new_session_like
+
+PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
+REQUEST_PROMPT = "› "
+ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: reject)
 
 
 class KeyboardReader:
