@@ -18,6 +18,8 @@ The variants:
   frame (a subclass in the child process; nothing of mm is changed).
 - mm --demo (cli): `mm_tui.cli.main(["--demo"])`, the real `mm --demo`, with `MMApp` replaced in
   the child by a subclass that notes the first frame and exits once ready.
+- mm --demo, a config file (cli): as mm --demo, with a configuration file in the person's
+  folder (`~/.config/mm/config.yaml`, three keys): the path that reads YAML and validates it.
 - mm, server detected (cli): `mm_tui.cli.main([])`, the real `mm` with no configuration, on a
   machine where one local model server runs: the scripted OpenAI-compatible server of the tests
   (`tests/support/scripted_server/`, serving as llama.cpp, with its context window at /props),
@@ -26,7 +28,8 @@ The variants:
   Studio and vLLM and the scripted server for llama.cpp, over real sockets; the run fails unless
   mm attaches to that server's model.
 
-Every child runs with a fresh HOME and working folder (no configuration file is read).
+Every child runs with a fresh HOME and working folder (no configuration file is read but the one
+the config-file variant writes).
 
 Rounds are interleaved so that a busy machine slows every variant alike; the medians are
 compared. The heavy modules present at the first frame are listed: httpx, pydantic, selectolax,
@@ -198,7 +201,13 @@ def child_cli_detect() -> None:
     _cli([], check)
 
 
-CHILDREN = {"bare": child_bare, "mm": child_mm, "cli": child_cli_demo, "detect": child_cli_detect}
+CHILDREN = {
+    "bare": child_bare,
+    "mm": child_mm,
+    "cli": child_cli_demo,
+    "configured": child_cli_demo,
+    "detect": child_cli_detect,
+}
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -226,8 +235,8 @@ def run_child(kind: str, tmp: str, extra_env: dict[str, str] | None = None) -> d
         BENCH_REPORT_FD=str(report_w),
         TMPDIR=tmp,  # the demo's playground goes here and is removed with it
         HOME=os.path.join(tmp, "home"),  # no configuration file of the person's
-        **(extra_env or {}),
     )
+    env.update(extra_env or {})
     screen = bytearray()
 
     def drain() -> None:
@@ -278,9 +287,12 @@ ROWS = [
     ("bare Textual app (floor)", "bare"),
     ("mm (MMApp)", "mm"),
     ("mm --demo (cli)", "cli"),
+    ("mm --demo, a config file", "configured"),
     ("mm, server detected (cli)", "detect"),
 ]
-READY_KINDS = ("cli", "detect")
+READY_KINDS = ("cli", "configured", "detect")
+CONFIG_FILE = "theme: mm-dark\nmaxOutput: 20000\nsandbox: auto\n"
+"""The configuration file of the config-file variant: keys a person sets, valid."""
 
 
 def main(rounds: int) -> None:
@@ -314,7 +326,14 @@ def main(rounds: int) -> None:
         ("LM Studio", closed_port_url()),
         ("vLLM", closed_port_url()),
     ]
-    env = {"detect": {"BENCH_PRESETS": json.dumps(presets)}}
+    configured_home = os.path.join(tmp, "home-configured")
+    os.makedirs(os.path.join(configured_home, ".config", "mm"))
+    with open(os.path.join(configured_home, ".config", "mm", "config.yaml"), "w") as file:
+        file.write(CONFIG_FILE)
+    env = {
+        "detect": {"BENCH_PRESETS": json.dumps(presets)},
+        "configured": {"HOME": configured_home},
+    }
     try:
         for kind in kinds:  # warm up the file cache and the bytecode
             run_child(kind, tmp, env.get(kind))

@@ -592,7 +592,7 @@ def test_the_api_key_is_not_logged(load, caplog: pytest.LogCaptureFixture) -> No
     assert SECRET not in caplog.text
 
 
-# --- the loading is mm's own ---------------------------------------------------------------------
+# --- the places, laid over each other by pydantic-settings ---------------------------------------
 
 
 def test_an_environment_variable_and_file_keys_together(load, home: Path, proj: Path) -> None:
@@ -671,10 +671,92 @@ def test_settings_made_in_code_still_take_the_python_names() -> None:
     assert Settings(max_output=3, base_url="http://h/v1").max_output == 3
 
 
-def test_pydantic_settings_is_not_imported() -> None:
-    code = "import sys, mm_tui.config; print('pydantic_settings' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+def loaded_modules(setup: str, home: Path, proj: Path) -> str:
+    """Which of pydantic and pydantic-settings a fresh process has loaded once it has read the
+    settings (`setup` runs first, in the project's folder)."""
+    code = (
+        f"import os, sys; from pathlib import Path; {setup}; "
+        "from mm_tui.config import load_settings; "
+        f"load_settings(cwd=Path({str(proj)!r}), home=Path({str(home)!r}), environ=os.environ); "
+        "print(sorted(m for m in ('pydantic', 'pydantic_settings') if m in sys.modules))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    return done.stdout.strip()
+
+
+def test_nothing_to_read_loads_neither_pydantic_nor_pydantic_settings(
+    home: Path, proj: Path
+) -> None:
+    assert loaded_modules("pass", home, proj) == "[]"
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "Path('.config/mm').mkdir(parents=True); Path('.config/mm/config.yaml').write_text('')",
+        "os.environ['MM_THEME'] = 'nord'",
+        "os.environ['OPENAI_API_KEY'] = 'k'",
+    ],
+    ids=["a personal file, even empty", "an MM_ variable", "OpenAI's variable"],
+)
+def test_a_place_to_read_is_read_by_pydantic_settings(home: Path, proj: Path, setup: str) -> None:
+    setup = f"os.chdir({str(home)!r}); {setup}"
+    assert loaded_modules(setup, home, proj) == "['pydantic', 'pydantic_settings']"
+
+
+def test_the_places_are_merged_by_pydantic_settings_in_mms_order(
+    load, home: Path, proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every place goes through pydantic-settings' merge: without it, nothing is set."""
+    from mm_tui.config import sources
+
+    home_file(
+        home, "model: home\ntheme: home\nmaxTurns: 2\nlsp: {servers: [{name: a, command: a}]}\n"
+    )
+    proj_file(proj, "theme: project\nlsp: {servers: []}\n")
+    config = write(proj / "agent.yaml", "maxTurns: 3\nmaxOutput: 4\n")
+    given = {"environ": {"MM_MAX_OUTPUT": "5", "MM_PREVIEW_LINES": "6"}, "config_file": config}
+    settings = load(**given, overrides={"previewLines": 7})
+    assert (settings.model, settings.theme, settings.max_turns) == ("home", "project", 3)
+    assert (settings.max_output, settings.preview_lines, settings.lsp.servers) == (5, 7, [])
+    monkeypatch.setattr(sources.MergedSettings, "model_extra", {})
+    assert load(**given).model_fields_set == set()
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["_build_sources", "__class__", "model_extra", "model_config", "__pydantic_extra__", "_x"],
+)
+def test_a_key_that_names_a_part_of_the_merge_is_only_an_unknown_key(
+    load, home: Path, key: str
+) -> None:
+    home_file(home, f"{key}: 1\n")
+    assert error_of(load) == f'mm: ~/.config/mm/config.yaml: unknown key "{key}"'
+
+
+def test_a_key_read_from_openais_variable_stays_a_secret_when_another_wins(
+    load, home: Path
+) -> None:
+    """Every key a place gave is kept out of view, the ones that lost too."""
+    home_file(home, "apiKey: mine\n")
+    settings = load(environ={"OPENAI_API_KEY": SECRET})
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == "mine"
+    assert SECRET in settings.secret_values()
+
+
+def test_pydantic_settings_debugging_shows_no_api_key(
+    load, home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The library logs what each source read when PYDANTIC_SETTINGS_DEBUG is set: each
+    source hides the key from the moment it reads it."""
+    monkeypatch.setenv("PYDANTIC_SETTINGS_DEBUG", "1")
+    home_file(home, f"apiKey: {SECRET}1\n")
+    with caplog.at_level(logging.DEBUG, logger="pydantic_settings"):
+        load(environ={"MM_API_KEY": SECRET + "2", "OPENAI_API_KEY": SECRET + "3"})
+    assert "Resolving settings" in caplog.text and SECRET not in caplog.text
 
 
 # --- folders -----------------------------------------------------------------------------------

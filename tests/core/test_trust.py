@@ -161,9 +161,9 @@ def test_a_file_without_such_keys_needs_no_trust(places: tuple[Path, Path]) -> N
 
 def test_every_key_named_as_needing_trust_is_a_setting() -> None:
     keys = {each.name for each in Settings.__dataclass_fields__.values()}
-    from mm_tui.config import _alias  # the YAML spelling
+    from mm_tui.config import yaml_key
 
-    assert set(NEEDS_TRUST) <= {_alias(k) for k in keys}
+    assert set(NEEDS_TRUST) <= {yaml_key(k) for k in keys}
 
 
 # --- the trust record ----------------------------------------------------------------------------
