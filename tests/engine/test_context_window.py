@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from typing import Any
 
 import httpx
@@ -308,9 +307,8 @@ ALL_ROUTES = [
 
 
 async def test_a_dead_port_gives_none():
-    start = time.monotonic()
-    assert await read_context_window(closed_port_url(), MODEL, timeout=0.5) is None
-    assert time.monotonic() - start < 2
+    # refused at once: a reading that waited out its hour would time out
+    assert await read_context_window(closed_port_url(), MODEL, timeout=3600) is None
 
 
 async def test_404_everywhere_gives_none():

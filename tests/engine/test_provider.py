@@ -6,7 +6,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -574,14 +573,13 @@ async def test_consumer_stopping_early_leaves_the_provider_usable(server, provid
 
 
 async def test_stopping_early_with_tools_leaves_the_provider_usable(server, provider):
-    # the rest of the first answer would take 5 x 3 s: the next one comes long before
-    server.script(SSE(text_chunks("a b c d e f", split=1), delay=3.0), Reply("next"))
+    # the rest of the first answer would take 5 x 60 s, past the test's timeout: the next
+    # one comes without it
+    server.script(SSE(text_chunks("a b c d e f", split=1), delay=60.0), Reply("next"))
     with_tools = provider.stream(MESSAGES, TOOLS)
     assert await anext(with_tools) == TextChunk("a")
-    started = time.monotonic()
     await with_tools.aclose()
     assert text_of(await collect(provider, TOOLS)) == "next"
-    assert time.monotonic() - started < 6  # not after the rest of the first answer
     # the server notices the first connection closed at its next write
     assert await await_until(lambda: len(server._connections) <= 1, 10)
 
@@ -841,9 +839,8 @@ async def test_detection_gives_none_and_is_quick_when_nothing_answers():
             Preset("Web app", not_openai.base_url),
             Preset("Also closed", closed_port_url("/engines/v1")),
         ]
-        started = time.monotonic()
-        assert await detect_local_server(timeout=0.3, presets=presets) is None
-        assert time.monotonic() - started < 1.5
+        # refused and answered at once: a detection that waited out its hour would time out
+        assert await detect_local_server(timeout=3600, presets=presets) is None
         assert not_openai.models_requests == 0
 
 

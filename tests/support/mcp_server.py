@@ -11,6 +11,7 @@ notifications/tools/list_changed).
 
 The environment steers the process itself: MCP_TEST_PIDFILE, a file it writes its pid to at
 start; MCP_TEST_START_DELAY, seconds it sleeps before it serves (a server that hangs at start);
+MCP_TEST_START_GATE, a file it waits for before it serves (a server ready when the test says);
 MCP_TEST_EXIT, a line it writes on stderr before it exits at once with status 3 (a server that
 cannot start); MCP_TEST_LINGER, set: it outlives the end of its input by a minute (so that a
 test sees mm stop it, not the end of mm's pipes); MCP_TEST_ALIAS, a name `echo` also answers to;
@@ -141,6 +142,9 @@ def main() -> None:
     if alias:
         server.add_tool(echo, name=alias, description=f"Say the text back, as {alias}.")
     time.sleep(float(os.environ.get("MCP_TEST_START_DELAY") or 0))
+    gate = os.environ.get("MCP_TEST_START_GATE")
+    while gate and not os.path.exists(gate):
+        time.sleep(0.02)
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         import uvicorn
 
