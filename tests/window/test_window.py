@@ -365,6 +365,13 @@ async def test_ctrl_c_twice_when_idle_quits(folder: Path) -> None:
 
 
 @pytest.mark.slow  # three themes applied, and seven requests typed key by key: about 5 s
+def test_the_app_gives_the_main_screen_what_its_commands_ask() -> None:
+    """The screen may not import the app: what it asks of it is a protocol the app keeps."""
+    from mm_tui.window.screens.main import WindowCommands
+
+    assert isinstance(MMApp.__new__(MMApp), WindowCommands)
+
+
 async def test_slash_commands(folder: Path) -> None:
     app = make_app(ScriptedModel(say("first answer")), folder)
     async with app.run_test(size=(100, 30)) as pilot:

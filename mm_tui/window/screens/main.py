@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -62,6 +62,16 @@ class EngineEvent(Message):
     def __init__(self, event: Event) -> None:
         super().__init__()
         self.event = event
+
+
+@runtime_checkable
+class WindowCommands(Protocol):
+    """What the slash commands ask of the app above this screen (`MMApp`, which a screen
+    may not import: the window's layers run the other way)."""
+
+    def action_help(self) -> None: ...
+
+    def switch_theme(self, name: str) -> None: ...
 
 
 class MainScreen(Screen[None]):
@@ -315,9 +325,9 @@ class MainScreen(Screen[None]):
     def run_command(self, line: str) -> None:
         command, _, rest = line.strip().partition(" ")
         rest = rest.strip()
-        app: Any = self.app  # MMApp: the themes and the help screen are the app's
+        app = cast(WindowCommands, self.app)  # the themes and the help screen are the app's
         if command == "/quit":
-            app.exit(0)
+            self.app.exit(0)
         elif command == "/abort":
             self.cancel_key()
         elif command == "/help":
