@@ -20,8 +20,19 @@ measured: docs/performance.md. Line mode, `mm -p` and ACP print in batches of at
 A server reached through a proxy (httpx's proxy transports) is read unpaced.
 
 What is not paced: the first read after a request is written (the answer's status and headers
-come at once), and a read after a big one (a bulk body, such as a long model list, is read as
-fast as the network gives it).
+come at once), a read after a big one (a bulk body, such as a long model list, is read as
+fast as the network gives it), and a read after the one that saw the reply's end (a
+`finish_reason`: what follows it, the usage, `[DONE]` and the end of the body, comes at once).
+
+READ_GAP paces text (and reasoning) only. A tool call's arguments are read as they come
+(CALL_GAP): nobody watches them appear, and the reply ends right after them; paced, the read that
+carries that end waited up to 100 ms before mm could run the call. A reply's first words, before
+it shows which it is, are read as they come too (bench/bench_round_trip.py times the round trip
+against a minimal client's; docs/performance.md has the figures). So the reads look at what they
+read, in the words of the
+chat-completions stream: `"tool_calls"`, a `"content"` (or reasoning) that is not empty, and a
+`"finish_reason"` that is not null. A word split between two reads is missed once, which costs
+only a read's pace.
 
 It wraps httpcore's network backend, a public interface of httpcore. httpx does not let its
 transport be given one, so `pace` puts it into the transport's pool, a private attribute of
@@ -30,6 +41,7 @@ both; when a version of them moves it, the reads are simply not paced (a test no
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import time
 from collections.abc import Iterable
@@ -37,10 +49,15 @@ from typing import Any
 
 import httpcore
 
-__all__ = ["BULK", "READ_GAP", "PacedBackend", "PacedStream", "pace"]
+__all__ = ["BULK", "CALL_GAP", "READ_GAP", "PacedBackend", "PacedStream", "pace"]
 
-READ_GAP = 0.1  # seconds: the least time between two reads while a server trickles
+READ_GAP = 0.1  # seconds: the least time between two reads while a server trickles text
+CALL_GAP = 0.0  # seconds: the same while it trickles a tool call's arguments: none
 BULK = 16384  # bytes: a read this big is a bulk transfer, not a trickle, and is not paced
+
+_ENDED = re.compile(rb'"finish_reason"\s*:\s*"')  # a reply's end: its finish_reason is not null
+_CALLING = b'"tool_calls"'
+_TEXT = re.compile(rb'"(?:content|reasoning_content|reasoning)"\s*:\s*"[^"]')  # text, not ""
 
 
 class PacedStream(httpcore.AsyncNetworkStream):
@@ -49,23 +66,33 @@ class PacedStream(httpcore.AsyncNetworkStream):
     def __init__(self, stream: httpcore.AsyncNetworkStream, gap: float) -> None:
         self._stream = stream
         self._gap = gap
+        self._next_gap = min(gap, CALL_GAP)  # what the words read so far ask of the next read
         self._trickled: float | None = None  # when the last read returned a small piece
         self.reads = 0  # reads made, and how many of them waited (what the tests count)
         self.waits = 0
+        self.gaps: list[float | None] = []  # the pace of each read: None, unpaced (the tests')
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self.gaps = [*self.gaps[-255:], None if self._trickled is None else self._next_gap]
         if self._trickled is not None:
-            wait = self._trickled + self._gap - time.monotonic()
+            wait = self._trickled + self._next_gap - time.monotonic()
             if wait > 0:
                 self.waits += 1
                 await asyncio.sleep(wait)
         data = await self._stream.read(max_bytes, timeout)
         self.reads += 1
         self._trickled = time.monotonic() if 0 < len(data) < BULK else None
-        return data
+        if _ENDED.search(data):
+            self._trickled = None  # the rest of the reply comes at once: read it as it comes
+        elif _CALLING in data:
+            self._next_gap = min(self._gap, CALL_GAP)
+        elif _TEXT.search(data):
+            self._next_gap = self._gap
+        return data  # neither (the headers, a role chunk, a comment): the pace stays
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._trickled = None  # a new request: its answer's first read waits for nothing
+        self._next_gap = min(self._gap, CALL_GAP)  # until the reply shows text
         await self._stream.write(buffer, timeout)
 
     async def aclose(self) -> None:

@@ -13,12 +13,15 @@ from support.scripted_server import (
     Raw,
     ScriptedServer,
     encode_sse,
+    finish_chunk,
     role_chunk,
     text_chunks,
+    tool_call_chunks,
+    usage_chunk,
 )
 
 from mm_tui.engine import paced_reads
-from mm_tui.engine.model_stream import StreamEnd, TextChunk
+from mm_tui.engine.model_stream import StreamEnd, TextChunk, ToolCall
 from mm_tui.engine.provider import OpenAIProvider
 
 WORDS = [f"word{i} " for i in range(80)]
@@ -84,6 +87,41 @@ def test_a_bulk_body_is_not_paced(server):
     # measured: 7 to 9 reads, 0 to 2 waits (a read that finds less than BULK waits once, and the
     # next takes all that came meanwhile); every read would wait if bulk reads were paced
     assert stream.waits * 2 < stream.reads, (stream.reads, stream.waits)
+
+
+def text_then_a_call() -> Raw:
+    """30 words, then a bash call whose arguments come a character an event, each event 4 ms
+    after the last, as a model makes them; then the reply's end, at once, as servers send it."""
+    words = [text_chunks(w)[0] for w in WORDS[:30]]
+    call = tool_call_chunks("c1", "bash", {"command": "ls -la /tmp"})
+    end = encode_sse([finish_chunk("tool_calls"), usage_chunk(10, 20)])
+    return Raw([*encode_sse([role_chunk(), *words, *call], done=False), b"".join(end)], 0.004)
+
+
+def test_text_is_paced_and_a_tool_call_is_read_as_it_comes(server):
+    """The round trip of a tool call: the reads of its arguments, and of the reply's end after
+    them, wait for nothing (paced as text, the end waited up to READ_GAP for its read)."""
+    chunks, provider = answer(server, text_then_a_call())
+    end = chunks[-1]
+    assert isinstance(end, StreamEnd) and end.finish_reason == "tool_calls"
+    assert end.tool_calls == (ToolCall("c1", "bash", '{"command": "ls -la /tmp"}'),)
+    assert provider.paced is not None
+    (stream,) = provider.paced.streams
+    gaps = stream.gaps
+    assert paced_reads.READ_GAP in gaps  # the words
+    after_text = gaps[len(gaps) - gaps[::-1].index(paced_reads.READ_GAP) :]
+    assert after_text and set(after_text) <= {paced_reads.CALL_GAP, None}, gaps
+    assert gaps[-1] != paced_reads.READ_GAP  # the read that carried the end
+
+
+def test_a_tool_call_paced_as_text_waits_for_its_end(server, monkeypatch):
+    """What the test above would see if a call were paced as text: it can fail."""
+    monkeypatch.setattr(paced_reads, "CALL_GAP", paced_reads.READ_GAP)
+    chunks, provider = answer(server, text_then_a_call())
+    assert isinstance(chunks[-1], StreamEnd) and len(chunks[-1].tool_calls) == 1
+    assert provider.paced is not None
+    (stream,) = provider.paced.streams
+    assert stream.gaps[-1] == paced_reads.READ_GAP and stream.waits >= 1, stream.gaps
 
 
 def test_an_httpx_without_the_pool_goes_unpaced():

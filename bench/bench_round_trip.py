@@ -1,0 +1,330 @@
+"""A tool call's round trip: from the model server's last byte of a reply that asks for one bash
+call to the first byte of the next request, in mm (its engine, its HTTP client, its session and
+its bash tool, as `mm -p` runs them) and in a minimal client, against one server, in one run.
+
+The server is a small HTTP/1.1 server written here (asyncio streams, in a process of its own so
+that it takes no time from the client measured). Every reply is a streamed chat completion, each
+SSE event written and drained on its own, as a local server sends them: a role chunk, then the
+tool call's pieces (its name, then its arguments four characters at a time), a TOKEN apart as a
+model makes them, then at once the finish chunk, the usage, `[DONE]` and the chunked terminator.
+It asks for `bash` with the command `true N` (N new each time: mm's loop guard stays out), until
+the request that carries the last result, which gets a short text answer. The server notes when
+it wrote a reply's last byte and when the next request's first byte came; the round trip is the
+gap, and holds the client's reading of the reply, its running of the command and its writing of
+the next request.
+
+- mm: `mm_tui.startup.start` with the server's base URL (yolo, a fresh session in a temporary
+  folder), one turn.
+- floor: a minimal client: httpx streaming, the SSE lines parsed as they come, the command run
+  with `asyncio.create_subprocess_exec("bash", "-c", ...)`, the next request posted with the
+  growing history.
+
+Rounds alternate mm and the floor, each against a fresh server. Goal: mm's median round trip at
+most 1.2x the floor's plus 10 ms; the time of the whole turn is printed beside it.
+
+Run: .venv/bin/python bench/bench_round_trip.py [calls, 200 by default] [rounds, 3 by default]
+     (--quick: 20 calls, 1 round)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+GOAL_RATIO = 1.2
+GOAL_PLUS = 0.010  # seconds
+TOKEN = 0.004  # seconds between two tokens: a fast local model, 250 tokens/s
+MODEL = "round-trip-model"
+COMMAND = "true"
+QUESTION = "run true, once a call, until I say stop"
+# `true N`: a new command each call, so that mm's loop guard never steps in
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+def _event(data: dict[str, Any] | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    payload = f"data: {text}\n\n".encode()
+    return f"{len(payload):x}\r\n".encode() + payload + b"\r\n"
+
+
+def _reply(n: int, calls: int) -> tuple[list[bytes], list[bytes]]:
+    """The reply to a request that carries `n` results: its tokens' events (each made a TOKEN
+    after the one before, as a model makes them), and its end (the finish chunk, the usage,
+    `[DONE]`, the chunked terminator), which a server sends at once after the last token."""
+    base = {"id": f"r{n}", "object": "chat.completion.chunk", "created": 0, "model": MODEL}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return _event({**base, "choices": [choice]})
+
+    if n >= calls:
+        body = [chunk({"role": "assistant", "content": ""}), chunk({"content": "stopped"})]
+        finish = "stop"
+    else:
+        arguments = json.dumps({"command": f"{COMMAND} {n}"})
+        pieces = [arguments[i : i + 4] for i in range(0, len(arguments), 4)]
+        call = {"index": 0, "id": f"call_{n}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": pieces[0]}
+        body = [chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [call]})]
+        body += [
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            for piece in pieces[1:]
+        ]
+        finish = "tool_calls"
+    usage = {"prompt_tokens": 100 + n, "completion_tokens": 10, "total_tokens": 110 + n}
+    end = [
+        chunk({}, finish),
+        _event({**base, "choices": [], "usage": usage}),
+        _event("[DONE]"),
+        b"0\r\n\r\n",
+    ]
+    return body, end
+
+
+def serve(calls: int) -> None:
+    """Child: serve until stdin closes; print the port first, then the round trips (JSON)."""
+    ended: list[float] = []  # when each tool-call reply's last byte was written
+    began: list[float] = []  # when each request's first byte came
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                first = await reader.read(1)
+                if not first:
+                    return
+                began.append(time.monotonic())
+                head = first + await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                if b"/models" in head.split(b"\r\n", 1)[0]:
+                    data = json.dumps({"data": [{"id": MODEL}]}).encode()
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        + f"Content-Length: {len(data)}\r\n\r\n".encode()
+                        + data
+                    )
+                    await writer.drain()
+                    began.pop()
+                    continue
+                n = sum(1 for m in body.get("messages") or [] if m.get("role") == "tool")
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n\r\n"
+                )
+                await writer.drain()
+                tokens, end = _reply(n, calls)
+                for i, piece in enumerate(tokens):
+                    if i:
+                        await asyncio.sleep(TOKEN)  # the model makes the next token
+                    writer.write(piece)
+                    await writer.drain()
+                for piece in end:
+                    writer.write(piece)
+                    await writer.drain()
+                if n < calls:
+                    ended.append(time.monotonic())
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        print(port, flush=True)
+        await asyncio.to_thread(sys.stdin.read)
+        server.close()
+        # the request after each tool-call reply: the first request has none before it
+        trips = [b - e for e, b in zip(ended, began[1:], strict=False)]
+        print(json.dumps({"trips": trips, "requests": len(began)}), flush=True)
+
+    asyncio.run(main())
+
+
+class Server:
+    def __init__(self, calls: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--serve", str(calls)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.base_url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}/v1"
+
+    def close(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        found = json.loads(self.proc.stdout.readline())
+        self.proc.wait(10)
+        return found
+
+
+# -- the clients -----------------------------------------------------------------------------
+
+
+async def mm_child(base_url: str, calls: int) -> dict[str, Any]:
+    from mm_tui.config import Settings
+    from mm_tui.core.events import ToolCallFinished
+    from mm_tui.startup import start
+
+    folder = Path(tempfile.mkdtemp(prefix="mm-bench-trip-"))
+    try:
+        settings = Settings(
+            baseUrl=base_url,
+            model=MODEL,
+            yolo=True,
+            maxTurns=calls + 10,
+            sessionsDir=str(folder / "sessions"),
+        )
+        engine = (await start(settings, folder)).engine
+        statuses: dict[str, int] = {}
+
+        def emit(event: Any) -> None:
+            if isinstance(event, ToolCallFinished):
+                statuses[event.status] = statuses.get(event.status, 0) + 1
+
+        began = time.perf_counter()
+        ended = await engine.run_turn(QUESTION, emit)
+        seconds = time.perf_counter() - began
+        await engine.aclose()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"seconds": seconds, "statuses": statuses, "reason": ended.stop_reason}
+
+
+async def floor_child(base_url: str, calls: int) -> dict[str, Any]:
+    import httpx
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "bash",
+                "description": "Run a command.",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+            },
+        }
+    ]
+    statuses: dict[str, int] = {}
+    began = time.perf_counter()
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0), trust_env=False) as client:
+        while True:
+            body = {"model": MODEL, "messages": messages, "stream": True, "tools": tools}
+            found: dict[str, str] = {}
+            async with client.stream("POST", base_url + "/chat/completions", json=body) as resp:
+                async for line in resp.aiter_lines():
+                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                        continue
+                    for choice in json.loads(line[5:]).get("choices") or []:
+                        for piece in (choice.get("delta") or {}).get("tool_calls") or []:
+                            found["id"] = piece.get("id") or found.get("id", "")
+                            function = piece.get("function") or {}
+                            found["arguments"] = found.get("arguments", "") + (
+                                function.get("arguments") or ""
+                            )
+            if not found:
+                break
+            command = json.loads(found["arguments"])["command"]
+            process = await asyncio.create_subprocess_exec(
+                "bash", "-c", command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
+            output, _ = await process.communicate()
+            statuses["ok"] = statuses.get("ok", 0) + 1
+            call = {"id": found["id"], "type": "function"}
+            call["function"] = {"name": "bash", "arguments": found["arguments"]}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append(
+                {"role": "tool", "tool_call_id": found["id"], "content": output.decode()}
+            )
+    return {"seconds": time.perf_counter() - began, "statuses": statuses, "reason": "end_turn"}
+
+
+CHILDREN = {"mm": mm_child, "floor": floor_child}
+
+
+def run(kind: str, calls: int) -> dict[str, Any]:
+    server = Server(calls)
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--child",
+                kind,
+                server.base_url,
+                str(calls),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        found = server.close()
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind}: exit {done.returncode}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["statuses"] != {"ok": calls}:
+        raise RuntimeError(f"{kind}: the calls ended {result['statuses']}, not {calls} ok")
+    return {**result, **found}
+
+
+def main(calls: int, rounds: int) -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from window_common import machine, verdict
+
+    trips: dict[str, list[float]] = {"mm": [], "floor": []}
+    seconds: dict[str, list[float]] = {"mm": [], "floor": []}
+    for r in range(rounds):
+        for kind in ("mm", "floor") if r % 2 == 0 else ("floor", "mm"):
+            found = run(kind, calls)
+            trips[kind] += found["trips"]
+            seconds[kind].append(found["seconds"])
+    print(f"a tool call's round trip, {calls} calls of bash `{COMMAND}`, {rounds} rounds")
+    print(f"machine: {machine()}")
+
+    def p95(values: list[float]) -> float:
+        return sorted(values)[int(len(values) * 0.95) - 1] if len(values) >= 20 else max(values)
+
+    for kind, label in (("floor", "minimal client (floor)"), ("mm", "mm (engine, as mm -p)")):
+        ms = [t * 1000 for t in trips[kind]]
+        print(
+            f"  {label:24} round trip median {statistics.median(ms):7.1f} ms  p95 "
+            f"{p95(ms):7.1f} ms  whole turn {statistics.median(seconds[kind]):6.2f} s"
+        )
+    mm_median, floor_median = statistics.median(trips["mm"]), statistics.median(trips["floor"])
+    goal = floor_median * GOAL_RATIO + GOAL_PLUS
+    print(
+        f"mm's median {mm_median * 1000:.1f} ms against the floor's {floor_median * 1000:.1f} ms: "
+        f"{mm_median / floor_median:.2f}x (goal: <= {GOAL_RATIO}x + {GOAL_PLUS * 1000:.0f} ms = "
+        f"{goal * 1000:.1f} ms) -> {verdict(mm_median <= goal)}"
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]))
+    elif len(sys.argv) > 2 and sys.argv[1] == "--child":
+        out = asyncio.run(CHILDREN[sys.argv[2]](sys.argv[3], int(sys.argv[4])))
+        print(json.dumps(out))
+    elif "--quick" in sys.argv:
+        main(20, 1)
+    else:
+        args = [int(a) for a in sys.argv[1:]]
+        main(*(args + [200, 3][len(args) :]))
