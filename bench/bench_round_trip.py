@@ -15,12 +15,14 @@ the next request.
 
 - mm: `mm_tui.startup.start` with the server's base URL (yolo, a fresh session in a temporary
   folder), one turn.
+- window: the same turn in window mode (the real MMApp, headless, 100x30).
 - floor: a minimal client: httpx streaming, the SSE lines parsed as they come, the command run
   with `asyncio.create_subprocess_exec("bash", "-c", ...)`, the next request posted with the
   growing history.
 
-Rounds alternate mm and the floor, each against a fresh server. Goal: mm's median round trip at
-most 1.2x the floor's plus 10 ms; the time of the whole turn is printed beside it.
+Rounds alternate the three, each against a fresh server. Goal: mm's median round trip, as `mm -p`
+and in window mode, at most 1.2x the floor's plus 10 ms; the time of the whole turn is printed
+beside it.
 
 Run: .venv/bin/python bench/bench_round_trip.py [calls, 200 by default] [rounds, 3 by default]
      (--quick: 20 calls, 1 round)
@@ -208,6 +210,54 @@ async def mm_child(base_url: str, calls: int) -> dict[str, Any]:
     return {"seconds": seconds, "statuses": statuses, "reason": ended.stop_reason}
 
 
+async def window_child(base_url: str, calls: int) -> dict[str, Any]:
+    """The same turn in window mode: the real MMApp, headless at 100x30, the request submitted
+    as the prompt submits it; the engine's events go through the window as they always do."""
+    from mm_tui.config import Settings
+    from mm_tui.core.events import ToolCallFinished, TurnEnded
+    from mm_tui.startup import start
+    from mm_tui.window.app import MMApp
+
+    folder = Path(tempfile.mkdtemp(prefix="mm-bench-trip-window-"))
+    statuses: dict[str, int] = {}
+    ended: dict[str, Any] = {}
+    try:
+        settings = Settings(
+            baseUrl=base_url,
+            model=MODEL,
+            yolo=True,
+            maxTurns=calls + 10,
+            sessionsDir=str(folder / "sessions"),
+        )
+
+        async def boot() -> Any:
+            return await start(settings, folder)
+
+        app = MMApp(boot)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await app.engine_ready.wait()
+            done = asyncio.Event()
+            original = app.main.emit
+
+            def emit(event: Any) -> None:
+                if isinstance(event, ToolCallFinished):
+                    statuses[event.status] = statuses.get(event.status, 0) + 1
+                elif isinstance(event, TurnEnded):
+                    ended["reason"] = event.stop_reason
+                    done.set()
+                original(event)
+
+            app.main.emit = emit  # type: ignore[method-assign]
+            began = time.perf_counter()
+            app.main.submit(QUESTION)
+            await done.wait()
+            seconds = time.perf_counter() - began
+            await pilot.pause(0.1)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"seconds": seconds, "statuses": statuses, "reason": ended.get("reason")}
+
+
 async def floor_child(base_url: str, calls: int) -> dict[str, Any]:
     import httpx
 
@@ -256,7 +306,8 @@ async def floor_child(base_url: str, calls: int) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - began, "statuses": statuses, "reason": "end_turn"}
 
 
-CHILDREN = {"mm": mm_child, "floor": floor_child}
+CHILDREN = {"mm": mm_child, "window": window_child, "floor": floor_child}
+KINDS = ("floor", "mm", "window")
 
 
 def run(kind: str, calls: int) -> dict[str, Any]:
@@ -289,10 +340,10 @@ def main(calls: int, rounds: int) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from window_common import machine, verdict
 
-    trips: dict[str, list[float]] = {"mm": [], "floor": []}
-    seconds: dict[str, list[float]] = {"mm": [], "floor": []}
+    trips: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    seconds: dict[str, list[float]] = {kind: [] for kind in KINDS}
     for r in range(rounds):
-        for kind in ("mm", "floor") if r % 2 == 0 else ("floor", "mm"):
+        for kind in KINDS if r % 2 == 0 else KINDS[::-1]:
             found = run(kind, calls)
             trips[kind] += found["trips"]
             seconds[kind].append(found["seconds"])
@@ -302,19 +353,26 @@ def main(calls: int, rounds: int) -> None:
     def p95(values: list[float]) -> float:
         return sorted(values)[int(len(values) * 0.95) - 1] if len(values) >= 20 else max(values)
 
-    for kind, label in (("floor", "minimal client (floor)"), ("mm", "mm (engine, as mm -p)")):
+    labels = {
+        "floor": "minimal client (floor)",
+        "mm": "mm (engine, as mm -p)",
+        "window": "mm (window mode)",
+    }
+    for kind in KINDS:
         ms = [t * 1000 for t in trips[kind]]
         print(
-            f"  {label:24} round trip median {statistics.median(ms):7.1f} ms  p95 "
+            f"  {labels[kind]:24} round trip median {statistics.median(ms):7.1f} ms  p95 "
             f"{p95(ms):7.1f} ms  whole turn {statistics.median(seconds[kind]):6.2f} s"
         )
-    mm_median, floor_median = statistics.median(trips["mm"]), statistics.median(trips["floor"])
+    floor_median = statistics.median(trips["floor"])
     goal = floor_median * GOAL_RATIO + GOAL_PLUS
-    print(
-        f"mm's median {mm_median * 1000:.1f} ms against the floor's {floor_median * 1000:.1f} ms: "
-        f"{mm_median / floor_median:.2f}x (goal: <= {GOAL_RATIO}x + {GOAL_PLUS * 1000:.0f} ms = "
-        f"{goal * 1000:.1f} ms) -> {verdict(mm_median <= goal)}"
-    )
+    for kind in ("mm", "window"):
+        median = statistics.median(trips[kind])
+        print(
+            f"{labels[kind]:24} median {median * 1000:.1f} ms against the floor's "
+            f"{floor_median * 1000:.1f} ms: {median / floor_median:.2f}x (goal: <= {GOAL_RATIO}x "
+            f"+ {GOAL_PLUS * 1000:.0f} ms = {goal * 1000:.1f} ms) -> {verdict(median <= goal)}"
+        )
 
 
 if __name__ == "__main__":
