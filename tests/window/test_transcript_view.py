@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.events import text_delta
+from support.events import text_delta, tool_started
 from support.scripted_model import ScriptedModel, call, say
 from support.waiting import await_until
 from support.window_helpers import make_app, screen_text, settle
 from textual import events
 
-from mm_tui.core.events import EngineError
+from mm_tui.core.events import EngineError, ToolCallFinished
 from mm_tui.window.transcript.line_cache import LineCache
 from mm_tui.window.transcript.store import ToolItem
 from mm_tui.window.transcript.view import TranscriptView
@@ -167,6 +167,46 @@ async def test_an_item_painted_before_its_frame_is_laid_out_at_its_drawn_height(
         assert on_screen
         for item in on_screen:
             assert len(view.drawn_lines(item) or []) == len(view.item_rows(item)), item
+
+
+async def test_a_finished_tool_line_is_drawn_once_and_kept(folder: Path) -> None:
+    """A long turn's frames draw only the running calls' header rows: a finished call's row is
+    drawn with its output and kept, as the live row was drawn (selected too)."""
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        for n in range(40):
+            app.main.emit(tool_started("bash", {"command": f"echo {n}"}, call_id=f"c{n}"))
+            app.main.emit(ToolCallFinished(f"c{n}", "bash", "ok", f"{n}\n", elapsed=0.5))
+        app.main.emit(tool_started("bash", {"command": "sleep 9"}, call_id="live"))
+        await settle(pilot, app)
+        view = app.main.view
+        tool = view.renderers.tool
+        drawn: list[str] = []
+        header = tool.header
+
+        def counted(item, width, now, selected=False):  # noqa: ANN001, ANN202
+            drawn.append(item.call_id)
+            return header(item, width, now, selected)
+
+        tool.header = counted
+        for _ in range(3):
+            view.refresh()
+            await settle(pilot, app)
+        assert drawn and set(drawn) == {"live"}, drawn
+        finished = [item for item in view.items_on_screen() if isinstance(item, ToolItem)][-2]
+        assert not finished.running
+        row = view.item_rows(finished)[0] - int(view.scroll_y)
+        view.cursor = finished.id - 1
+        view.refresh()
+        await settle(pilot, app)
+        live = header(finished, view.line_width, 0.0, selected=True).apply_style(view.base_style)
+        painted = view.content_line(row)  # its styles carry the offsets a selection reads
+
+        def looks(strip):  # noqa: ANN001, ANN202
+            return [(s.text, s.style and s.style.clear_meta_and_links()) for s in strip]
+
+        assert looks(painted) == looks(live)
 
 
 async def test_the_spinner_timer_runs_only_while_a_tool_runs(folder: Path) -> None:

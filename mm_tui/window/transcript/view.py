@@ -512,7 +512,7 @@ class TranscriptView(ScrollView, can_focus=True):
             return blank(width, base)
         item = self.transcript.items[index]
         header = row == self._margin(index)
-        if header and isinstance(item, ToolItem):  # drawn live: spinner, time, selection
+        if header and isinstance(item, ToolItem) and item.running:  # live: spinner, time
             selected = index == self.cursor
             strip = self.renderers.tool.header(item, self._width, self.clock(), selected=selected)
             return strip.apply_style(base)
@@ -594,7 +594,7 @@ class TranscriptView(ScrollView, can_focus=True):
         index = item.id - 1
         cached = self._cache.lines
         lines = cached[index] if 0 <= index < len(cached) else None
-        if lines is None or not isinstance(item, ToolItem):
+        if lines is None or not isinstance(item, ToolItem) or not item.running:
             return lines
         row = self._margin(index)
         header = self.renderers.tool.header(item, self._width, self.clock())

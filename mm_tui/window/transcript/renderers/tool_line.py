@@ -46,8 +46,9 @@ def more_lines(count: int) -> str:
 
 class ToolLine:
     """Renders a `ToolItem`. `style(name)` gives the theme's style of a component class
-    (`tool--ok`, `tool--error`, ...). The view draws the header row itself, live (`header`):
-    its spinner and time move while the call runs."""
+    (`tool--ok`, `tool--error`, ...). A running call's header row the view draws itself, live
+    (`header`): its spinner and time move. A finished call's is drawn once, with its output,
+    and kept with the item's lines: a long turn's frames do not build every finished row again."""
 
     margin_before = False
     draws_base = False
@@ -84,8 +85,9 @@ class ToolLine:
         return strip
 
     def render(self, item: ToolItem, width: int) -> list[Strip]:
-        """A blank row where the header is drawn live, then the output unless folded."""
-        lines = [Strip.blank(width)]
+        """The header (a blank row while the call runs: the view draws it live), then the
+        output unless folded."""
+        lines = [Strip.blank(width) if item.running else self.header(item, width, 0.0)]
         if not item.folded:
             lines.extend(self.body(item, width))
         return lines
