@@ -217,7 +217,7 @@ SHARED_MEMORY = "/dev/shm"
 
 @dataclass(frozen=True)
 class SandboxConfig:
-    """The settings the sandbox reads (config.py makes one from `Settings`)."""
+    """The settings the sandbox reads (`Settings.sandbox_config` makes one, config/settings.py)."""
 
     mode: str = "auto"  # auto | off | strict
     network: bool = True

@@ -1,11 +1,12 @@
 """The record of the project config files the person trusted, and text made safe to show.
 
-A project's `.mm/config.yaml` may hold keys that change what runs or where data goes (config.py
-lists them). A command the model ran may have written that file, so mm applies those keys only
-once the person said "trust" for that file's exact bytes. The answer is remembered here, in
-mm's state folder (`core/paths.py`), outside every project: `trusted-configs.jsonl`, one line a
-file, `{"path": <the config file's real path>, "sha256": <its bytes' SHA-256>}`. An edited file
-has another hash and is asked about again; deleting the record, or a line of it, revokes.
+A project's `.mm/config.yaml` may hold keys that change what runs or where data goes
+(config/project.py lists them). A command the model ran may have written that file, so mm
+applies those keys only once the person said "trust" for that file's exact bytes. The answer
+is remembered here, in mm's state folder (`core/paths.py`), outside every project:
+`trusted-configs.jsonl`, one line a file, `{"path": <the config file's real path>, "sha256":
+<its bytes' SHA-256>}`. An edited file has another hash and is asked about again; deleting
+the record, or a line of it, revokes.
 
 The record is the person's, so it is read and written with care: never through a symbolic link
 (O_NOFOLLOW), only when it is a regular file owned by the person, replaced atomically. A record

@@ -1,5 +1,5 @@
-"""Line mode's question about a project config that needs the person's trust (config.py's
-NEEDS_TRUST), asked on the terminal before anything starts."""
+"""Line mode's question about a project config that needs the person's trust
+(config/project.py's NEEDS_TRUST), asked on the terminal before anything starts."""
 
 from __future__ import annotations
 
