@@ -23,8 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.env import clean_env
 
+from mm_tui.core.events import Counters, TurnEnded, Usage
 from mm_tui.engine import session as session_module
 from mm_tui.engine.journal import flush_all
+from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.session import INTERRUPTED, SESSION_VERSION, Session, SessionError
 from mm_tui.engine.session_listing import latest_in, list_sessions
 
@@ -109,6 +111,64 @@ def test_the_journal_format(tmp_path: Path) -> None:
     assert meta["title"] == "hi" and meta["message_count"] == 2
     assert meta["updated"] >= meta["created"] == session.created
     assert "api" not in session.path.read_text().lower()
+
+
+NOW = "2026-01-02T03:04:05.678Z"
+# Every kind of record as mm writes it, byte for byte and key by key: a journal written by
+# this mm and one written by an earlier one must be the same file.
+JOURNAL = """\
+{"type": "session", "version": 2, "id": "20260102-030405-abcdef", "created": "2026-01-02T03:04:05.678Z", "cwd": "/p", "model": "m", "provider": null, "base_url": "http://h/v1"}
+{"type": "message", "message": {"role": "system", "content": "s"}}
+{"type": "message", "message": {"role": "user", "content": "ü"}}
+{"type": "message", "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}}], "reasoning_content": "r"}, "thought": "first ls"}
+{"type": "message", "message": {"role": "tool", "tool_call_id": "a", "content": "x"}, "tool": {"status": "ok", "elapsed": 0.25, "title": "bash  ls", "diff": "d"}}
+{"type": "message", "message": {"role": "tool", "tool_call_id": "b", "content": "y"}, "tool": {"status": "error", "elapsed": 0, "display": ""}}
+{"type": "message", "message": {"role": "assistant", "content": "done"}}
+{"type": "error", "time": "2026-01-02T03:04:05.678Z", "where": "provider", "message": "HTTP 500"}
+{"type": "turn", "time": "2026-01-02T03:04:05.678Z", "counters": {"commands": 1, "file_ops": 0, "skills": 0, "lsp_calls": 0, "mcp_calls": 0}, "usage": {"prompt_tokens": 3, "completion_tokens": 4}, "elapsed": 1.5, "stop_reason": "end_turn", "context_used": 10, "context_window": 100, "context_estimated": true}
+{"type": "turn", "time": "2026-01-02T03:04:05.678Z", "counters": {"commands": 2}, "usage": {}, "elapsed": 0.5, "stop_reason": "cancelled"}
+{"type": "shortened", "time": "2026-01-02T03:04:05.678Z", "index": 3, "message": {"role": "tool", "tool_call_id": "a", "content": "…"}, "cut": 1}
+{"type": "compaction", "time": "2026-01-02T03:04:05.678Z", "summary": "sum", "replaced": 6, "auto": true, "tokens_before": 100, "tokens_after": 10, "messages": [{"role": "system", "content": "s sum"}]}
+{"type": "compaction", "time": "2026-01-02T03:04:05.678Z", "summary": "again", "replaced": 1, "auto": false, "messages": [{"role": "system", "content": "s again"}]}
+{"type": "history", "time": "2026-01-02T03:04:05.678Z", "messages": [{"role": "user", "content": "u"}]}
+"""  # noqa: E501
+
+
+def test_the_journal_is_written_as_it_always_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "now", lambda: NOW)
+    session = Session(
+        tmp_path, "20260102-030405-abcdef", cwd="/p", model="m", provider=None,
+        base_url="http://h/v1", created=NOW,
+    )  # fmt: skip
+    session.messages.append({"role": "system", "content": "s"})  # recorded at the next change
+    session.add_message({"role": "user", "content": "ü"})
+    call = {"role": "assistant", "content": None, "tool_calls": [tool_call("a")]}
+    session.add_message({**call, "reasoning_content": "r"}, thought="first ls")
+    session.add_message(
+        {"role": "tool", "tool_call_id": "a", "content": "x"},
+        tool={"status": "ok", "elapsed": 0.25, "title": "bash  ls", "display": None, "diff": "d"},
+    )
+    session.add_message(
+        {"role": "tool", "tool_call_id": "b", "content": "y"},
+        tool={"status": "error", "elapsed": 0, "title": None, "display": ""},
+    )
+    session.add_message({"role": "assistant", "content": "done"}, thought="")
+    session.add_error("provider", "HTTP 500")
+    ended = TurnEnded(
+        turn=1, counters=Counters(commands=1), elapsed=1.5, usage=Usage(3, 4),
+        stop_reason="end_turn", context_used=10, context_window=100, context_estimated=True,
+    )  # fmt: skip
+    SessionRecorder(session).turn(lambda event: None, ended)
+    session.add_turn(counters={"commands": 2}, usage={}, elapsed=0.5, stop_reason="cancelled")
+    session.shorten(3, {"role": "tool", "tool_call_id": "a", "content": "…"}, 1)
+    system = {"role": "system", "content": "s sum"}
+    session.compact("sum", [system], auto=True, tokens={"tokens_before": 100, "tokens_after": 10})
+    session.compact("again", [{"role": "system", "content": "s again"}])
+    session.set_messages([{"role": "user", "content": "u"}])
+    flush_all()
+    assert session.path.read_text(encoding="utf-8") == JOURNAL
 
 
 def test_a_reloaded_session_has_the_time_it_was_saved_with(
