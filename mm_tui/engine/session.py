@@ -162,7 +162,7 @@ class Session:
         self._catch_up()
         self.messages = list(messages)
         self._seen = len(self.messages)
-        self.records.append({"type": "history", "time": now(), "messages": self.messages})
+        self.records.append({"type": "history", "time": now(), "messages": list(self.messages)})
         self.save()
 
     def compact(
@@ -351,7 +351,7 @@ class Session:
         else:
             self.messages = repaired
             self._seen = len(repaired)
-            self.records.append({"type": "history", "time": now(), "messages": repaired})
+            self.records.append({"type": "history", "time": now(), "messages": list(repaired)})
 
     def _fork(self) -> None:
         """Go on as a copy of this session under a new id, written whole at the next save:

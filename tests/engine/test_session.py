@@ -721,6 +721,23 @@ def test_results_go_right_after_their_call(tmp_path: Path) -> None:
     ]
 
 
+def test_a_repair_in_the_middle_holds_the_history_as_it_was_then(tmp_path: Path) -> None:
+    """The history record of a repair is the history at the repair: a message added after it
+    is a record of its own, and is not read twice at the next resume."""
+    call = {"role": "assistant", "content": None, "tool_calls": [tool_call("a")]}
+    session = new(tmp_path)
+    session.set_messages([call, {"role": "user", "content": "and then?"}])
+    session.add_message({"role": "user", "content": "set apart"})
+    session.save()
+    assert session.records[-2]["messages"][-1] == {"role": "user", "content": "and then?"}
+    resumed = reload(session)
+    assert resumed.records[-1]["type"] == "history"
+    resumed.add_message({"role": "user", "content": "later"})
+    resumed.save()
+    contents = [m["content"] for m in reload(resumed).messages]
+    assert contents == [None, INTERRUPTED, "and then?", "set apart", "later"]
+
+
 def test_a_well_formed_history_is_unchanged(tmp_path: Path) -> None:
     history = [
         {"role": "user", "content": "go"},
