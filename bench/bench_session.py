@@ -4,7 +4,7 @@ A session is an append-only journal (`mm_tui/engine/session.py`, `journal.py`): 
 new records to one writer thread and returns. Each tool call is recorded exactly as the engine
 records it: the model's message with the call appended to `session.messages` and saved
 (`Engine._generate`), then the tool's result of 4 KB recorded with `session.add_message(message,
-tool={...})` and saved (`Engine._finish`). Each session's journal is created as a turn creates it
+tool=ToolRecord(...))` and saved (`Engine._finish`). Each session's journal is created as a turn creates it
 (system and user messages, one save, written and synced) before its first tool call.
 
 Two sessions in a temporary folder: a big one is first filled with 9,900 tool calls back to
@@ -43,11 +43,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from window_common import machine, median, verdict  # noqa: E402
+
+if TYPE_CHECKING:
+    from mm_tui.core.journal_records import ToolRecord
 
 GOAL = 1.5
 EVENTS = int(os.environ.get("MM_BENCH_EVENTS", "10000"))
@@ -79,15 +82,11 @@ def call_message(n: int) -> dict[str, Any]:
     }
 
 
-def result_message(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def result_message(n: int) -> tuple[dict[str, Any], ToolRecord]:
+    from mm_tui.core.journal_records import ToolRecord
+
     message = {"role": "tool", "tool_call_id": f"call_{n}", "content": output(n)}
-    tool = {
-        "status": "ok",
-        "elapsed": 0.042,
-        "title": f"bash  pytest -q tests/step_{n}",
-        "display": None,
-        "diff": None,
-    }
+    tool = ToolRecord(status="ok", elapsed=0.042, title=f"bash  pytest -q tests/step_{n}")
     return message, tool
 
 

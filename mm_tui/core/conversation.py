@@ -8,7 +8,9 @@ window's resume (window/transcript/store.py) and ACP's `session/load` (acp/repla
 disagree. It pairs each call with its result by the call's place, not its id alone (small
 servers count ids from 0 at each answer), gives a call without any result (mm was killed
 first) the `INTERRUPTED` result as cancelled, and flattens a message's content parts once
-(`flat_text`). A record of a kind it does not know (a later mm's) is skipped.
+(`flat_text`). A record of a kind it does not know (a later mm's) is skipped. The records'
+kinds and fields are `journal_records.py`'s, read leniently: a bad field reads as empty, so
+that a damaged record still shows what it can.
 """
 
 from __future__ import annotations
@@ -18,6 +20,16 @@ from typing import Any
 
 from mm_tui.core.events import Counters, ToolStatus, TurnEnded, Usage
 from mm_tui.core.frozen import frozen
+from mm_tui.core.journal_records import (
+    CompactionRecord,
+    ErrorRecord,
+    MessageRecord,
+    Record,
+    ShortenedRecord,
+    ToolRecord,
+    TurnRecord,
+    read_record,
+)
 
 INTERRUPTED = "[error: interrupted — mm stopped before this tool call finished]"
 """The result of a call that mm stopped before it finished (killed, or the machine went down):
@@ -122,7 +134,7 @@ Entry = UserSaid | AgentSaid | TurnDone | ErrorSaid | Compacted | Shortened
 def read_conversation(records: Iterable[Mapping[str, Any]]) -> list[Entry]:
     """The journal's records as the conversation's entries, in order (see the module's
     docstring). The header and a history replaced as a whole ("history") say nothing here."""
-    listed = list(records)
+    listed = [read_record(record) for record in records]
     results = _results(listed)
     entries: list[Entry] = []
     for number, record in enumerate(listed):
@@ -133,34 +145,32 @@ def read_conversation(records: Iterable[Mapping[str, Any]]) -> list[Entry]:
 
 
 def _entry(
-    number: int, record: Mapping[str, Any], results: Mapping[tuple[int, int], CallResult]
+    number: int, record: Record, results: Mapping[tuple[int, int], CallResult]
 ) -> Entry | None:
-    kind = record.get("type")
-    if kind == "message":
-        return _message(number, record, results)
-    if kind == "turn":
-        return _turn(record)
-    if kind == "error":
-        level = "warning" if record.get("level") == "warning" else "error"
-        return ErrorSaid(message=str(record.get("message") or ""), level=level)
-    if kind == "compaction":
-        return Compacted(
-            summary=str(record.get("summary") or ""),
-            replaced=_int(record.get("replaced")),
-            auto=bool(record.get("auto")),
-            tokens_before=_int(record.get("tokens_before")),
-            tokens_after=_int(record.get("tokens_after")),
-        )
-    if kind == "shortened":
-        return Shortened(cut=_int(record.get("cut")))
+    match record:
+        case MessageRecord():
+            return _message(number, record, results)
+        case TurnRecord():
+            return _turn(record)
+        case ErrorRecord(message=message, level=level):
+            return ErrorSaid(message=message, level="warning" if level == "warning" else "error")
+        case CompactionRecord():
+            return Compacted(
+                summary=record.summary,
+                replaced=record.replaced,
+                auto=record.auto,
+                tokens_before=record.tokens_before or 0,
+                tokens_after=record.tokens_after or 0,
+            )
+        case ShortenedRecord(cut=cut):
+            return Shortened(cut=cut)
     return None
 
 
 def _message(
-    number: int, record: Mapping[str, Any], results: Mapping[tuple[int, int], CallResult]
+    number: int, record: MessageRecord, results: Mapping[tuple[int, int], CallResult]
 ) -> Entry | None:
-    message = record.get("message")
-    message = message if isinstance(message, dict) else {}
+    message = record.message
     role = message.get("role")
     if role == "user":
         return UserSaid(text=flat_text(message.get("content")))
@@ -178,11 +188,8 @@ def _message(
                 result=results.get((number, index), UNFINISHED),
             )
         )
-    thought = record.get("thought")
     return AgentSaid(
-        text=flat_text(message.get("content")),
-        thought=thought if isinstance(thought, str) else "",
-        calls=tuple(calls),
+        text=flat_text(message.get("content")), thought=record.thought or "", calls=tuple(calls)
     )
 
 
@@ -193,7 +200,7 @@ def _calls(message: Mapping[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     return [(index, call) for index, call in enumerate(calls) if isinstance(call, dict)]
 
 
-def _results(records: list[Mapping[str, Any]]) -> dict[tuple[int, int], CallResult]:
+def _results(records: list[Record]) -> dict[tuple[int, int], CallResult]:
     """Each call's result, by (the record of the call, the call's place in it). The results
     of an answer's calls follow it: a result answers the first call of the latest answer that
     has its id and no result yet (an answer may repeat an id; a call mm was killed in the
@@ -201,9 +208,9 @@ def _results(records: list[Mapping[str, Any]]) -> dict[tuple[int, int], CallResu
     waiting: dict[str, list[tuple[int, int]]] = {}
     found: dict[tuple[int, int], CallResult] = {}
     for number, record in enumerate(records):
-        message = record.get("message") if record.get("type") == "message" else None
-        if not isinstance(message, dict):
+        if not isinstance(record, MessageRecord):
             continue
+        message = record.message
         if message.get("role") == "assistant":
             waiting = {}
             for index, call in _calls(message):
@@ -211,53 +218,40 @@ def _results(records: list[Mapping[str, Any]]) -> dict[tuple[int, int], CallResu
         elif message.get("role") == "tool":
             calls = waiting.get(str(message.get("tool_call_id")))
             if calls:
-                found[calls.pop(0)] = _result(message, record.get("tool"))
+                found[calls.pop(0)] = _result(message, record.tool or ToolRecord())
     return found
 
 
-def _result(message: Mapping[str, Any], kept: Any) -> CallResult:
+def _result(message: Mapping[str, Any], kept: ToolRecord) -> CallResult:
     """A result as its record kept it: the status, time, title, display and diff mm wrote
     beside it (never guessed from the text)."""
     output = flat_text(message.get("content"))
-    kept = kept if isinstance(kept, dict) else {}
-    status = kept.get("status")
+    status = kept.status
     if status not in STATUSES:
         # No status: the answer mm gave, on loading, to a call a kill left without one.
         status = "cancelled" if output == INTERRUPTED else "ok"
-    display, diff, title = kept.get("display"), kept.get("diff"), kept.get("title")
     return CallResult(
         status=status,
         output=output,
-        shown=display if isinstance(display, str) else output,
-        diff=diff if isinstance(diff, str) else None,
-        elapsed=_seconds(kept.get("elapsed")),
-        title=title if isinstance(title, str) and title else None,
+        shown=output if kept.display is None else kept.display,
+        diff=kept.diff,
+        elapsed=None if kept.elapsed is None else float(kept.elapsed),
+        title=kept.title or None,
     )
 
 
-def _turn(record: Mapping[str, Any]) -> TurnDone:
-    counted = record.get("counters")
-    counted = counted if isinstance(counted, dict) else {}
-    used = record.get("usage")
-    used = used if isinstance(used, dict) else {}
+def _turn(record: TurnRecord) -> TurnDone:
+    counted, used = record.counters, record.usage
     return TurnDone(
         counters=Counters(**{k: _int(counted.get(k)) for k in COUNTERS}),
         usage=Usage(_int(used.get("prompt_tokens")), _int(used.get("completion_tokens"))),
-        elapsed=_float(record.get("elapsed")),
-        stop_reason=str(record.get("stop_reason") or "end_turn"),
-        context_used=_int(record.get("context_used")),
-        context_window=_int(record.get("context_window")) or None,
-        context_estimated=record.get("context_estimated") is True,
+        elapsed=float(record.elapsed),
+        stop_reason=record.stop_reason or "end_turn",
+        context_used=record.context_used or 0,
+        context_window=record.context_window or None,
+        context_estimated=record.context_estimated is True,
     )
 
 
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
-def _float(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-
-def _seconds(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -123,12 +123,13 @@ class ContextKeeper:
         the header shows on resume what the last turn showed, not a fresh guess at the
         default characters per token."""
         session = self.recorder.session
-        turns = session.turns
-        used = turns[-1].get("context_used") if turns else None
-        if turns and turns[-1].get("context_estimated") is True:
+        if not session.turns:
+            return
+        last = session.turns[-1]
+        if last.context_estimated:
             return  # an estimate at the default ratio, as a fresh one would be: no count under it
-        if isinstance(used, int) and not isinstance(used, bool) and used > 0:
-            self.meter.observed(used, self.meter.chars(session.messages, self.tools()))
+        if last.context_used is not None and last.context_used > 0:
+            self.meter.observed(last.context_used, self.meter.chars(session.messages, self.tools()))
 
     def learn_from_refusal(self, refused: ModelError, sent: int, emit: Emit) -> bool:
         """The server refused a request of `sent` characters as too big: take the window it
@@ -269,9 +270,7 @@ class ContextKeeper:
         replaced = len(messages)
         self.meter.forget_base()
         after = self.meter.estimate(history, self.tools()) if self.meter.window else 0
-        session.compact(
-            summary, history, auto=auto, tokens={"tokens_before": before, "tokens_after": after}
-        )
+        session.compact(summary, history, auto=auto, tokens_before=before, tokens_after=after)
         if emit is not None:
             emit(
                 HistoryCompacted(

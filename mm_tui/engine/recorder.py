@@ -7,26 +7,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from mm_tui.core.events import EngineError, TurnEnded
+from mm_tui.core.journal_records import ToolRecord
 from mm_tui.engine.session import Session
 from mm_tui.engine.turn_state import Emit
-
-
-def context_record(ended: TurnEnded) -> dict[str, object] | None:
-    """What a turn's record in the journal says of the context: the figure its recap showed
-    (a resumed session counts on from it), and whether the server counted any of it; None
-    while the window is unknown."""
-    if ended.context_window is None:
-        return None
-    record: dict[str, object] = {
-        "context_used": ended.context_used,
-        "context_window": ended.context_window,
-    }
-    if ended.context_estimated:
-        record["context_estimated"] = True
-    return record
 
 
 class SessionRecorder:
@@ -68,14 +53,17 @@ class SessionRecorder:
             message = {"role": "assistant", "content": "".join(text)}
             self.session.add_message(message, thought="".join(thought) or None)
 
-    def tool_result(self, call_id: str, output: str, tool: dict[str, Any]) -> None:
+    def tool_result(self, call_id: str, output: str, tool: ToolRecord) -> None:
         """A call's result for the model, with what the journal keeps of the call (`tool`)."""
         self.session.add_message(
             {"role": "tool", "tool_call_id": call_id, "content": output}, tool=tool
         )
 
     def turn(self, emit: Emit, ended: TurnEnded) -> None:
-        usage = ended.usage
+        """The turn's record. What it says of the context is the figure its recap showed (a
+        resumed session counts on from it), and whether the server counted any of it; nothing
+        while the window is unknown."""
+        usage, known = ended.usage, ended.context_window is not None
         self.save(
             emit,
             lambda: self.session.add_turn(
@@ -86,7 +74,9 @@ class SessionRecorder:
                 },
                 elapsed=round(ended.elapsed, 3),
                 stop_reason=ended.stop_reason,
-                extra=context_record(ended),
+                context_used=ended.context_used if known else None,
+                context_window=ended.context_window,
+                context_estimated=known and ended.context_estimated,
             ),
         )
 

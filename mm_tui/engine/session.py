@@ -17,6 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.core.conversation import INTERRUPTED
+from mm_tui.core.journal_records import (
+    CompactionRecord,
+    ErrorRecord,
+    Header,
+    HistoryRecord,
+    MessageRecord,
+    ShortenedRecord,
+    ToolRecord,
+    TurnRecord,
+    messages_of,
+)
 from mm_tui.core.redact import Redactor, clean_url
 from mm_tui.engine import session_opening
 from mm_tui.engine.journal import Journal
@@ -32,7 +43,6 @@ from mm_tui.engine.session_files import (
     answer_interrupted_tool_calls,
     changes_meta,
     iso,
-    messages_of,
     new_id,
     now,
     title_of,
@@ -66,9 +76,9 @@ class Session:
         self.version = SESSION_VERSION
         self.forked_from: str | None = None  # the session this one is a copy of
         self.messages: list[dict[str, Any]] = []
-        self.turns: list[dict[str, Any]] = []
-        self.errors: list[dict[str, Any]] = []
-        self.tool_results: dict[str, dict[str, Any]] = {}  # call id -> what the window showed
+        self.turns: list[TurnRecord] = []
+        self.errors: list[ErrorRecord] = []
+        self.tool_results: dict[str, ToolRecord] = {}  # call id -> what the window showed
         self.records: list[dict[str, Any]] = [self._header()]
         self.warnings: list[str] = []  # what loading noticed (a torn last line), for the person
         self.repaired = False  # loading gave interrupted tool calls their results
@@ -105,19 +115,16 @@ class Session:
         )
 
     def _header(self) -> dict[str, Any]:
-        header = {
-            "type": "session",
-            "version": SESSION_VERSION,
-            "id": self.id,
-            "created": self.created,
-            "cwd": self.cwd,
-            "model": self.model,
-            "provider": self.provider,
-            "base_url": clean_url(self.base_url),
-        }
-        if self.forked_from is not None:
-            header["forked_from"] = self.forked_from
-        return header
+        return Header(
+            version=SESSION_VERSION,
+            id=self.id,
+            created=self.created,
+            cwd=self.cwd,
+            model=self.model,
+            provider=self.provider,
+            base_url=clean_url(self.base_url),
+            forked_from=self.forked_from,
+        ).to_json()
 
     @property
     def path(self) -> Path:
@@ -132,14 +139,14 @@ class Session:
     def _catch_up(self) -> None:
         """Messages the engine appended to `messages` directly get their records."""
         while self._seen < len(self.messages):
-            self.records.append({"type": "message", "message": self.messages[self._seen]})
+            self.records.append(MessageRecord(message=self.messages[self._seen]).to_json())
             self._seen += 1
 
     def add_message(
         self,
         message: dict[str, Any],
         *,
-        tool: Mapping[str, Any] | None = None,
+        tool: ToolRecord | None = None,
         thought: str | None = None,
     ) -> None:
         """Append a message to the history; `tool`: a result's status, time and title, so that a
@@ -149,20 +156,17 @@ class Session:
         self._catch_up()
         self.messages.append(message)
         self._seen += 1
-        record: dict[str, Any] = {"type": "message", "message": message}
-        if thought:
-            record["thought"] = thought
+        record = MessageRecord(message=message, thought=thought or None, tool=tool)
         if tool is not None:
-            record["tool"] = {k: v for k, v in tool.items() if v is not None}
-            self.tool_results[str(message.get("tool_call_id"))] = record["tool"]
-        self.records.append(record)
+            self.tool_results[str(message.get("tool_call_id"))] = tool
+        self.records.append(record.to_json())
 
     def set_messages(self, messages: list[dict[str, Any]]) -> None:
         """Replace the history as a whole and save."""
         self._catch_up()
         self.messages = list(messages)
         self._seen = len(self.messages)
-        self.records.append({"type": "history", "time": now(), "messages": self.messages})
+        self.records.append(HistoryRecord(time=now(), messages=tuple(self.messages)).to_json())
         self.save()
 
     def compact(
@@ -171,23 +175,24 @@ class Session:
         messages: list[dict[str, Any]],
         *,
         auto: bool = False,
-        tokens: Mapping[str, int] | None = None,
-    ) -> dict[str, Any]:
+        tokens_before: int | None = None,
+        tokens_after: int | None = None,
+    ) -> CompactionRecord:
         """The history becomes `messages` (a summary of it); the messages it replaces stay in
-        the journal. Returns the record, which the window shows."""
+        the journal. Returns the record."""
         self._catch_up()
-        record = {
-            "type": "compaction",
-            "time": now(),
-            "summary": summary,
-            "replaced": len(self.messages),
-            "auto": auto,
-            **(tokens or {}),
-            "messages": list(messages),
-        }
+        record = CompactionRecord(
+            time=now(),
+            summary=summary,
+            replaced=len(self.messages),
+            auto=auto,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            messages=tuple(messages),
+        )
         self.messages = list(messages)
         self._seen = len(self.messages)
-        self.records.append(record)
+        self.records.append(record.to_json())
         self.save()
         return record
 
@@ -196,9 +201,8 @@ class Session:
         fewer); the journal keeps the whole one."""
         self._catch_up()
         self.messages[index] = message
-        self.records.append(
-            {"type": "shortened", "time": now(), "index": index, "message": message, "cut": cut}
-        )
+        shortened = ShortenedRecord(time=now(), index=index, message=message, cut=cut)
+        self.records.append(shortened.to_json())
 
     def add_turn(
         self,
@@ -207,32 +211,38 @@ class Session:
         usage: Mapping[str, Any] | None,
         elapsed: float,
         stop_reason: str,
-        extra: Mapping[str, Any] | None = None,
+        context_used: int | None = None,
+        context_window: int | None = None,
+        context_estimated: bool = False,
     ) -> None:
-        """Record a finished turn and save. `counters` may be the events' Counters dataclass."""
+        """Record a finished turn and save. `counters` may be the events' Counters dataclass;
+        the context's figures are what the recap showed (None while the window is unknown)."""
+        counted: dict[str, Any]
         if dataclasses.is_dataclass(counters) and not isinstance(counters, type):
             counted = dataclasses.asdict(counters)
         else:
             counted = dict(counters)  # type: ignore[arg-type]  # a mapping, the only other kind
-        turn = {
-            "time": now(),
-            "counters": counted,
-            "usage": dict(usage or {}),
-            "elapsed": elapsed,
-            "stop_reason": stop_reason,
-            **(extra or {}),
-        }
+        turn = TurnRecord(
+            time=now(),
+            counters=counted,
+            usage=dict(usage or {}),
+            elapsed=elapsed,
+            stop_reason=stop_reason,
+            context_used=context_used,
+            context_window=context_window,
+            context_estimated=context_estimated or None,
+        )
         self._catch_up()
         self.turns.append(turn)
-        self.records.append({"type": "turn", **turn})
+        self.records.append(turn.to_json())
         self.save()
 
     def add_error(self, where: str, message: str) -> None:
         """Record an error and save: errors are what a person reads after something went wrong."""
-        error = {"time": now(), "where": where, "message": message}
+        error = ErrorRecord(time=now(), where=where, message=message)
         self._catch_up()
         self.errors.append(error)
-        self.records.append({"type": "error", **error})
+        self.records.append(error.to_json())
         self.save()
 
     # -- writing ---------------------------------------------------------------------------------
@@ -301,8 +311,8 @@ class Session:
             **{k: v for k, v in self._header().items() if k != "type"},
             "updated": self.updated,
             "messages": self.messages,
-            "turns": self.turns,
-            "errors": self.errors,
+            "turns": [_without_type(turn) for turn in self.turns],
+            "errors": [_without_type(error) for error in self.errors],
         }
 
     def meta(self) -> dict[str, Any]:
@@ -321,7 +331,7 @@ class Session:
             "base_url": clean_url(self.base_url),
             "title": title,
             "message_count": sum(
-                len(messages_of(r)) for r in self.records if r["type"] != "compaction"
+                len(messages_of(r)) for r in self.records if r["type"] != CompactionRecord.kind
             ),
         }
 
@@ -338,20 +348,6 @@ class Session:
     def replayed(cls, folder: Path, session_id: str, records: list[dict[str, Any]]) -> Session:
         """A session from its records; SessionError for records that do not make one."""
         return session_opening.replayed(cls, folder, session_id, records)
-
-    def _answer_interrupted(self) -> None:
-        """Calls a kill left without a result get `INTERRUPTED`, so a server takes the history
-        (new records of the next save, or a history record when they go in the middle)."""
-        repaired = answer_interrupted_tool_calls(self.messages)
-        if repaired == self.messages:
-            return
-        self.repaired = True
-        if repaired[: len(self.messages)] == self.messages:
-            self.messages = repaired  # the answers are new records of the next save
-        else:
-            self.messages = repaired
-            self._seen = len(repaired)
-            self.records.append({"type": "history", "time": now(), "messages": repaired})
 
     def _fork(self) -> None:
         """Go on as a copy of this session under a new id, written whole at the next save:
@@ -379,6 +375,11 @@ class Session:
         self._release_claim()
         self.folder = Path(folder)
         self._journal, self._written, self._reopen_at = None, 0, None
+
+
+def _without_type(record: TurnRecord | ErrorRecord) -> dict[str, Any]:
+    """A record without its type: a turn or an error as format 1 kept it."""
+    return {k: v for k, v in record.to_json().items() if k != "type"}
 
 
 __all__ = [

@@ -2,19 +2,11 @@
 
 
 The journal is the truth. Its first line is the session's header; every later line is a record
-of what happened, in order, never rewritten:
-
-    {"type": "session", "version": 2, "id", "created", "cwd", "model", "provider", "base_url"}
-    {"type": "message", "message": {...}}          one message of the history, as sent
-    {"type": "message", "message": {role: assistant}, "thought": "..."}
-                                                    an answer, and the reasoning before it
-    {"type": "message", "message": {role: tool}, "tool": {"status", "elapsed", "title",
-        "display"?, "diff"?}}                       a tool's result, and what the window showed
-    {"type": "turn", "time", "counters", "usage", "elapsed", "stop_reason"}
-    {"type": "error", "time", "where", "message"}
-    {"type": "compaction", "time", "summary", "replaced", "auto", "messages": [...]}
-    {"type": "shortened", "time", "index", "message", "cut"}   a history message shortened to fit
-    {"type": "history", "time", "messages": [...]}             the history replaced as a whole
+of what happened, in order, never rewritten: a message of the history as sent (an answer with
+the reasoning before it, a tool's result with what the window showed of it), a turn's end, an
+error, a compaction (the history replaced by a summary of it), a history message shortened to
+fit, the history replaced as a whole. Their fields and their JSON form are the types of
+`core/journal_records.py`, which this module's replay reads them through.
 
 Replaying the records gives the history mm sends (`messages`) and the whole of what happened
 (`records`), which the window redraws. A compaction or a shortening changes the history mm sends,
@@ -46,9 +38,23 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from mm_tui.core.conversation import INTERRUPTED, flat_text
+from mm_tui.core.journal_records import (
+    NOT_THERE,
+    CompactionRecord,
+    ErrorRecord,
+    Header,
+    HistoryRecord,
+    MessageRecord,
+    RecordError,
+    ShortenedRecord,
+    ToolRecord,
+    TurnRecord,
+    messages_of,
+    parse_record,
+)
 from mm_tui.core.text import one_line
 from mm_tui.engine.journal_files import JournalDamaged, read_records
 
@@ -91,11 +97,11 @@ def new_id(now: datetime) -> str:
 def changes_meta(record: dict[str, Any]) -> bool:
     """A record after which the metadata file is rewritten: anything but the assistant's and
     the tools' messages and the shortenings, which come by the thousand."""
-    if record["type"] == "shortened":
+    if record["type"] == ShortenedRecord.kind:
         return False
-    if record["type"] != "message":
+    if record["type"] != MessageRecord.kind:
         return True
-    return record["message"].get("role") not in ("assistant", "tool")
+    return messages_of(record)[0].get("role") not in ("assistant", "tool")
 
 
 def read_bytes(path: Path) -> bytes:
@@ -137,15 +143,6 @@ def read_meta(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def messages_of(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The messages a record adds to the history."""
-    if record["type"] == "message":
-        return [record["message"]]
-    if record["type"] in ("history", "compaction"):
-        return record["messages"]
-    return []
-
-
 def title_of(records: list[dict[str, Any]], redact: Callable[[str], str] = str) -> str:
     for message in (m for r in records for m in messages_of(r)):
         if message.get("role") != "user":
@@ -165,16 +162,12 @@ def check_version(path: Path, version: Any, lowest: int, highest: int) -> None:
         )
 
 
-def is_message(message: Any) -> TypeGuard[dict[str, Any]]:
-    return isinstance(message, dict) and isinstance(message.get("role"), str)
-
-
 def settled(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records up to the end of the last finished turn (to the first request when none
     has finished): what a session another process is writing holds for sure. What follows is
     that process's turn in flight, a request without its answer, calls without results."""
     for index in range(len(records) - 1, 0, -1):
-        if records[index].get("type") == "turn":
+        if records[index].get("type") == TurnRecord.kind:
             return records[: index + 1]
     for index, record in enumerate(records):
         if any(m.get("role") == "user" for m in messages_of(record)):
@@ -278,29 +271,23 @@ class History:
     turns' ends, the errors, and the newest record's time."""
 
     messages: list[dict[str, Any]]
-    tool_results: dict[str, dict[str, Any]]
-    turns: list[dict[str, Any]]
-    errors: list[dict[str, Any]]
+    tool_results: dict[str, ToolRecord]
+    turns: list[TurnRecord]
+    errors: list[ErrorRecord]
     updated: str
 
 
-def checked_header(path: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
+def checked_header(path: Path, records: list[dict[str, Any]]) -> Header:
     """The journal's header; SessionError when there is none or it lacks a field."""
     bad = f"mm: {path}: not a valid session file"
-    if not records or records[0].get("type") != "session":
+    if not records or records[0].get("type") != Header.kind:
         raise SessionError(f"{bad}: no session header on its first line")
-    header = records[0]
-    check_version(path, header.get("version"), 2, SESSION_VERSION)
-    expected: dict[str, type | tuple[type, ...]] = {
-        "created": str,
-        "cwd": str,
-        "model": (str, type(None)),
-        "provider": (str, type(None)),
-        "base_url": (str, type(None)),
-    }
-    for key, kind in expected.items():
-        if not isinstance(header.get(key), kind):
-            raise SessionError(f'{bad}: "{key}" is missing or has the wrong type')
+    check_version(path, records[0].get("version"), 2, SESSION_VERSION)
+    try:
+        header = parse_record(records[0])
+    except RecordError as exc:
+        raise SessionError(f"{bad}: {exc}") from None
+    assert isinstance(header, Header)  # its type is "session"
     return header
 
 
@@ -315,28 +302,25 @@ def replay_history(path: Path, records: list[dict[str, Any]]) -> History:
     return history
 
 
-def _replay_one(bad: str, record: dict[str, Any], history: History) -> None:
-    kind = record["type"]
-    if kind == "message":
-        message = record.get("message")
-        if not is_message(message):
-            raise SessionError(f"{bad} holds something that is not a message")
-        history.messages.append(message)
-        if isinstance(record.get("tool"), dict):
-            history.tool_results[str(message.get("tool_call_id"))] = record["tool"]
-    elif kind in ("compaction", "history"):
-        replacement = record.get("messages")
-        if not isinstance(replacement, list) or not all(map(is_message, replacement)):
-            raise SessionError(f"{bad} holds something that is not a history")
-        history.messages = list(replacement)
-    elif kind == "shortened":
-        index, message = record.get("index"), record.get("message")
-        if not isinstance(index, int) or not 0 <= index < len(history.messages):
-            raise SessionError(f"{bad} shortens a message that is not there")
-        if not is_message(message):
-            raise SessionError(f"{bad} holds something that is not a message")
-        history.messages[index] = message
-    elif kind == "turn":
-        history.turns.append({k: v for k, v in record.items() if k != "type"})
-    elif kind == "error":
-        history.errors.append({k: v for k, v in record.items() if k != "type"})
+def _replay_one(bad: str, raw: dict[str, Any], history: History) -> None:
+    try:
+        record = parse_record(raw)
+    except RecordError as exc:
+        raise SessionError(f"{bad} {exc}") from None
+    match record:
+        case MessageRecord(message=message, tool=tool):
+            history.messages.append(message)
+            if tool is not None:
+                history.tool_results[str(message.get("tool_call_id"))] = tool
+        case CompactionRecord(messages=messages) | HistoryRecord(messages=messages):
+            history.messages = list(messages)
+        case ShortenedRecord(index=index, message=message):
+            if not 0 <= index < len(history.messages):
+                raise SessionError(f"{bad} {NOT_THERE}")
+            history.messages[index] = message
+        case TurnRecord():
+            history.turns.append(record)
+        case ErrorRecord():
+            history.errors.append(record)
+        case _:
+            pass  # the header again, or a later mm's kind: kept in the records as it is

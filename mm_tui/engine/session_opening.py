@@ -1,6 +1,7 @@
 """Opening a saved session: its journal read (locked first when the session is to be continued,
-a torn last line skipped and said), its records replayed into a `Session`, a format-1 file
-converted to a journal, and a session another mm writes continued in a copy.
+a torn last line skipped and said), its records replayed into a `Session`, the calls a kill left
+without a result answered, a format-1 file converted to a journal, and a session another mm
+writes continued in a copy.
 
 `Session.load` and `Session.replayed` hand their work to `load` and `replayed` here, giving
 them the class, so that this module needs nothing of `session.py`, which imports it."""
@@ -11,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.journal_records import Header, HistoryRecord
 from mm_tui.engine.journal_lock import JournalBusy, open_for_append, release_descriptor
 from mm_tui.engine.session_files import (
     CONVERTED_SUFFIX,
@@ -23,6 +25,7 @@ from mm_tui.engine.session_files import (
     answer_interrupted_tool_calls,
     checked_header,
     exists,
+    now,
     read_journal,
     replay_history,
     settled,
@@ -63,10 +66,25 @@ def load(cls: Any, folder: Path, session_id: str, *, claim: bool = False, fork: 
             f"the last line of {path} was cut short ({torn} bytes: mm was stopped while "
             "writing it) and is skipped; everything before it is here"
         )
-    session._answer_interrupted()
+    _answer_interrupted(session)
     if busy:
         session._fork()
     return session
+
+
+def _answer_interrupted(session: Any) -> None:
+    """Calls a kill left without a result get `INTERRUPTED`, so a server takes the history
+    (new records of the next save, or a history record when they go in the middle)."""
+    repaired = answer_interrupted_tool_calls(session.messages)
+    if repaired == session.messages:
+        return
+    session.repaired = True
+    if repaired[: len(session.messages)] == session.messages:
+        session.messages = repaired  # the answers are new records of the next save
+    else:
+        session.messages = repaired
+        session._seen = len(repaired)
+        session.records.append(HistoryRecord(time=now(), messages=tuple(repaired)).to_json())
 
 
 def replayed(cls: Any, folder: Path, session_id: str, records: list[dict[str, Any]]) -> Any:
@@ -76,11 +94,11 @@ def replayed(cls: Any, folder: Path, session_id: str, records: list[dict[str, An
     session: Any = cls(
         folder,
         session_id,
-        cwd=header["cwd"],
-        model=header["model"],
-        provider=header["provider"],
-        base_url=header["base_url"],
-        created=header["created"],
+        cwd=header.cwd,
+        model=header.model,
+        provider=header.provider,
+        base_url=header.base_url,
+        created=header.created,
     )
     history = replay_history(path, records)
     session.records = records
@@ -95,10 +113,17 @@ def replayed(cls: Any, folder: Path, session_id: str, records: list[dict[str, An
 def _converted(cls: Any, folder: Path, session_id: str, old: Path) -> Any:
     """Open a format-1 file: read it, write its journal, keep the old file as `<id>.v1.json`."""
     data = read_old(old)
-    fields = ("created", "cwd", "model", "provider", "base_url")
-    header = {"type": "session", "version": SESSION_VERSION, "id": session_id}
-    header.update({key: data[key] for key in fields})
-    session: Any = replayed(cls, folder, session_id, [header, *old_records(data)])
+    header = Header(
+        version=SESSION_VERSION,
+        id=session_id,
+        created=data["created"],
+        cwd=data["cwd"],
+        model=data["model"],
+        provider=data["provider"],
+        base_url=data["base_url"],
+    )
+    records = [header.to_json(), *old_records(data)]
+    session: Any = replayed(cls, folder, session_id, records)
     session.updated = max(session.updated, data["updated"])
     try:
         session.save(touch=False)

@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mm_tui.engine.session_files import (
-    SessionError,
-    check_version,
+from mm_tui.core.journal_records import (
+    ErrorRecord,
+    MessageRecord,
+    ToolRecord,
+    TurnRecord,
     is_message,
-    read_bytes,
-    title_of,
 )
+from mm_tui.engine.session_files import SessionError, check_version, read_bytes, title_of
 
 
 def read_old(path: Path) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def read_old(path: Path) -> dict[str, Any]:
 def meta_of_old(data: dict[str, Any]) -> dict[str, Any]:
     return {
         **data,
-        "title": title_of([{"type": "message", "message": m} for m in data["messages"]]),
+        "title": title_of([MessageRecord(message=m).to_json() for m in data["messages"]]),
         "message_count": len(data["messages"]),
     }
 
@@ -67,9 +68,9 @@ def old_records(data: dict[str, Any]) -> list[dict[str, Any]]:
     time the text decides (a format-1 file has nothing better)."""
     records: list[dict[str, Any]] = []
     later = sorted(
-        [{"type": "turn", **t} for t in data["turns"] if isinstance(t, dict)]
-        + [{"type": "error", **e} for e in data["errors"] if isinstance(e, dict)],
-        key=lambda r: (str(r.get("time", "")), r["type"] == "turn"),
+        [{"type": TurnRecord.kind, **t} for t in data["turns"] if isinstance(t, dict)]
+        + [{"type": ErrorRecord.kind, **e} for e in data["errors"] if isinstance(e, dict)],
+        key=lambda r: (str(r.get("time", "")), r["type"] == TurnRecord.kind),
     )
     questions = 0
     for message in data["messages"]:
@@ -78,9 +79,9 @@ def old_records(data: dict[str, Any]) -> list[dict[str, Any]]:
             while questions > 1 and later:  # the previous turn's errors and end
                 record = later.pop(0)
                 records.append(record)
-                if record["type"] == "turn":
+                if record["type"] == TurnRecord.kind:
                     break
-        record = {"type": "message", "message": message}
+        tool = None
         if message.get("role") == "tool":
             content = str(message.get("content") or "")
             # Format 1 kept no status: the text is all there is to tell one from (new records
@@ -88,7 +89,7 @@ def old_records(data: dict[str, Any]) -> list[dict[str, Any]]:
             status = "error" if content.startswith("[error") else "ok"
             if content.endswith("rejected by the user]"):
                 status = "rejected"
-            record["tool"] = {"status": status}
-        records.append(record)
+            tool = ToolRecord(status=status)
+        records.append(MessageRecord(message=message, tool=tool).to_json())
     records.extend(later)
     return records

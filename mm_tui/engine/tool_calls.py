@@ -21,6 +21,7 @@ from mm_tui.core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
+from mm_tui.core.journal_records import ToolRecord
 from mm_tui.core.questions import Questions
 from mm_tui.core.redact import Redactor
 from mm_tui.core.text import one_line
@@ -98,7 +99,7 @@ class ToolCalls:
         formed; a call whose line is already shown is closed as cancelled."""
         for call in state.pending:
             title = state.titles.get(call.id)
-            tool = {"status": "cancelled", "elapsed": 0.0, "title": title}
+            tool = ToolRecord(status="cancelled", elapsed=0.0, title=title)
             self.recorder.tool_result(call.id, output, tool)
             if title is not None:
                 emit(
@@ -245,13 +246,13 @@ class ToolCalls:
         diff = outcome.diff and text(outcome.diff)
         elapsed = self.clock() - started
         state = batch.state
-        tool = {
-            "status": outcome.status,
-            "elapsed": round(elapsed, 3),
-            "title": state.titles.get(call.id),
-            "display": display,
-            "diff": diff,
-        }
+        tool = ToolRecord(
+            status=outcome.status,
+            elapsed=round(elapsed, 3),
+            title=state.titles.get(call.id),
+            display=display,
+            diff=diff,
+        )
         self.recorder.tool_result(call.id, output, tool)
         self.context.fair_share(call.name, batch.emit)
         state.pending = [c for c in state.pending if c.id != call.id]

@@ -286,4 +286,4 @@ async def test_window_escape_cancels_an_ask(work: Path, child_server) -> None:
         ]
         recap = [i for i in app.main.transcript.items if isinstance(i, RecapItem)][-1]
         assert recap.stop_reason == "cancelled"
-        assert app.engine.session.turns[-1]["stop_reason"] == "cancelled"
+        assert app.engine.session.turns[-1].stop_reason == "cancelled"

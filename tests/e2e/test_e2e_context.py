@@ -53,15 +53,15 @@ def test_many_tool_calls_in_a_2048_token_context_end_cleanly(server, project: Pa
         assert_well_formed(session.messages)
         (turn,) = session.turns
         if result.returncode != 0:
-            assert turn["stop_reason"] in ("max_turns", "loop_detected"), out
+            assert turn.stop_reason in ("max_turns", "loop_detected"), out
             assert any(guard in out for guard in GUARDS), out
         else:
-            assert turn["stop_reason"] == "end_turn", out
+            assert turn.stop_reason == "end_turn", out
         results = [r for r in session.records if r["type"] == "message" and r.get("tool")]
         # The model's path depends on what `ls -la` shows of the project (times to the minute),
         # so now and then it repeats a failing call until the loop detector stops it before the
         # tenth call: the window was never reached, and the run is made again.
-        if len(results) >= 10 or turn["stop_reason"] != "loop_detected":
+        if len(results) >= 10 or turn.stop_reason != "loop_detected":
             break
         print(f"attempt {attempt + 1}: the loop detector stopped the model after {len(results)}")
     # Past the ninth call, where the context used to overflow.

@@ -23,8 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.env import clean_env
 
+from mm_tui.core.events import Counters, TurnEnded, Usage
+from mm_tui.core.journal_records import ErrorRecord, ToolRecord, TurnRecord
 from mm_tui.engine import session as session_module
 from mm_tui.engine.journal import flush_all
+from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.session import INTERRUPTED, SESSION_VERSION, Session, SessionError
 from mm_tui.engine.session_listing import latest_in, list_sessions
 
@@ -86,7 +89,7 @@ def test_the_journal_format(tmp_path: Path) -> None:
     session.add_message({"role": "user", "content": "hi"})
     session.add_message(
         {"role": "tool", "tool_call_id": "c1", "content": "out"},
-        tool={"status": "error", "elapsed": 1.5, "title": "bash  ls", "display": None},
+        tool=ToolRecord(status="error", elapsed=1.5, title="bash  ls", display=None),
     )
     session.add_turn(counters={"commands": 1}, usage={}, elapsed=2.0, stop_reason="end_turn")
     header, user, result, turn = lines(session)
@@ -109,6 +112,64 @@ def test_the_journal_format(tmp_path: Path) -> None:
     assert meta["title"] == "hi" and meta["message_count"] == 2
     assert meta["updated"] >= meta["created"] == session.created
     assert "api" not in session.path.read_text().lower()
+
+
+NOW = "2026-01-02T03:04:05.678Z"
+# Every kind of record as mm writes it, byte for byte and key by key: a journal written by
+# this mm and one written by an earlier one must be the same file.
+JOURNAL = """\
+{"type": "session", "version": 2, "id": "20260102-030405-abcdef", "created": "2026-01-02T03:04:05.678Z", "cwd": "/p", "model": "m", "provider": null, "base_url": "http://h/v1"}
+{"type": "message", "message": {"role": "system", "content": "s"}}
+{"type": "message", "message": {"role": "user", "content": "ü"}}
+{"type": "message", "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}}], "reasoning_content": "r"}, "thought": "first ls"}
+{"type": "message", "message": {"role": "tool", "tool_call_id": "a", "content": "x"}, "tool": {"status": "ok", "elapsed": 0.25, "title": "bash  ls", "diff": "d"}}
+{"type": "message", "message": {"role": "tool", "tool_call_id": "b", "content": "y"}, "tool": {"status": "error", "elapsed": 0, "display": ""}}
+{"type": "message", "message": {"role": "assistant", "content": "done"}}
+{"type": "error", "time": "2026-01-02T03:04:05.678Z", "where": "provider", "message": "HTTP 500"}
+{"type": "turn", "time": "2026-01-02T03:04:05.678Z", "counters": {"commands": 1, "file_ops": 0, "skills": 0, "lsp_calls": 0, "mcp_calls": 0}, "usage": {"prompt_tokens": 3, "completion_tokens": 4}, "elapsed": 1.5, "stop_reason": "end_turn", "context_used": 10, "context_window": 100, "context_estimated": true}
+{"type": "turn", "time": "2026-01-02T03:04:05.678Z", "counters": {"commands": 2}, "usage": {}, "elapsed": 0.5, "stop_reason": "cancelled"}
+{"type": "shortened", "time": "2026-01-02T03:04:05.678Z", "index": 3, "message": {"role": "tool", "tool_call_id": "a", "content": "…"}, "cut": 1}
+{"type": "compaction", "time": "2026-01-02T03:04:05.678Z", "summary": "sum", "replaced": 6, "auto": true, "tokens_before": 100, "tokens_after": 10, "messages": [{"role": "system", "content": "s sum"}]}
+{"type": "compaction", "time": "2026-01-02T03:04:05.678Z", "summary": "again", "replaced": 1, "auto": false, "messages": [{"role": "system", "content": "s again"}]}
+{"type": "history", "time": "2026-01-02T03:04:05.678Z", "messages": [{"role": "user", "content": "u"}]}
+"""  # noqa: E501
+
+
+def test_the_journal_is_written_as_it_always_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "now", lambda: NOW)
+    session = Session(
+        tmp_path, "20260102-030405-abcdef", cwd="/p", model="m", provider=None,
+        base_url="http://h/v1", created=NOW,
+    )  # fmt: skip
+    session.messages.append({"role": "system", "content": "s"})  # recorded at the next change
+    session.add_message({"role": "user", "content": "ü"})
+    call = {"role": "assistant", "content": None, "tool_calls": [tool_call("a")]}
+    session.add_message({**call, "reasoning_content": "r"}, thought="first ls")
+    session.add_message(
+        {"role": "tool", "tool_call_id": "a", "content": "x"},
+        tool=ToolRecord(status="ok", elapsed=0.25, title="bash  ls", display=None, diff="d"),
+    )
+    session.add_message(
+        {"role": "tool", "tool_call_id": "b", "content": "y"},
+        tool=ToolRecord(status="error", elapsed=0, title=None, display=""),
+    )
+    session.add_message({"role": "assistant", "content": "done"}, thought="")
+    session.add_error("provider", "HTTP 500")
+    ended = TurnEnded(
+        turn=1, counters=Counters(commands=1), elapsed=1.5, usage=Usage(3, 4),
+        stop_reason="end_turn", context_used=10, context_window=100, context_estimated=True,
+    )  # fmt: skip
+    SessionRecorder(session).turn(lambda event: None, ended)
+    session.add_turn(counters={"commands": 2}, usage={}, elapsed=0.5, stop_reason="cancelled")
+    session.shorten(3, {"role": "tool", "tool_call_id": "a", "content": "…"}, 1)
+    system = {"role": "system", "content": "s sum"}
+    session.compact("sum", [system], auto=True, tokens_before=100, tokens_after=10)
+    session.compact("again", [{"role": "system", "content": "s again"}])
+    session.set_messages([{"role": "user", "content": "u"}])
+    flush_all()
+    assert session.path.read_text(encoding="utf-8") == JOURNAL
 
 
 def test_a_reloaded_session_has_the_time_it_was_saved_with(
@@ -134,11 +195,8 @@ def test_round_trip(tmp_path: Path) -> None:
         {"role": "assistant", "content": "two files", "reasoning_content": "easy"},
     ]
     for message in messages:
-        tool = (
-            {"status": "ok", "elapsed": 0.25, "title": "bash  ls"}
-            if "tool_call_id" in message
-            else None
-        )
+        tool = ToolRecord(status="ok", elapsed=0.25, title="bash  ls")
+        tool = tool if "tool_call_id" in message else None
         session.add_message(message, tool=tool)
     session.add_turn(
         counters={"commands": 1, "file_ops": 0, "skills": 0, "lsp_calls": 0},
@@ -150,13 +208,22 @@ def test_round_trip(tmp_path: Path) -> None:
     loaded = reload(session)
     assert loaded.to_dict() == session.to_dict()
     assert loaded.messages == messages
-    assert loaded.tool_results == {"c1": {"status": "ok", "elapsed": 0.25, "title": "bash  ls"}}
-    assert loaded.turns[0]["counters"]["commands"] == 1
-    assert loaded.turns[0]["usage"] == {"prompt_tokens": 10, "completion_tokens": 5}
-    assert (loaded.turns[0]["elapsed"], loaded.turns[0]["stop_reason"]) == (1.25, "answer")
-    assert loaded.errors[0]["where"] == "provider"
-    assert loaded.errors[0]["message"] == "HTTP 500 after the first token"
-    assert set(loaded.errors[0]) == {"time", "where", "message"}
+    assert loaded.tool_results == {"c1": ToolRecord(status="ok", elapsed=0.25, title="bash  ls")}
+    (turn,) = loaded.turns
+    assert turn == TurnRecord(
+        time=turn.time,
+        counters={"commands": 1, "file_ops": 0, "skills": 0, "lsp_calls": 0},
+        usage={"prompt_tokens": 10, "completion_tokens": 5},
+        elapsed=1.25,
+        stop_reason="answer",
+    )
+    (error,) = loaded.errors
+    assert error == ErrorRecord(
+        time=error.time, where="provider", message="HTTP 500 after the first token"
+    )
+    assert loaded.to_dict()["errors"] == [
+        {"time": error.time, "where": "provider", "message": "HTTP 500 after the first token"}
+    ]
     assert [r["type"] for r in loaded.records] == ["session"] + ["message"] * 5 + ["turn", "error"]
     assert loaded.warnings == [] and not loaded.repaired
 
@@ -169,7 +236,7 @@ def test_add_turn_takes_the_counters_dataclass(tmp_path: Path) -> None:
 
     session = new(tmp_path)
     session.add_turn(counters=Counters(), usage=None, elapsed=0.5, stop_reason="answer")
-    assert reload(session).turns[0]["counters"] == {"commands": 2, "file_ops": 1}
+    assert reload(session).turns[0].counters == {"commands": 2, "file_ops": 1}
 
 
 def test_messages_appended_directly_are_recorded_in_order(tmp_path: Path) -> None:
@@ -334,7 +401,7 @@ def test_sigkill_at_random_moments_leaves_a_loadable_journal(tmp_path: Path) -> 
         for i, message in enumerate(session.messages):
             assert message == {"role": "user", "content": f"{i}:" + "x" * 4000}
         for i, turn in enumerate(session.turns):
-            assert turn["counters"] == {"commands": i}
+            assert turn.counters == {"commands": i}
         assert session_id in [info.id for info in list_sessions(folder)]
         session.add_message({"role": "user", "content": "resumed"})
         session.save()
@@ -390,7 +457,7 @@ def test_a_compaction_replaces_the_history_and_keeps_the_journal(tmp_path: Path)
         session.add_message({"role": role, "content": text})
     summary = [{"role": "system", "content": "s\n\nSummary: did the long work"}]
     record = session.compact("did the long work", summary, auto=True)
-    assert record["replaced"] == 3 and record["auto"] is True
+    assert record.replaced == 3 and record.auto is True
     session.add_message({"role": "user", "content": "next"})
     session.save()
     loaded = reload(session)
@@ -458,8 +525,8 @@ def test_a_format_1_file_is_listed_and_converted_when_opened(tmp_path: Path) -> 
     assert not path.exists()
     assert (tmp_path / f"{path.stem}.v1.json").read_bytes() == raw  # kept, out of the list
     assert [m["content"] for m in session.messages][-2:] == ["second", "two"]
-    assert session.tool_results["a"]["status"] == "ok"
-    assert session.tool_results["b"]["status"] == "error"
+    assert session.tool_results["a"] == ToolRecord(status="ok")
+    assert session.tool_results["b"] == ToolRecord(status="error")
     kinds = [r["type"] for r in session.records]
     # The first turn's error and end go before the second question.
     assert kinds == ["session", *["message"] * 6, "error", "turn", "message", "message", "turn"]
@@ -577,6 +644,21 @@ def damage_cases(raw: bytes) -> dict[str, tuple[bytes, str]]:
             header + b'{"type": "message", "message": "hello"}\n' + second,
             "record 2 holds something that is not a message",
         ),
+        "no id": (with_header(id=None), '"id" is missing or has the wrong type'),
+        "bad history": (
+            header + b'{"type": "history", "messages": [{"role": "user"}, 3]}\n' + second,
+            "record 2 holds something that is not a history",
+        ),
+        "bad shortening": (
+            header + first + b'{"type": "shortened", "index": 1, "message": {"role": "user"}, '
+            b'"cut": 1}\n' + second,
+            "record 3 shortens a message that is not there",
+        ),
+        "bad turn": (
+            header + first + b'{"type": "turn", "counters": {}, "usage": {}, "elapsed": "1s", '
+            b'"stop_reason": "end_turn"}\n' + second,
+            'record 3 ("turn"): "elapsed" is missing or has the wrong type',
+        ),
     }
 
 
@@ -591,6 +673,10 @@ CASES = [
     "future",
     "wrong type",
     "bad message",
+    "no id",
+    "bad history",
+    "bad shortening",
+    "bad turn",
 ]
 
 
@@ -659,6 +745,23 @@ def test_results_go_right_after_their_call(tmp_path: Path) -> None:
         {"role": "tool", "tool_call_id": "a", "content": INTERRUPTED},
         later,
     ]
+
+
+def test_a_repair_in_the_middle_holds_the_history_as_it_was_then(tmp_path: Path) -> None:
+    """The history record of a repair is the history at the repair: a message added after it
+    is a record of its own, and is not read twice at the next resume."""
+    call = {"role": "assistant", "content": None, "tool_calls": [tool_call("a")]}
+    session = new(tmp_path)
+    session.set_messages([call, {"role": "user", "content": "and then?"}])
+    session.add_message({"role": "user", "content": "set apart"})
+    session.save()
+    assert session.records[-2]["messages"][-1] == {"role": "user", "content": "and then?"}
+    resumed = reload(session)
+    assert resumed.records[-1]["type"] == "history"
+    resumed.add_message({"role": "user", "content": "later"})
+    resumed.save()
+    contents = [m["content"] for m in reload(resumed).messages]
+    assert contents == [None, INTERRUPTED, "and then?", "set apart", "later"]
 
 
 def test_a_well_formed_history_is_unchanged(tmp_path: Path) -> None:

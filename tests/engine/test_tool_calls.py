@@ -64,7 +64,7 @@ def results(calls: ToolCalls) -> list[tuple[str, str, str]]:
     """(call id, status, content) of each tool result in the history."""
     session = calls.recorder.session
     return [
-        (m["tool_call_id"], session.tool_results[m["tool_call_id"]]["status"], m["content"])
+        (m["tool_call_id"], session.tool_results[m["tool_call_id"]].status, m["content"])
         for m in session.messages
         if m["role"] == "tool"
     ]
