@@ -11,7 +11,7 @@ CPU they use is read from /proc (user + system time) over the same span, after t
 
 Goal: mm under 0.5% of a core.
 
-Run: .venv/bin/python bench/bench_window_idle.py [seconds]
+Run: .venv/bin/python bench/bench_window_idle.py [seconds, 30 by default]  (--quick: 2 seconds)
 """
 
 from __future__ import annotations
@@ -87,7 +87,10 @@ def idle_cpu(name: str, command: str, ready: str, seconds: float, cwd: Path) -> 
 
 
 def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
+    if "--quick" in sys.argv:
+        seconds = 2.0
+    else:
+        seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
     with tempfile.TemporaryDirectory() as folder:
         cwd = Path(folder)
         floor_script = cwd / "bare.py"
