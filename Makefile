@@ -2,13 +2,13 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Three stamps, each newer than the one it needs: mm and its runtime dependencies (what
-# `make run` needs); the test and lsp extras (`make test`); the bench extra (`make bench`). So
+# Two stamps, the second newer than the first: mm and its runtime dependencies (what `make run`
+# needs); the test, lsp and bench extras (`make test` and `make bench`: the tests run every
+# bench at its quick size, tests/program/test_benches.py, and bench_fetch needs markdownify). So
 # `make test` after `make run` installs only the extras, `make run` after `make test` installs
-# nothing, and a changed pyproject.toml reinstalls the first and then, when asked, the others.
+# nothing, and a changed pyproject.toml reinstalls the first and then, when asked, the second.
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
-BENCH_STAMP := $(VENV)/.installed-bench
 # What the tests run beside Python: pylsp and basedpyright come with `.[lsp]`; clangd (a third
 # language server) and tmux (the real program in a terminal) come from Debian when missing; the
 # npm language servers (NODE_LSP below) from their lock file.
@@ -55,12 +55,8 @@ $(STAMP): pyproject.toml mm_tui/__init__.py | $(BIN)/python
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[test,lsp]'
-	touch $(TEST_STAMP)
-
-$(BENCH_STAMP): $(TEST_STAMP)
 	$(BIN)/pip install -q -e '.[test,lsp,bench]'
-	touch $(BENCH_STAMP)
+	touch $(TEST_STAMP)
 
 $(LSP_STAMP): | $(STAMP)
 	missing=""; for p in $(APT_PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
@@ -105,7 +101,8 @@ test: $(TEST_STAMP) lsp-servers node-acp mcp-everything
 test-load:
 	$(MAKE) test PYTEST_ARGS="--under-load $(PYTEST_ARGS)"
 
-bench: $(BENCH_STAMP) lsp-servers
+# The benchmarks at their full sizes, where the figures come from (`make test` runs them quick).
+bench: $(TEST_STAMP) lsp-servers
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 $(E2E_PYTHON):

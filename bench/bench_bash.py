@@ -13,7 +13,7 @@ confined and not, interleaved too; the goal is at most 1.3x + 2 ms. Building a r
 project, and again when a folder it lists changes) and starting its launcher process (from the
 request to a launcher ready to start commands, confined) are measured apart.
 
-Run: .venv/bin/python bench/bench_bash.py [calls]
+Run: .venv/bin/python bench/bench_bash.py [calls, 200 by default]  (--quick: 20 calls)
 """
 
 from __future__ import annotations
@@ -138,4 +138,7 @@ async def main(calls: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 200))
+    if "--quick" in sys.argv:
+        asyncio.run(main(20))
+    else:
+        asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 200))

@@ -48,7 +48,8 @@ temperature 0 writes a numbered list of about 500 tokens for PROMPT.
 Set MM_BENCH_CODE to a folder holding another copy of the mm_tui package to measure that copy
 (to compare a change with the code before it, alternating).
 
-Run: .venv/bin/python bench/bench_e2e.py [rounds]
+Run: .venv/bin/python bench/bench_e2e.py [rounds, 3 by default]  (--quick: 1 round, after the
+     warm-up one; skipped as above without the e2e environment)
 """
 
 from __future__ import annotations
@@ -522,7 +523,10 @@ def main() -> int:
     if sys.argv[1:2] == ["--relay"]:
         relay_main(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
         return 0
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS
+    if "--quick" in sys.argv:
+        rounds = 1
+    else:
+        rounds = int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS
     if os.environ.get("MM_BENCH_CODE"):
         import mm_tui
 

@@ -10,7 +10,7 @@ Two figures per pass: `plan` (read, match, apply, diff: a dry run) and `write` (
 the same plus the atomic write with fsync). Then the not-found path on the same file: one edit
 whose old lines almost line up, so the closest region is searched and offered.
 
-Run: .venv/bin/python bench/bench_edit.py [repeats]
+Run: .venv/bin/python bench/bench_edit.py [repeats, 5 by default]  (--quick: 1 repeat)
 Prints figures; asserts nothing.
 """
 
@@ -131,4 +131,7 @@ async def main(repeats: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 5))
+    if "--quick" in sys.argv:
+        asyncio.run(main(1))
+    else:
+        asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 5))

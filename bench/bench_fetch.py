@@ -15,7 +15,9 @@ html2text and html-to-markdown are bench-only: when missing they are installed i
 interpreter with pip (never added to the project's dependencies); when that fails the row is
 skipped with a note. Figures and ratios are printed; nothing is asserted, a benchmark informs.
 
-Run: .venv/bin/python bench/bench_fetch.py [megabytes] [rounds]
+Run: .venv/bin/python bench/bench_fetch.py [megabytes, 4 by default] [rounds, 6 by default]
+     (--quick: 0.5 MB, 2 rounds; it installs nothing: a peer that is missing is skipped with
+     a note, as `make test` runs it and a test must not change the environment it runs in)
 """
 
 from __future__ import annotations
@@ -212,13 +214,17 @@ def realistic_page(size: int = 4_000_000, seed: int = 5) -> str:
     return "".join(parts)
 
 
-def _ensure(module: str, package: str) -> bool:
-    """Import `module`, installing `package` into this interpreter first when it is missing."""
+def _ensure(module: str, package: str, install: bool = True) -> bool:
+    """Import `module`, installing `package` into this interpreter first when it is missing
+    (unless `install` is false: then its row is skipped with a note)."""
     try:
         importlib.import_module(module)
         return True
     except ImportError:
         pass
+    if not install:
+        print(f"note: {package} is not installed, its row is skipped (--quick installs nothing)")
+        return False
     print(f"note: installing {package} for this benchmark (bench-only, not a project dependency)")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", package], capture_output=True, text=True
@@ -237,7 +243,7 @@ def _ensure(module: str, package: str) -> bool:
         return False
 
 
-def _converters() -> dict[str, Callable[[str], str]]:
+def _converters(install: bool = True) -> dict[str, Callable[[str], str]]:
     from mm_tui.tools.fetch.markdown import html_to_markdown as ours
 
     out: dict[str, Callable[[str], str]] = {
@@ -246,7 +252,7 @@ def _converters() -> dict[str, Callable[[str], str]]:
     import markdownify  # pyright: ignore[reportMissingImports] - the bench extra (make bench)
 
     out["markdownify"] = lambda html: markdownify.markdownify(html)
-    if _ensure("html2text", "html2text"):
+    if _ensure("html2text", "html2text", install):
         import html2text  # pyright: ignore[reportMissingImports] - installed by _ensure
 
         def h2t(html: str) -> str:
@@ -255,7 +261,7 @@ def _converters() -> dict[str, Callable[[str], str]]:
             return conv.handle(html)
 
         out["html2text"] = h2t
-    if _ensure("html_to_markdown", "html-to-markdown"):
+    if _ensure("html_to_markdown", "html-to-markdown", install):
         import html_to_markdown as rust  # pyright: ignore[reportMissingImports] - by _ensure
 
         out["html-to-markdown"] = _html_to_markdown_call(rust)
@@ -284,10 +290,10 @@ def _timed(work: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def main(megabytes: float, rounds: int) -> None:
+def main(megabytes: float, rounds: int, install: bool = True) -> None:
     page = realistic_page(int(megabytes * 1_000_000))
     size_mb = len(page.encode()) / 1_000_000
-    converters = _converters()
+    converters = _converters(install)
     print(f"page: {size_mb:.2f} MB of HTML, {rounds} rounds, best and median per converter")
     for conv in converters.values():  # warm up: imports, caches
         conv(page[:200_000])
@@ -320,7 +326,10 @@ def main(megabytes: float, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(
-        float(sys.argv[1]) if len(sys.argv) > 1 else 4.0,
-        int(sys.argv[2]) if len(sys.argv) > 2 else 6,
-    )
+    if "--quick" in sys.argv:
+        main(0.5, 2, install=False)
+    else:
+        main(
+            float(sys.argv[1]) if len(sys.argv) > 1 else 4.0,
+            int(sys.argv[2]) if len(sys.argv) > 2 else 6,
+        )

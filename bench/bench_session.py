@@ -29,7 +29,8 @@ ends alike. At each end:
   (indent=1), written to a temporary file, fsynced and renamed, as format 1 did at every save
   (about twice per tool call, on the UI loop); computed once at each end (10 and 10,000 results).
 
-Run: .venv/bin/python bench/bench_session.py  (MM_BENCH_EVENTS=N for another count)
+Run: .venv/bin/python bench/bench_session.py  (MM_BENCH_EVENTS=N for another count than 10,000;
+     --quick: 1,000, unless MM_BENCH_EVENTS says otherwise)
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from mm_tui.core.journal_records import ToolRecord
 
 GOAL = 1.5
-EVENTS = int(os.environ.get("MM_BENCH_EVENTS", "10000"))
+EVENTS = int(os.environ.get("MM_BENCH_EVENTS") or (1000 if "--quick" in sys.argv else 10000))
 WINDOW = 100  # events timed at each end
 OUTPUT = 4096  # characters of a tool result
 

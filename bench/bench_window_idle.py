@@ -11,7 +11,7 @@ CPU they use is read from /proc (user + system time) over the same span, after t
 
 Goal: mm under 0.5% of a core.
 
-Run: .venv/bin/python bench/bench_window_idle.py [seconds]
+Run: .venv/bin/python bench/bench_window_idle.py [seconds, 30 by default]  (--quick: 2 seconds)
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ Bare().run()
 """
 
 
-def tmux(*args: str) -> str:
+def tmux(server: str, *args: str) -> subprocess.CompletedProcess[str]:
     """tmux on a server of the bench's own (`-L`), never the person's."""
-    command = ["tmux", "-L", f"mm-bench-{os.getpid()}", "-f", os.devnull, *args]
-    return subprocess.run(command, capture_output=True, text=True).stdout
+    command = ["tmux", "-L", server, "-f", os.devnull, *args]
+    return subprocess.run(command, capture_output=True, text=True)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -56,26 +56,41 @@ def cpu_seconds(pid: int) -> float:
 
 def idle_cpu(name: str, command: str, ready: str, seconds: float, cwd: Path) -> float:
     """The share of a core `command` uses over `seconds` once `ready` is on its screen."""
-    session = f"idle-{name}-{os.getpid()}"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-c", str(cwd), command)
+    # A server per program: the first one's server exits with its last session, and a
+    # new-session sent while it exits fails ("server exited unexpectedly").
+    server = f"mm-bench-{os.getpid()}-{name}"
+    session = f"idle-{name}"
+    started = tmux(
+        server, "new-session", "-d", "-s", session, "-x", "100", "-y", "30", "-c", str(cwd), command
+    )
+    if started.returncode != 0:
+        raise RuntimeError(f"{name}: tmux new-session failed: {started.stderr.strip()}")
     try:
         deadline = time.monotonic() + 60
-        while ready not in tmux("capture-pane", "-p", "-t", session):
+        screen = ""
+        while ready not in screen:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{name} never showed {ready!r}")
+                raise RuntimeError(f"{name} never showed {ready!r}; its screen:\n{screen}")
             time.sleep(0.2)
-        pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").strip())
+            screen = tmux(server, "capture-pane", "-p", "-t", session).stdout
+        pid = int(tmux(server, "display", "-p", "-t", session, "#{pane_pid}").stdout.strip())
         time.sleep(2)  # what start-up left to do after its first frame
         before, start = cpu_seconds(pid), time.monotonic()
         time.sleep(seconds)
         used, span = cpu_seconds(pid) - before, time.monotonic() - start
         return used / span
     finally:
-        tmux("kill-session", "-t", session)
+        tmux(server, "kill-server")
+        # tmux leaves the socket of a server that exited behind
+        folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+        (folder / server).unlink(missing_ok=True)
 
 
 def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
+    if "--quick" in sys.argv:
+        seconds = 2.0
+    else:
+        seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
     with tempfile.TemporaryDirectory() as folder:
         cwd = Path(folder)
         floor_script = cwd / "bare.py"

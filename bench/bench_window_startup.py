@@ -39,6 +39,7 @@ argument classes): without a configuration file, pydantic stays off that path to
 Goals: mm's first frame at most 1.3x the bare app's first frame; mm ready at most 1.6x it.
 
 Run: .venv/bin/python bench/bench_window_startup.py [rounds, 20 by default: the machine is noisy]
+     (--quick: 1 round, after the warm-up one)
 """
 
 from __future__ import annotations
@@ -407,5 +408,7 @@ def main(rounds: int) -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         CHILDREN[sys.argv[2]]()
+    elif "--quick" in sys.argv:
+        main(1)
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)

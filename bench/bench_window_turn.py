@@ -43,7 +43,8 @@ the whole history, as the chat-completions protocol sends it.
    last 400 calls apart (the request grows: whatever mm does with it on the UI loop grows too).
 
 Run: .venv/bin/python bench/bench_window_turn.py   (MM_BENCH_CALLS=N for another count; the
-first and last fifth of the calls are compared, 400 of 2,000)
+first and last fifth of the calls are compared, 400 of 2,000; --quick: 100 calls, unless
+MM_BENCH_CALLS says otherwise, and 10 idle keys instead of 30)
 """
 
 from __future__ import annotations
@@ -70,14 +71,16 @@ from window_common import (  # noqa: E402
     verdict,
 )
 
-CALLS = int(os.environ.get("MM_BENCH_CALLS", "2000"))
+# --quick reaches the children too (run_child passes it on): they read the same sizes.
+QUICK = "--quick" in sys.argv
+CALLS = int(os.environ.get("MM_BENCH_CALLS") or (100 if QUICK else 2000))
 EDGE = max(1, CALLS // 5)  # 400 of 2,000
 OUTPUT = 4096  # bytes of each command's output
 GOAL_GROWTH = 1.3  # mm's last/first against the floor's last/first
 GOAL_ECHO_RATIO = 1.5
 GOAL_ECHO_MS = 30.0
 KEY_EVERY = 0.1  # seconds between two keystrokes
-IDLE_KEYS = 30
+IDLE_KEYS = 10 if QUICK else 30
 PROGRESS = 500  # a line on stderr every so many calls
 MODEL = "scripted-model"
 LOG_LINE = "tests/unit/test_module.py::test_case PASSED; building step output for the log"
@@ -399,7 +402,8 @@ async def floor_child(base_url: str) -> dict[str, Any]:
 
 def run_child(kind: str, base_url: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", kind, base_url],
+        [sys.executable, os.path.abspath(__file__), "--child", kind, base_url]
+        + (["--quick"] if QUICK else []),
         stdout=subprocess.PIPE,
         text=True,
         timeout=3600,
