@@ -180,21 +180,26 @@ class Server:
 # -- the clients -----------------------------------------------------------------------------
 
 
-async def mm_child(base_url: str, calls: int) -> dict[str, Any]:
+def settings_for(base_url: str, calls: int, folder: Path) -> Any:
+    """mm's settings for the turn: the server, yolo, room for every call, sessions in `folder`."""
     from mm_tui.config import Settings
+
+    return Settings(
+        baseUrl=base_url,
+        model=MODEL,
+        yolo=True,
+        maxTurns=calls + 10,
+        sessionsDir=str(folder / "sessions"),
+    )
+
+
+async def mm_child(base_url: str, calls: int) -> dict[str, Any]:
     from mm_tui.core.events import ToolCallFinished
     from mm_tui.startup import start
 
     folder = Path(tempfile.mkdtemp(prefix="mm-bench-trip-"))
     try:
-        settings = Settings(
-            baseUrl=base_url,
-            model=MODEL,
-            yolo=True,
-            maxTurns=calls + 10,
-            sessionsDir=str(folder / "sessions"),
-        )
-        engine = (await start(settings, folder)).engine
+        engine = (await start(settings_for(base_url, calls, folder), folder)).engine
         statuses: dict[str, int] = {}
 
         def emit(event: Any) -> None:
@@ -213,7 +218,6 @@ async def mm_child(base_url: str, calls: int) -> dict[str, Any]:
 async def window_child(base_url: str, calls: int) -> dict[str, Any]:
     """The same turn in window mode: the real MMApp, headless at 100x30, the request submitted
     as the prompt submits it; the engine's events go through the window as they always do."""
-    from mm_tui.config import Settings
     from mm_tui.core.events import ToolCallFinished, TurnEnded
     from mm_tui.startup import start
     from mm_tui.window.app import MMApp
@@ -222,13 +226,7 @@ async def window_child(base_url: str, calls: int) -> dict[str, Any]:
     statuses: dict[str, int] = {}
     ended: dict[str, Any] = {}
     try:
-        settings = Settings(
-            baseUrl=base_url,
-            model=MODEL,
-            yolo=True,
-            maxTurns=calls + 10,
-            sessionsDir=str(folder / "sessions"),
-        )
+        settings = settings_for(base_url, calls, folder)
 
         async def boot() -> Any:
             return await start(settings, folder)
