@@ -114,6 +114,8 @@ async def main(repeats: int) -> None:
                 f"{p / f:>14.1f}x  {'same text as str.replace' if same else 'DIFFERENT'}"
             )
             print(f"        {headline}")
+            if not same:  # a figure of a wrong edit measures nothing
+                raise SystemExit(f"{pass_name}: edit_file wrote another text than str.replace")
 
         target.write_text(text)
         i = targets[EDITS // 2]

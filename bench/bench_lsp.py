@@ -101,6 +101,9 @@ async def timed(tool: LspTool, args: LspArgs, ctx: ToolContext) -> tuple[float, 
     return elapsed, wire, result.output
 
 
+FAILED: list[str] = []  # the server and action of each call that failed
+
+
 async def bench_server(name: str, calls: int) -> None:
     config, fixture = SERVERS[name]
     if shutil.which(config.command) is None:
@@ -119,6 +122,7 @@ async def bench_server(name: str, calls: int) -> None:
             first, first_wire, output = await timed(tool, args_for(action, spec, 0), ctx)
             if output.startswith("[lsp"):
                 print(f"  {action:<12} failed: {output}")
+                FAILED.append(f"{name} {action}")
                 continue
             later: list[float] = []
             wire: list[float] = []
@@ -151,6 +155,8 @@ async def main(calls: int) -> None:
     )
     for name in SERVERS:
         await bench_server(name, calls)
+    if FAILED:  # a language server that no longer answers is a broken tool, not a figure
+        raise SystemExit(f"failed: {', '.join(FAILED)}")
 
 
 if __name__ == "__main__":

@@ -312,6 +312,9 @@ async def main(n_chunks: int, rounds: int, seconds: float) -> None:
             f"  {name:16}{rate[name]:10,.0f} chunks/s  {secs * 1000:8.0f} ms  "
             f"{updates:6.0f} updates{extra}  ({whole})"
         )
+    differs = [name for name, runs in results.items() if not all(r["whole"] for r in runs)]
+    if differs:  # a figure of a wrong text measures nothing
+        raise SystemExit(f"{', '.join(differs)}: the text shown is not the text streamed")
     ratio = rate["mm"] / rate["MarkdownStream"]
     ok = rate["mm"] >= GOAL_RATE and ratio >= GOAL_RATIO
     print(
