@@ -448,7 +448,8 @@ class _Converter:
         inline_get = self._inline_get
         block_get = self._block_get
         inline = self._inline
-        for child in node.iter(include_text=True):
+        child = node.first_child
+        while child is not None:
             tag = child.tag_id
             if tag == TEXT_ID:
                 text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
@@ -484,6 +485,7 @@ class _Converter:
                         self._flow(child, blocks)
                     except RecursionError:
                         run.append(_plain(child))
+            child = child.next
         if run:
             self._paragraph(run, blocks)
 
@@ -562,15 +564,15 @@ class _Converter:
         ordered = node.tag == "ol"
         number = _int_attr(node.attrs.get("start"), 1, 0, 999_999_999) if ordered else 0
         items: list[str] = []
-        for child in node.iter(include_text=True):
+        child = node.first_child
+        while child is not None:
             tag = child.tag_id
             parts: list[str] = []
             if tag == _LI_ID:
                 self._flow(child, parts)
             elif tag == TEXT_ID:
-                if child.text_content.isspace():  # pyright: ignore[reportOptionalMemberAccess]
-                    continue
-                self._flow_one(child, parts)
+                if not child.text_content.isspace():  # pyright: ignore[reportOptionalMemberAccess]
+                    self._flow_one(child, parts)
             elif tag >= _FIRST_ELEMENT_ID:  # an element straight inside the list: an item
                 self._flow_one(child, parts)
             if parts:
@@ -595,6 +597,7 @@ class _Converter:
                     else:
                         body = body.replace("\n", indent)
                 items.append(marker + body)
+            child = child.next
         if items:
             blocks.append("\n".join(items))
 
@@ -731,7 +734,8 @@ class _Converter:
     def _inline(self, node: LexborNode) -> str:
         parts: list[str] = []
         get = self._inline_get
-        for child in node.iter(include_text=True):
+        child = node.first_child
+        while child is not None:
             tag = child.tag_id
             if tag == TEXT_ID:
                 text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
@@ -761,6 +765,7 @@ class _Converter:
                         parts.append(BREAK + self._inline(child) + BREAK)
                 else:
                     parts.append(self._inline(child))
+            child = child.next
         return "".join(parts)
 
     def _flat_table(self, node: LexborNode) -> str:
