@@ -146,6 +146,7 @@ _TAG_IDS = _tag_ids(
 worker threads then share nothing mutable."""
 _LI_ID = _TAG_IDS["li"]
 _PRE_ID = _TAG_IDS["pre"]
+_CODE_ID = _TAG_IDS["code"]
 _CELL_IDS = frozenset((_TAG_IDS["td"], _TAG_IDS["th"]))
 _STRONG_IDS = frozenset((_TAG_IDS["strong"], _TAG_IDS["b"]))
 _EM_IDS = frozenset((_TAG_IDS["em"], _TAG_IDS["i"]))
@@ -421,12 +422,11 @@ class _Converter:
         self.inline_handlers: dict[str, Callable[[LexborNode], str]] = dict.fromkeys(
             REMOVED_TAGS | {"input", "wbr", "source", "track", "area", "col"}, self._nothing
         )
-        # partial: the handler is called straight, without a method of its own in between.
-        strong = partial(self._emphasis, kind=0, ids=_STRONG_IDS)
+        # partial: the handler is called straight, without a method of its own in between; its
+        # arguments are positional (the node last), as keywords would make a dict at each call.
+        strong = partial(self._emphasis, 0, _STRONG_IDS)
         self.inline_handlers.update(dict.fromkeys(("strong", "b"), strong))
-        self.inline_handlers.update(
-            dict.fromkeys(("em", "i"), partial(self._emphasis, kind=1, ids=_EM_IDS))
-        )
+        self.inline_handlers.update(dict.fromkeys(("em", "i"), partial(self._emphasis, 1, _EM_IDS)))
         self.inline_handlers.update(dict.fromkeys(("code", "kbd", "samp", "tt"), self._code))
         self.inline_handlers.update(dict.fromkeys(("del", "s", "strike"), self._strike))
         self.inline_handlers.update(a=self._link, img=self._image, br=self._br)
@@ -453,7 +453,9 @@ class _Converter:
             tag = child.tag_id
             if tag == TEXT_ID:
                 text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
-                if (
+                if not run and text.isspace():
+                    pass  # the indentation before a first word: most text nodes of a real page
+                elif (
                     "_" in text
                     or "*" in text
                     or "[" in text
@@ -463,7 +465,7 @@ class _Converter:
                     or "\\" in text
                 ):
                     run.append(_escape(text))
-                elif run or not text.isspace():  # not the indentation before a first word
+                else:
                     run.append(text)
             elif tag >= _FIRST_ELEMENT_ID:  # comments and doctypes say nothing
                 handler = block_get(tag)
@@ -618,15 +620,17 @@ class _Converter:
             elif tag == "caption" and caption is None:
                 caption = part
         rows = [row for row in rows if row]
-        # One query for both: Lexbor's scoped query includes the node itself, hence `> 1`.
-        found = [inner.tag for inner in node.css(_TABLES_AND_HEADINGS)]
-        nested = found.count("table") > 1
-        if _layout(node, rows, nested, len(found) > found.count("table")):
+        # One query for the three: each query walks the table. Lexbor's scoped query includes
+        # the node itself, hence `> 1`.
+        found = node.css(_TABLES_HEADINGS_SPANS)
+        tags = [inner.tag for inner in found]
+        nested = tags.count("table") > 1
+        if _layout(node, rows, nested, not _HEADINGS.isdisjoint(tags)):
             self._flow(node, blocks)  # its rows and cells are containers
             return
         spanned = any(
             _int_attr(cell.attrs.get(name), 1, 0, 65534) != 1
-            for cell in node.css("[colspan],[rowspan]")
+            for cell in found
             for name in ("colspan", "rowspan")
             if cell.attrs.get(name) is not None
         )
@@ -732,9 +736,25 @@ class _Converter:
     # --- inline mode ----------------------------------------------------------------------
 
     def _inline(self, node: LexborNode) -> str:
+        child = node.first_child
+        if child is None:
+            return ""
+        if child.tag_id == TEXT_ID and child.next is None:
+            # A lone text (`<a>text</a>`, `<td>text</td>`, most inline elements): no list to join.
+            text = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
+            if (
+                "_" in text
+                or "*" in text
+                or "[" in text
+                or "]" in text
+                or "`" in text
+                or "<" in text
+                or "\\" in text
+            ):
+                return _escape(text)
+            return text
         parts: list[str] = []
         get = self._inline_get
-        child = node.first_child
         while child is not None:
             tag = child.tag_id
             if tag == TEXT_ID:
@@ -788,9 +808,9 @@ class _Converter:
     def _strike(self, node: LexborNode) -> str:
         if not self.strikethrough:
             return self._inline(node)
-        return self._emphasis(node, 2, _STRIKE_IDS)
+        return self._emphasis(2, _STRIKE_IDS, node)
 
-    def _emphasis(self, node: LexborNode, kind: int, ids: frozenset[int]) -> str:
+    def _emphasis(self, kind: int, ids: frozenset[int], node: LexborNode) -> str:
         if self.merged and node.mem_id in self.merged:
             return ""  # written with the element before it
         if self.inside[kind]:  # already bold: `****` would end it
@@ -830,7 +850,8 @@ class _Converter:
             if href[0] == "#":  # a permalink whose icon was removed: an empty element
                 return text
             return text + "<" + self._url(href) + ">" if text else "<" + self._url(href) + ">"
-        link = f"[{core}]({self._url(href)})"
+        url = self._urls.get(href)  # `_url`'s cache, read here: most links are in it
+        link = f"[{core}]({self._url(href) if url is None else url})"
         if len(core) == len(text):
             return link
         return _around(text, core, link)
@@ -893,19 +914,37 @@ def _raw_text(node: LexborNode) -> str:
 
 def _pre_code(node: LexborNode) -> tuple[str, str]:
     """A pre's code (without the blank lines around it) and its language."""
-    tags = [child.tag for child in node.iter()]
-    if REMOVED_TAGS.isdisjoint(tags) and node.css_first("br") is None:
-        code = node.text()  # the usual case: Lexbor gathers the text in C
-    else:  # a copy button beside the code, or lines made with <br>
-        code = _raw_text(node)
+    inner = node.first_child
+    if inner is not None and inner.next is None and inner.tag_id in (_CODE_ID, TEXT_ID):
+        # The usual <pre><code>text</code></pre>, or <pre>text</pre>, read without a query.
+        text = inner.first_child if inner.tag_id == _CODE_ID else inner
+        if text is None:
+            code = ""
+        elif text.tag_id == TEXT_ID and text.next is None:
+            code: str = text.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
+        else:
+            code = _pre_text(node, [inner.tag])  # pyright: ignore[reportArgumentType]
+        tags = ("code",) if inner.tag_id == _CODE_ID else ()
+    else:
+        tags = [child.tag for child in node.iter()]
+        code = _pre_text(node, tags)
+        inner = None
     code = code.lstrip("\n").rstrip()
     if not code:
         return "", ""
     lang = code_language(node.attrs.get("class"))
     if not lang and "code" in tags:
-        inner = node.css_first("code")
+        if inner is None:
+            inner = node.css_first("code")
         lang = code_language(inner.attrs.get("class")) if inner is not None else ""
     return code, lang
+
+
+def _pre_text(node: LexborNode, tags: list[str | None]) -> str:
+    """A pre's text; `tags` are its children's."""
+    if REMOVED_TAGS.isdisjoint(tags) and node.css_first("br") is None:
+        return node.text()  # Lexbor gathers the text in C
+    return _raw_text(node)  # a copy button beside the code, or lines made with <br>
 
 
 def _flat_pre(node: LexborNode) -> str:
@@ -926,7 +965,8 @@ def _flat_pre(node: LexborNode) -> str:
     return BREAK + BREAK.join(spans) + BREAK if spans else ""
 
 
-_TABLES_AND_HEADINGS = "table,h1,h2,h3,h4,h5,h6"
+_TABLES_HEADINGS_SPANS = ":is(table,h1,h2,h3,h4,h5,h6,[colspan],[rowspan])"
+_HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
 _TEXT_BLOCKS = "p,ul,ol,blockquote,pre"
 _FLOW_BLOCKS = ",".join(sorted(BLOCKS - {"tr", "td", "th", "thead", "tbody", "tfoot", "colgroup"}))
 
