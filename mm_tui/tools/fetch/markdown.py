@@ -345,7 +345,11 @@ def _fragile(text: str) -> bool:
 
 
 def _code_span(raw: str) -> str:
-    text = _WS.sub(" ", raw)
+    # Only a run of whitespace changes: most spans (`name()`) have none.
+    if "\n" in raw or "  " in raw or "\t" in raw or "\r" in raw or "\f" in raw:
+        text = _WS.sub(" ", raw)
+    else:
+        text = raw
     core = text.strip(" ")
     if not core:
         return " " if text else ""
@@ -363,7 +367,10 @@ def _code_span(raw: str) -> str:
 def _safe_url(url: str) -> str:
     """A link destination CommonMark reads back whole: no whitespace or angle brackets, and
     parentheses only when balanced."""
-    if _URL_UNSAFE.search(url) is not None:
+    # Every whitespace character but the space is unprintable: the usual URL is known safe
+    # without the expression.
+    suspect = not url.isprintable() or " " in url or "<" in url or ">" in url
+    if suspect and _URL_UNSAFE.search(url) is not None:
         url = _URL_UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", url)
     if "(" in url or ")" in url:
         depth = 0
@@ -551,7 +558,7 @@ class _Converter:
         if not code:
             return
         fence = "```"
-        if "`" in code:
+        if "```" in code:  # a shorter run of backticks needs no longer fence
             fence = "`" * max(3, max(len(run) for run in _BACKTICKS.findall(code)) + 1)
         blocks.append(f"{fence}{lang}\n{code}\n{fence}")
 
