@@ -573,34 +573,35 @@ class _Converter:
         ordered = node.tag == "ol"
         number = _int_attr(node.attrs.get("start"), 1, 0, 999_999_999) if ordered else 0
         items: list[str] = []
+        flow = self._flow
+        task_list = self.task_list
         child = node.first_child
         while child is not None:
             tag = child.tag_id
             parts: list[str] = []
             if tag == _LI_ID:
-                self._flow(child, parts)
+                flow(child, parts)
             elif tag == TEXT_ID:
                 if not child.text_content.isspace():  # pyright: ignore[reportOptionalMemberAccess]
                     self._flow_one(child, parts)
             elif tag >= _FIRST_ELEMENT_ID:  # an element straight inside the list: an item
                 self._flow_one(child, parts)
             if parts:
-                if ordered:
-                    marker = f"{number}. "
-                    indent = "\n" + " " * len(marker)
-                    number += 1
-                else:
-                    marker = "- "
-                    indent = "\n  "
                 body = parts[0]
                 if len(parts) > 1:
                     for part in parts[1:]:
                         body += ("\n" if _is_list(part) else "\n\n") + part
-                if self.task_list and tag == _LI_ID:
+                if task_list and tag == _LI_ID:
                     box = _leading_checkbox(child)
                     if box is not None:
                         body = ("[x] " if box else "[ ] ") + body
+                if ordered:
+                    marker = f"{number}. "
+                    number += 1
+                else:
+                    marker = "- "
                 if "\n" in body:  # continuation lines indented by the marker's width
+                    indent = "\n" + " " * len(marker)
                     if "\n\n" in body:
                         body = _INDENT.sub(indent, body)  # a blank line stays empty
                     else:
