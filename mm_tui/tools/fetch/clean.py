@@ -104,8 +104,8 @@ _STEMS = (
 ).split()
 
 # One `:is()` of the whole list: Lexbor walks the tree once for it, where a plain list costs a
-# walk per selector (28% fewer instructions for the query on the corpus bench's 36 pages, by
-# callgrind), and it returns each element once, in document order. The class stems sit behind
+# walk per selector (docs/performance.md, "fetch_content"), and it returns each element once,
+# in document order. The class stems sit behind
 # one `[class]`: Lexbor looks an attribute up by name for each selector it tries, and most
 # elements have no class, so they fail that test once instead of once per stem.
 _SELECTOR = ":is({},[class]:is({}))".format(

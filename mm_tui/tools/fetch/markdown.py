@@ -14,12 +14,12 @@ this module keeps it lean:
   few that hold one go through a regular expression;
 - whitespace is collapsed once per paragraph (with `str.split` when the text is ASCII) rather
   than per text node, and strings are joined once per block;
+- children are read with `first_child` and `next` (selectolax's `iter` is a generator, dearer
+  per child), and an element whose only child is a text returns it without a list to join;
+- one query per table answers its nesting, headings and spans; the usual pre needs none;
 - the elements removed for their tag (clean.py) are skipped here at no cost.
 
-Measured on that page (bench/bench_fetch.py, same run, a shared machine): 16-20 MB/s, 17-24x
-markdownify and 1.0-1.3x html-to-markdown. On real pages, where scripts, styles and navigation
-are much of the HTML (bench/bench_fetch_corpus.py, 36 of Readability's test pages, 7 MB):
-1.5-1.7x html-to-markdown in CPU time.
+The figures, and what was tried that did not help: docs/performance.md, "fetch_content".
 
 The walk has two modes. Block mode (`_flow`) goes through a container's children, gathers inline
 content into the current paragraph, and closes the paragraph at each block element. Inline mode
