@@ -512,7 +512,8 @@ class _Converter:
             return
         text = text.strip(" ")
         if text:
-            if not text.isascii() and _fragile(text):  # `isascii` first: a flag, no call
+            # `_fragile`, inlined: `isascii` is a flag, and this runs once per paragraph.
+            if not text.isascii() and ("\ud800" in text or "\ud802" in text or "\ud804" in text):
                 text = _settle(text)
             first = text[0]
             if first in _LINE_START_CHARS or first.isdigit():
@@ -571,7 +572,9 @@ class _Converter:
 
     def _list(self, node: LexborNode, blocks: list[str]) -> None:
         ordered = node.tag == "ol"
-        number = _int_attr(node.attrs.get("start"), 1, 0, 999_999_999) if ordered else 0
+        # `attributes`, a dict: selectolax's `attrs.get` raises and catches for a missing name.
+        start = node.attributes.get("start") if ordered else None
+        number = _int_attr(start, 1, 0, 999_999_999) if ordered else 0
         items: list[str] = []
         flow = self._flow
         task_list = self.task_list
@@ -637,10 +640,10 @@ class _Converter:
             self._flow(node, blocks)  # its rows and cells are containers
             return
         spanned = any(
-            _int_attr(cell.attrs.get(name), 1, 0, 65534) != 1
-            for cell in found
-            for name in ("colspan", "rowspan")
-            if cell.attrs.get(name) is not None
+            _int_attr(value, 1, 0, 65534) != 1
+            for attrs in (cell.attributes for cell in found)
+            for value in (attrs.get("colspan"), attrs.get("rowspan"))
+            if value is not None
         )
         if (spanned or nested) and self.tables_as_html:
             out: list[str] = []
@@ -983,7 +986,7 @@ def _layout(table: LexborNode, rows: list[list[LexborNode]], nested: bool, headi
     """Whether a table lays out a page rather than holding data: it says so (role presentation
     or none), it has a single cell, a cell holds a heading, its only row holds blocks, or it
     holds another table beside paragraphs, lists, quotes or code."""
-    role = table.attrs.get("role")
+    role = table.attributes.get("role")
     if role and role.strip().lower() in ("presentation", "none"):
         return True
     if len(rows) == 1 and len(rows[0]) == 1:
