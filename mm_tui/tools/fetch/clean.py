@@ -104,13 +104,13 @@ _STEMS = (
 ).split()
 
 # One `:is()` of the whole list: Lexbor walks the tree once for it, where a plain list costs a
-# walk per selector (28% fewer instructions for the query on the corpus bench's 36 pages, by
-# callgrind), and it returns each element once, in document order.
-_SELECTOR = ":is({})".format(
-    ",".join(
-        ["input", "footer", "[role]", "[aria-hidden]", "[hidden]", "[id]"]
-        + [f'[class*="{stem}" i]' for stem in _STEMS]
-    )
+# walk per selector (docs/performance.md, "fetch_content"), and it returns each element once,
+# in document order. The class stems sit behind
+# one `[class]`: Lexbor looks an attribute up by name for each selector it tries, and most
+# elements have no class, so they fail that test once instead of once per stem.
+_SELECTOR = ":is({},[class]:is({}))".format(
+    ",".join(["input", "footer", "[role]", "[aria-hidden]", "[hidden]", "[id]"]),
+    ",".join(f'[class*="{stem}" i]' for stem in _STEMS),
 )
 _LANGUAGE = re.compile(r"^(?:language|lang)-(.+)$")
 
@@ -118,20 +118,13 @@ _LANGUAGE = re.compile(r"^(?:language|lang)-(.+)$")
 def word_matches(value: str | None) -> bool:
     """Whether a class or id value holds one of the removed words as a whole token, or as a
     token written with `-` or `_` inside the word (`side-bar`)."""
-    return _words_match(value.lower().split()) if value else False
+    return _words_match(value.lower()) if value else False
 
 
-def _undashed(token: str) -> str:
-    return token.replace("-", "").replace("_", "")
-
-
-def _words_match(tokens: list[str] | tuple[()]) -> bool:
-    for token in tokens:
-        if token in CLASS_WORDS:
-            return True
-        if ("-" in token or "_" in token) and _undashed(token) in CLASS_WORDS:
-            return True
-    return False
+def _words_match(lowered: str) -> bool:
+    # No word of CLASS_WORDS holds `-` or `_`, so a token matches exactly when it does without
+    # them; taking them out of the whole value keeps its tokens apart, and the test runs in C.
+    return not CLASS_WORDS.isdisjoint(lowered.replace("-", "").replace("_", "").split())
 
 
 def language_words(value: str | None) -> list[str]:
@@ -190,10 +183,13 @@ def _removed(node: LexborNode) -> bool:
     if tag in _NEVER_BY_WORD:
         return False
     value = attrs.get("class")
-    tokens = value.lower().split() if value else ()
-    if tokens and not HIDDEN_CLASSES.isdisjoint(tokens):
-        return not _contains_keeper(node)
-    if _words_match(tokens) or word_matches(attrs.get("id")):
+    by_word = False
+    if value:
+        value = value.lower()
+        if not HIDDEN_CLASSES.isdisjoint(value.split()):
+            return not _contains_keeper(node)
+        by_word = _words_match(value)
+    if by_word or word_matches(attrs.get("id")):
         if tag not in BLOCKS and not _contains_block(node):
             return False  # inline: part of a sentence
         return not _contains_keeper(node)

@@ -14,12 +14,12 @@ this module keeps it lean:
   few that hold one go through a regular expression;
 - whitespace is collapsed once per paragraph (with `str.split` when the text is ASCII) rather
   than per text node, and strings are joined once per block;
+- children are read with `first_child` and `next` (selectolax's `iter` is a generator, dearer
+  per child), and an element whose only child is a text returns it without a list to join;
+- one query per table answers its nesting, headings and spans; the usual pre needs none;
 - the elements removed for their tag (clean.py) are skipped here at no cost.
 
-Measured on that page (bench/bench_fetch.py, same run, a shared machine): 16-20 MB/s, 17-24x
-markdownify and 1.0-1.3x html-to-markdown. On real pages, where scripts, styles and navigation
-are much of the HTML (bench/bench_fetch_corpus.py, 36 of Readability's test pages, 7 MB):
-1.5-1.7x html-to-markdown in CPU time.
+The figures, and what was tried that did not help: docs/performance.md, "fetch_content".
 
 The walk has two modes. Block mode (`_flow`) goes through a container's children, gathers inline
 content into the current paragraph, and closes the paragraph at each block element. Inline mode
@@ -146,6 +146,7 @@ _TAG_IDS = _tag_ids(
 worker threads then share nothing mutable."""
 _LI_ID = _TAG_IDS["li"]
 _PRE_ID = _TAG_IDS["pre"]
+_CODE_ID = _TAG_IDS["code"]
 _CELL_IDS = frozenset((_TAG_IDS["td"], _TAG_IDS["th"]))
 _STRONG_IDS = frozenset((_TAG_IDS["strong"], _TAG_IDS["b"]))
 _EM_IDS = frozenset((_TAG_IDS["em"], _TAG_IDS["i"]))
@@ -344,7 +345,11 @@ def _fragile(text: str) -> bool:
 
 
 def _code_span(raw: str) -> str:
-    text = _WS.sub(" ", raw)
+    # Only a run of whitespace changes: most spans (`name()`) have none.
+    if "\n" in raw or "  " in raw or "\t" in raw or "\r" in raw or "\f" in raw:
+        text = _WS.sub(" ", raw)
+    else:
+        text = raw
     core = text.strip(" ")
     if not core:
         return " " if text else ""
@@ -362,7 +367,10 @@ def _code_span(raw: str) -> str:
 def _safe_url(url: str) -> str:
     """A link destination CommonMark reads back whole: no whitespace or angle brackets, and
     parentheses only when balanced."""
-    if _URL_UNSAFE.search(url) is not None:
+    # Every whitespace character but the space is unprintable: the usual URL is known safe
+    # without the expression.
+    suspect = not url.isprintable() or " " in url or "<" in url or ">" in url
+    if suspect and _URL_UNSAFE.search(url) is not None:
         url = _URL_UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", url)
     if "(" in url or ")" in url:
         depth = 0
@@ -421,12 +429,11 @@ class _Converter:
         self.inline_handlers: dict[str, Callable[[LexborNode], str]] = dict.fromkeys(
             REMOVED_TAGS | {"input", "wbr", "source", "track", "area", "col"}, self._nothing
         )
-        # partial: the handler is called straight, without a method of its own in between.
-        strong = partial(self._emphasis, kind=0, ids=_STRONG_IDS)
+        # partial: the handler is called straight, without a method of its own in between; its
+        # arguments are positional (the node last), as keywords would make a dict at each call.
+        strong = partial(self._emphasis, 0, _STRONG_IDS)
         self.inline_handlers.update(dict.fromkeys(("strong", "b"), strong))
-        self.inline_handlers.update(
-            dict.fromkeys(("em", "i"), partial(self._emphasis, kind=1, ids=_EM_IDS))
-        )
+        self.inline_handlers.update(dict.fromkeys(("em", "i"), partial(self._emphasis, 1, _EM_IDS)))
         self.inline_handlers.update(dict.fromkeys(("code", "kbd", "samp", "tt"), self._code))
         self.inline_handlers.update(dict.fromkeys(("del", "s", "strike"), self._strike))
         self.inline_handlers.update(a=self._link, img=self._image, br=self._br)
@@ -448,11 +455,14 @@ class _Converter:
         inline_get = self._inline_get
         block_get = self._block_get
         inline = self._inline
-        for child in node.iter(include_text=True):
+        child = node.first_child
+        while child is not None:
             tag = child.tag_id
             if tag == TEXT_ID:
                 text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
-                if (
+                if not run and text.isspace():
+                    pass  # the indentation before a first word: most text nodes of a real page
+                elif (
                     "_" in text
                     or "*" in text
                     or "[" in text
@@ -462,7 +472,7 @@ class _Converter:
                     or "\\" in text
                 ):
                     run.append(_escape(text))
-                elif run or not text.isspace():  # not the indentation before a first word
+                else:
                     run.append(text)
             elif tag >= _FIRST_ELEMENT_ID:  # comments and doctypes say nothing
                 handler = block_get(tag)
@@ -484,6 +494,7 @@ class _Converter:
                         self._flow(child, blocks)
                     except RecursionError:
                         run.append(_plain(child))
+            child = child.next
         if run:
             self._paragraph(run, blocks)
 
@@ -501,7 +512,8 @@ class _Converter:
             return
         text = text.strip(" ")
         if text:
-            if not text.isascii() and _fragile(text):  # `isascii` first: a flag, no call
+            # `_fragile`, inlined: `isascii` is a flag, and this runs once per paragraph.
+            if not text.isascii() and ("\ud800" in text or "\ud802" in text or "\ud804" in text):
                 text = _settle(text)
             first = text[0]
             if first in _LINE_START_CHARS or first.isdigit():
@@ -547,7 +559,7 @@ class _Converter:
         if not code:
             return
         fence = "```"
-        if "`" in code:
+        if "```" in code:  # a shorter run of backticks needs no longer fence
             fence = "`" * max(3, max(len(run) for run in _BACKTICKS.findall(code)) + 1)
         blocks.append(f"{fence}{lang}\n{code}\n{fence}")
 
@@ -560,41 +572,45 @@ class _Converter:
 
     def _list(self, node: LexborNode, blocks: list[str]) -> None:
         ordered = node.tag == "ol"
-        number = _int_attr(node.attrs.get("start"), 1, 0, 999_999_999) if ordered else 0
+        # `attributes`, a dict: selectolax's `attrs.get` raises and catches for a missing name.
+        start = node.attributes.get("start") if ordered else None
+        number = _int_attr(start, 1, 0, 999_999_999) if ordered else 0
         items: list[str] = []
-        for child in node.iter(include_text=True):
+        flow = self._flow
+        task_list = self.task_list
+        child = node.first_child
+        while child is not None:
             tag = child.tag_id
             parts: list[str] = []
             if tag == _LI_ID:
-                self._flow(child, parts)
+                flow(child, parts)
             elif tag == TEXT_ID:
-                if child.text_content.isspace():  # pyright: ignore[reportOptionalMemberAccess]
-                    continue
-                self._flow_one(child, parts)
+                if not child.text_content.isspace():  # pyright: ignore[reportOptionalMemberAccess]
+                    self._flow_one(child, parts)
             elif tag >= _FIRST_ELEMENT_ID:  # an element straight inside the list: an item
                 self._flow_one(child, parts)
             if parts:
-                if ordered:
-                    marker = f"{number}. "
-                    indent = "\n" + " " * len(marker)
-                    number += 1
-                else:
-                    marker = "- "
-                    indent = "\n  "
                 body = parts[0]
                 if len(parts) > 1:
                     for part in parts[1:]:
                         body += ("\n" if _is_list(part) else "\n\n") + part
-                if self.task_list and tag == _LI_ID:
+                if task_list and tag == _LI_ID:
                     box = _leading_checkbox(child)
                     if box is not None:
                         body = ("[x] " if box else "[ ] ") + body
+                if ordered:
+                    marker = f"{number}. "
+                    number += 1
+                else:
+                    marker = "- "
                 if "\n" in body:  # continuation lines indented by the marker's width
+                    indent = "\n" + " " * len(marker)
                     if "\n\n" in body:
                         body = _INDENT.sub(indent, body)  # a blank line stays empty
                     else:
                         body = body.replace("\n", indent)
                 items.append(marker + body)
+            child = child.next
         if items:
             blocks.append("\n".join(items))
 
@@ -615,17 +631,19 @@ class _Converter:
             elif tag == "caption" and caption is None:
                 caption = part
         rows = [row for row in rows if row]
-        # One query for both: Lexbor's scoped query includes the node itself, hence `> 1`.
-        found = [inner.tag for inner in node.css(_TABLES_AND_HEADINGS)]
-        nested = found.count("table") > 1
-        if _layout(node, rows, nested, len(found) > found.count("table")):
+        # One query for the three: each query walks the table. Lexbor's scoped query includes
+        # the node itself, hence `> 1`.
+        found = node.css(_TABLES_HEADINGS_SPANS)
+        tags = [inner.tag for inner in found]
+        nested = tags.count("table") > 1
+        if _layout(node, rows, nested, not _HEADINGS.isdisjoint(tags)):
             self._flow(node, blocks)  # its rows and cells are containers
             return
         spanned = any(
-            _int_attr(cell.attrs.get(name), 1, 0, 65534) != 1
-            for cell in node.css("[colspan],[rowspan]")
-            for name in ("colspan", "rowspan")
-            if cell.attrs.get(name) is not None
+            _int_attr(value, 1, 0, 65534) != 1
+            for attrs in (cell.attributes for cell in found)
+            for value in (attrs.get("colspan"), attrs.get("rowspan"))
+            if value is not None
         )
         if (spanned or nested) and self.tables_as_html:
             out: list[str] = []
@@ -729,9 +747,26 @@ class _Converter:
     # --- inline mode ----------------------------------------------------------------------
 
     def _inline(self, node: LexborNode) -> str:
+        child = node.first_child
+        if child is None:
+            return ""
+        if child.tag_id == TEXT_ID and child.next is None:
+            # A lone text (`<a>text</a>`, `<td>text</td>`, most inline elements): no list to join.
+            text = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
+            if (
+                "_" in text
+                or "*" in text
+                or "[" in text
+                or "]" in text
+                or "`" in text
+                or "<" in text
+                or "\\" in text
+            ):
+                return _escape(text)
+            return text
         parts: list[str] = []
         get = self._inline_get
-        for child in node.iter(include_text=True):
+        while child is not None:
             tag = child.tag_id
             if tag == TEXT_ID:
                 text: str = child.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
@@ -761,6 +796,7 @@ class _Converter:
                         parts.append(BREAK + self._inline(child) + BREAK)
                 else:
                     parts.append(self._inline(child))
+            child = child.next
         return "".join(parts)
 
     def _flat_table(self, node: LexborNode) -> str:
@@ -783,9 +819,9 @@ class _Converter:
     def _strike(self, node: LexborNode) -> str:
         if not self.strikethrough:
             return self._inline(node)
-        return self._emphasis(node, 2, _STRIKE_IDS)
+        return self._emphasis(2, _STRIKE_IDS, node)
 
-    def _emphasis(self, node: LexborNode, kind: int, ids: frozenset[int]) -> str:
+    def _emphasis(self, kind: int, ids: frozenset[int], node: LexborNode) -> str:
         if self.merged and node.mem_id in self.merged:
             return ""  # written with the element before it
         if self.inside[kind]:  # already bold: `****` would end it
@@ -825,7 +861,8 @@ class _Converter:
             if href[0] == "#":  # a permalink whose icon was removed: an empty element
                 return text
             return text + "<" + self._url(href) + ">" if text else "<" + self._url(href) + ">"
-        link = f"[{core}]({self._url(href)})"
+        url = self._urls.get(href)  # `_url`'s cache, read here: most links are in it
+        link = f"[{core}]({self._url(href) if url is None else url})"
         if len(core) == len(text):
             return link
         return _around(text, core, link)
@@ -888,19 +925,37 @@ def _raw_text(node: LexborNode) -> str:
 
 def _pre_code(node: LexborNode) -> tuple[str, str]:
     """A pre's code (without the blank lines around it) and its language."""
-    tags = [child.tag for child in node.iter()]
-    if REMOVED_TAGS.isdisjoint(tags) and node.css_first("br") is None:
-        code = node.text()  # the usual case: Lexbor gathers the text in C
-    else:  # a copy button beside the code, or lines made with <br>
-        code = _raw_text(node)
+    inner = node.first_child
+    if inner is not None and inner.next is None and inner.tag_id in (_CODE_ID, TEXT_ID):
+        # The usual <pre><code>text</code></pre>, or <pre>text</pre>, read without a query.
+        text = inner.first_child if inner.tag_id == _CODE_ID else inner
+        if text is None:
+            code = ""
+        elif text.tag_id == TEXT_ID and text.next is None:
+            code: str = text.text_content  # pyright: ignore[reportAssignmentType] - see _TYPED
+        else:
+            code = _pre_text(node, [inner.tag])  # pyright: ignore[reportArgumentType]
+        tags = ("code",) if inner.tag_id == _CODE_ID else ()
+    else:
+        tags = [child.tag for child in node.iter()]
+        code = _pre_text(node, tags)
+        inner = None
     code = code.lstrip("\n").rstrip()
     if not code:
         return "", ""
     lang = code_language(node.attrs.get("class"))
     if not lang and "code" in tags:
-        inner = node.css_first("code")
+        if inner is None:
+            inner = node.css_first("code")
         lang = code_language(inner.attrs.get("class")) if inner is not None else ""
     return code, lang
+
+
+def _pre_text(node: LexborNode, tags: list[str | None]) -> str:
+    """A pre's text; `tags` are its children's."""
+    if REMOVED_TAGS.isdisjoint(tags) and node.css_first("br") is None:
+        return node.text()  # Lexbor gathers the text in C
+    return _raw_text(node)  # a copy button beside the code, or lines made with <br>
 
 
 def _flat_pre(node: LexborNode) -> str:
@@ -921,7 +976,8 @@ def _flat_pre(node: LexborNode) -> str:
     return BREAK + BREAK.join(spans) + BREAK if spans else ""
 
 
-_TABLES_AND_HEADINGS = "table,h1,h2,h3,h4,h5,h6"
+_TABLES_HEADINGS_SPANS = ":is(table,h1,h2,h3,h4,h5,h6,[colspan],[rowspan])"
+_HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
 _TEXT_BLOCKS = "p,ul,ol,blockquote,pre"
 _FLOW_BLOCKS = ",".join(sorted(BLOCKS - {"tr", "td", "th", "thead", "tbody", "tfoot", "colgroup"}))
 
@@ -930,7 +986,7 @@ def _layout(table: LexborNode, rows: list[list[LexborNode]], nested: bool, headi
     """Whether a table lays out a page rather than holding data: it says so (role presentation
     or none), it has a single cell, a cell holds a heading, its only row holds blocks, or it
     holds another table beside paragraphs, lists, quotes or code."""
-    role = table.attrs.get("role")
+    role = table.attributes.get("role")
     if role and role.strip().lower() in ("presentation", "none"):
         return True
     if len(rows) == 1 and len(rows[0]) == 1:
