@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from window_common import ServerProcess  # this folder: the script's own, first on sys.path
+
 GOAL_RATIO = 1.2
 GOAL_PLUS = 0.010  # seconds
 TOKEN = 0.004  # seconds between two tokens: a fast local model, 250 tokens/s
@@ -95,7 +97,7 @@ def _reply(n: int, calls: int) -> tuple[list[bytes], list[bytes]]:
 
 
 def serve(calls: int) -> None:
-    """Child: serve until stdin closes; print the port first, then the round trips (JSON)."""
+    """Child: serve until stdin closes; print the base URL first, then the round trips (JSON)."""
     ended: list[float] = []  # when each tool-call reply's last byte was written
     began: list[float] = []  # when each request's first byte came
 
@@ -148,7 +150,7 @@ def serve(calls: int) -> None:
     async def main() -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        print(port, flush=True)
+        print(f"http://127.0.0.1:{port}/v1", flush=True)
         await asyncio.to_thread(sys.stdin.read)
         server.close()
         # the request after each tool-call reply: the first request has none before it
@@ -156,25 +158,6 @@ def serve(calls: int) -> None:
         print(json.dumps({"trips": trips, "requests": len(began)}), flush=True)
 
     asyncio.run(main())
-
-
-class Server:
-    def __init__(self, calls: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--serve", str(calls)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.base_url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}/v1"
-
-    def close(self) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.close()
-        found = json.loads(self.proc.stdout.readline())
-        self.proc.wait(10)
-        return found
 
 
 # -- the clients -----------------------------------------------------------------------------
@@ -309,7 +292,7 @@ KINDS = ("floor", "mm", "window")
 
 
 def run(kind: str, calls: int) -> dict[str, Any]:
-    server = Server(calls)
+    server = ServerProcess(__file__, calls)
     try:
         done = subprocess.run(
             [
@@ -325,7 +308,7 @@ def run(kind: str, calls: int) -> dict[str, Any]:
             timeout=600,
         )
     finally:
-        found = server.close()
+        found = json.loads(server.close())
     if done.returncode != 0:
         raise RuntimeError(f"{kind}: exit {done.returncode}")
     result = json.loads(done.stdout.strip().splitlines()[-1])

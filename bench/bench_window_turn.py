@@ -66,6 +66,7 @@ from window_common import (  # noqa: E402
     ROOT,
     SIZE,
     FrameProbe,
+    ServerProcess,
     machine,
     settle_waiters,
     verdict,
@@ -125,29 +126,6 @@ def serve(calls: int) -> None:
     with Forgetful(on_empty=answer) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
-
-
-class Server:
-    def __init__(self, calls: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--serve", str(calls)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.base_url = self.proc.stdout.readline().strip()
-        if not self.base_url.startswith("http"):
-            raise RuntimeError("the scripted server did not start")
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # -- mm ------------------------------------------------------------------------------------------
@@ -441,7 +419,7 @@ def main() -> None:
         flush=True,
     )
     print(f"machine: {machine()}", flush=True)
-    server = Server(CALLS)
+    server = ServerProcess(__file__, CALLS)
     try:
         mm = run_child("mm", server.base_url)
         floor = run_child("floor", server.base_url)

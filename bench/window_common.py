@@ -37,6 +37,39 @@ def rss_mb() -> float:
     return 0.0
 
 
+class ServerProcess:
+    """A bench's model server in a process of its own, `script --serve calls`, so that serving
+    takes no time from the client measured: it prints its base URL first, serves until its stdin
+    closes, then may print what it measured, which `close` returns."""
+
+    def __init__(self, script: str, calls: int) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(script), "--serve", str(calls)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.base_url = self.proc.stdout.readline().strip()
+        if not self.base_url.startswith("http"):
+            raise RuntimeError(f"{script}: the model server did not start")
+
+    def close(self) -> str:
+        import subprocess
+
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        said = self.proc.stdout.read()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return said
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 

@@ -77,8 +77,9 @@ def load_settings(
         # lowest: the key of OpenAI's own clients counts only where no other place gives one
         Environment({"OPENAI_API_KEY": "apiKey"}, environ),
         YamlFile(personal, shown_path(personal, home), required=False),
-        Given(project_data, project.label if project is not None else ""),
     ]
+    if project is not None:
+        places.append(Given(project_data, project.label))
     if config_file is not None:
         path = cwd / Path(config_file).expanduser()
         places.append(YamlFile(path, str(config_file), required=True))

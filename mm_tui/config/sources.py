@@ -131,8 +131,7 @@ class Environment(EnvSettingsSource):
         return {key: value for data in self.found.values() for key, value in data.items()}
 
     def layers(self) -> list[Layer]:
-        if not self.found:
-            self()
+        """A layer for each variable the merge read (`merged` calls the source first)."""
         return [Layer(f"environment {var}", data, one_key=True) for var, data in self.found.items()]
 
 

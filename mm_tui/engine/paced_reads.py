@@ -44,6 +44,7 @@ import asyncio
 import re
 import ssl
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -70,10 +71,11 @@ class PacedStream(httpcore.AsyncNetworkStream):
         self._trickled: float | None = None  # when the last read returned a small piece
         self.reads = 0  # reads made, and how many of them waited (what the tests count)
         self.waits = 0
-        self.gaps: list[float | None] = []  # the pace of each read: None, unpaced (the tests')
+        # the pace of the last reads: None, unpaced (what the tests look at)
+        self.gaps: deque[float | None] = deque(maxlen=256)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        self.gaps = [*self.gaps[-255:], None if self._trickled is None else self._next_gap]
+        self.gaps.append(None if self._trickled is None else self._next_gap)
         if self._trickled is not None:
             wait = self._trickled + self._next_gap - time.monotonic()
             if wait > 0:

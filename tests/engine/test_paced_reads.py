@@ -107,7 +107,7 @@ def test_text_is_paced_and_a_tool_call_is_read_as_it_comes(server):
     assert end.tool_calls == (ToolCall("c1", "bash", '{"command": "ls -la /tmp"}'),)
     assert provider.paced is not None
     (stream,) = provider.paced.streams
-    gaps = stream.gaps
+    gaps = list(stream.gaps)
     assert paced_reads.READ_GAP in gaps  # the words
     after_text = gaps[len(gaps) - gaps[::-1].index(paced_reads.READ_GAP) :]
     assert after_text and set(after_text) <= {paced_reads.CALL_GAP, None}, gaps
