@@ -21,11 +21,18 @@ from support.session_helpers import journal_files, sessions_of
 
 from mm_tui.engine.session import Session
 
-# At temperature 0 this model answers it with one bash call after another (about thirty
-# before maxTurns, with two compactions on the way, in the runs this test was written with).
-REQUEST = (
+# At temperature 0 this model answers each of these with one bash call after another (about
+# thirty before maxTurns, with two compactions on the way, in the runs this test was written
+# with). Its path depends on what the commands print (`ls -la` shows times to the minute, and
+# /usr/bin differs from one machine to the next), so now and then it repeats a failing call until
+# the loop detector stops it before the tenth call. Such a run never reached the window and
+# proves nothing either way: the next request is tried.
+REQUESTS = (
     "Run the command ls -la with bash, then run ls -la /usr/bin with bash, then keep running "
-    "more commands."
+    "more commands.",
+    "Run the command ls with bash, then run ls -la /usr/bin with bash, then keep running "
+    "more commands.",
+    "Run the command pwd with bash, then run ls -la with bash, then keep running more commands.",
 )
 GUARDS = (
     "[error: the turn reached maxTurns (",
@@ -33,16 +40,13 @@ GUARDS = (
 )
 
 
-ATTEMPTS = 2  # see below: a run that loops before the tenth call proves nothing either way
-
-
-@pytest.mark.timeout(600)  # two runs of the real model at most
+@pytest.mark.timeout(900)  # three runs of the real model at most
 def test_many_tool_calls_in_a_2048_token_context_end_cleanly(server, project: Path):
     assert server.n_ctx == 2048
     write_config(project, temperature=0, maxTurns=30)
-    for attempt in range(ATTEMPTS):
+    for attempt, request in enumerate(REQUESTS):
         result = mm(
-            "--base-url", server.base_url, "--model", server.model_id, "-p", REQUEST,
+            "--base-url", server.base_url, "--model", server.model_id, "-p", request,
             cwd=project, timeout=280,
         )  # fmt: skip
         out = result.stdout + result.stderr
@@ -58,9 +62,6 @@ def test_many_tool_calls_in_a_2048_token_context_end_cleanly(server, project: Pa
         else:
             assert turn.stop_reason == "end_turn", out
         results = [r for r in session.records if r["type"] == "message" and r.get("tool")]
-        # The model's path depends on what `ls -la` shows of the project (times to the minute),
-        # so now and then it repeats a failing call until the loop detector stops it before the
-        # tenth call: the window was never reached, and the run is made again.
         if len(results) >= 10 or turn.stop_reason != "loop_detected":
             break
         print(f"attempt {attempt + 1}: the loop detector stopped the model after {len(results)}")
