@@ -27,9 +27,9 @@ replayed byte for byte by the bare client. At temperature 0 the server generates
    `_render_item` of the answer records how many characters it drew; a token is on screen once that
    many characters reach past it). Floor: the bare client's own latency, from
    the relay's read to the client's parse of the same event: what any client pays for transport
-   and parsing. mm's engine reads a server that trickles at most ten times a second (100 ms
-   apart, `engine/paced_reads.py`), and the window draws what a read brought in the same wake-up
-   of its event loop (`window/transcript/view.py`, FRAME_SLACK): a token waits for the next read.
+   and parsing. mm's engine reads a server that trickles at most every 80 ms
+   (`engine/paced_reads.py`), and the window draws what a read brought in the same wake-up of
+   its event loop (`window/transcript/view.py`, FRAME_SLACK): a token waits for the next read.
 3. CPU, of one core, while the answer streams (from the first token to the last): mm's process
    (the engine, its HTTP client and the window) and the bare client's, and the same per token.
    Also the wake-ups of each one's event loop a second: on a virtual machine each costs a few
@@ -42,7 +42,7 @@ cores).
 Goals: mm at most 5% of a core while the answer streams; the tokens per second on
 screen at least 0.95x the bare client's. Token to screen (an earlier goal): median at most 50 ms
 and 95th percentile at most 100 ms; the paced reads trade some of it for CPU (a token waits up
-to 100 ms for its read, about 50 ms on average). The answer is long: SmolLM2 at
+to 80 ms for its read, about 40 ms on average). The answer is long: SmolLM2 at
 temperature 0 writes a numbered list of about 500 tokens for PROMPT.
 
 Set MM_BENCH_CODE to a folder holding another copy of the mm_tui package to measure that copy

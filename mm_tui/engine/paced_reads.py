@@ -10,13 +10,16 @@ first waits until READ_GAP has passed since that one. Meanwhile the kernel keeps
 and the read after the wait takes all of it at once; h11 then hands the events over from its
 buffer. Nothing is lost or reordered: TCP holds the bytes, and the waits only batch them.
 
-Why 100 ms: what a streamed answer costs is mostly how often mm wakes (each wake-up of the event
+Why 80 ms: what a streamed answer costs is mostly how often mm wakes (each wake-up of the event
 loop costs kernel and loop time, most of all on a virtual machine), and the window's frames come
-at most every 100 ms to 17 ms, as their cost allows (`window/transcript/view.py`); they fall in step
+at most every 80 ms to 17 ms, as their cost allows (`window/frame_clock.py`); they fall in step
 with the reads (FRAME_SLACK there), so a read's text is drawn in the same wake-up that read it.
-The price: a token waits in the kernel up to 100 ms for its read, and the text moves ten times a
-second even when frames would be cheap enough for more. The figures, and where they were
-measured: docs/performance.md. Line mode, `mm -p` and ACP print in batches of at most 100 ms.
+Its slowest frames must come at least as often as the reads: frames slower than the reads fall
+out of step with them, and a read's text then waits for a frame as well. The price: a token
+waits in the kernel up to 80 ms for its read (40 ms on average, which keeps the median from the
+server to the screen under 50 ms), and the text moves 12.5 times a second even when frames would
+be cheap enough for more. The figures, and where they were measured: docs/performance.md. Line
+mode, `mm -p` and ACP print in batches of at most 80 ms.
 A server reached through a proxy (httpx's proxy transports) is read unpaced.
 
 What is not paced: the first read after a request is written (the answer's status and headers
@@ -26,7 +29,7 @@ fast as the network gives it), and a read after the one that saw the reply's end
 
 READ_GAP paces text (and reasoning) only. A tool call's arguments are read as they come
 (CALL_GAP): nobody watches them appear, and the reply ends right after them; paced, the read that
-carries that end waited up to 100 ms before mm could run the call. A reply's first words, before
+carries that end waited up to 80 ms before mm could run the call. A reply's first words, before
 it shows which it is, are read as they come too (bench/bench_round_trip.py times the round trip
 against a minimal client's; docs/performance.md has the figures). So the reads look at what they
 read, in the words of the
@@ -52,7 +55,7 @@ import httpcore
 
 __all__ = ["BULK", "CALL_GAP", "READ_GAP", "PacedBackend", "PacedStream", "pace"]
 
-READ_GAP = 0.1  # seconds: the least time between two reads while a server trickles text
+READ_GAP = 0.08  # seconds: the least time between two reads while a server trickles text
 CALL_GAP = 0.0  # seconds: the same while it trickles a tool call's arguments: none
 BULK = 16384  # bytes: a read this big is a bulk transfer, not a trickle, and is not paced
 

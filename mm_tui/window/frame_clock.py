@@ -23,7 +23,9 @@ import asyncio
 from collections.abc import Callable
 
 MIN_FRAME = 1 / 60
-MAX_FRAME = 1 / 10
+# At most the engine's READ_GAP (engine/paced_reads.py, not imported: it would bring httpcore
+# before the first frame): the slowest frames keep in step with the reads of a streamed answer.
+MAX_FRAME = 0.08
 FRAME_COST_FACTOR = 45
 COST_FALL = 0.25
 # A frame due within this share of the frame interval is drawn now: waking the event loop

@@ -305,3 +305,37 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(
         assert intervals[-1] < MAX_FRAME, intervals
         assert len(intervals) > 2, "one cheap frame does not undo an expensive one"
         assert min(intervals) >= MIN_FRAME
+
+
+def test_the_slowest_frames_keep_in_step_with_the_paced_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While an answer streams, the engine reads the server READ_GAP apart, and the window draws
+    a read's text in the wake-up that read it when a frame is due. Even at their slowest (frames
+    that cost so much that the interval is at MAX_FRAME), every read must find a frame due:
+    frames slower than the reads fall out of step, and the text then waits for a frame as well
+    as for its read. Driven on the clock's own terms: a read returns, its frame begins a few
+    milliseconds later, the next read returns READ_GAP after the last (a little later, as a
+    sleep does)."""
+    from types import SimpleNamespace
+
+    from mm_tui.engine.paced_reads import READ_GAP
+    from mm_tui.window import frame_clock
+    from mm_tui.window.frame_clock import MAX_FRAME, FrameClock
+
+    now = [1000.0]
+    loop = SimpleNamespace(time=lambda: now[0])
+    monkeypatch.setattr(frame_clock, "asyncio", SimpleNamespace(get_running_loop=lambda: loop))
+    clock = FrameClock()
+    clock.running = True
+    clock.measured(1.0)  # a frame of a second: the interval is at its cap
+    assert clock.interval == MAX_FRAME
+    late = []
+    for read in range(50):
+        if clock.due_in() == 0:
+            now[0] += 0.003  # the read's text is handed to the view
+            clock.frame_begins()
+        else:
+            late.append(read)
+        now[0] += READ_GAP + 0.0005  # the next read, after its pace
+    assert late == [], f"reads that found no frame due: {late}"
