@@ -24,8 +24,8 @@ the whole history, as the chat-completions protocol sends it.
    The chat-completions protocol sends the whole history with every request, so the 2,000th
    request is 9 MB: encoding it, sending it and (on the server) parsing it cost far more than
    the 1st. That growth is not mm's to remove; what mm adds to it is. Hence the goal is set
-   against the floor's own growth: mm's last-400 / first-400 <= 1.3 x the floor's last-400 /
-   first-400 (mm's plain ratio is printed against 1.3 as well, as the issue words it). As mm's
+   against the floor's own growth: mm's last-400 / first-400 <= 1.15 x the floor's last-400 /
+   first-400 (mm's plain ratio is printed against 1.15 as well, as the issue words it). As mm's
    calls also run bash (milliseconds each, the same at both ends), its ratio is diluted by a
    constant the floor does not have; so the time mm adds per call from the first 400 to the
    last 400, beyond what the floor adds, is printed too: that is where a cost of mm that grows
@@ -38,9 +38,9 @@ the whole history, as the chat-completions protocol sends it.
    without Pilot's wait for the whole screen to be idle (which would time the turn, not the
    echo); timed until the prompt's text holds it (its TextArea `edit`, wrapped on the instance),
    and until a frame has painted the prompt with it (FrameProbe). A backspace then empties the
-   prompt again (untimed). Goal: the mean echo during the turn <= 1.5 x the idle mean + 30 ms;
-   the same test on the slowest echo is printed beside it, and the echo during the first and the
-   last 400 calls apart (the request grows: whatever mm does with it on the UI loop grows too).
+   prompt again (untimed). Goals: the mean echo during the turn <= 1.5 x the idle mean + 30 ms,
+   and the slowest <= 2 x the idle slowest + 30 ms; the echo during the first and the last 400
+   calls is printed apart (the request grows: whatever mm does with it on the UI loop grows too).
 
 Run: .venv/bin/python bench/bench_window_turn.py   (MM_BENCH_CALLS=N for another count; the
 first and last fifth of the calls are compared, 400 of 2,000; --quick: 100 calls, unless
@@ -77,9 +77,10 @@ QUICK = "--quick" in sys.argv
 CALLS = int(os.environ.get("MM_BENCH_CALLS") or (100 if QUICK else 2000))
 EDGE = max(1, CALLS // 5)  # 400 of 2,000
 OUTPUT = 4096  # bytes of each command's output
-GOAL_GROWTH = 1.3  # mm's last/first against the floor's last/first
+GOAL_GROWTH = 1.15  # mm's last/first against the floor's last/first
 GOAL_ECHO_RATIO = 1.5
 GOAL_ECHO_MS = 30.0
+GOAL_SLOWEST_RATIO = 2.0  # the slowest echo during the turn against the idle slowest
 KEY_EVERY = 0.1  # seconds between two keystrokes
 IDLE_KEYS = 10 if QUICK else 30
 PROGRESS = 500  # a line on stderr every so many calls
@@ -510,9 +511,9 @@ def main() -> None:
         f"  during the turn, mean {busy_mean * ms:.1f} ms against {GOAL_ECHO_RATIO} x idle + "
         f"{GOAL_ECHO_MS:.0f} ms = {limit * ms:.1f} ms -> {verdict(busy_mean <= limit)}"
     )
-    limit_max = GOAL_ECHO_RATIO * idle_max + GOAL_ECHO_MS / ms
+    limit_max = GOAL_SLOWEST_RATIO * idle_max + GOAL_ECHO_MS / ms
     print(
-        f"  the slowest, {busy_max * ms:.1f} ms against {GOAL_ECHO_RATIO} x the idle slowest + "
+        f"  the slowest, {busy_max * ms:.1f} ms against {GOAL_SLOWEST_RATIO} x the idle slowest + "
         f"{GOAL_ECHO_MS:.0f} ms = {limit_max * ms:.1f} ms -> {verdict(busy_max <= limit_max)}"
     )
     print(f"whole run {total:.0f} s")
