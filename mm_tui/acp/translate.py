@@ -62,6 +62,7 @@ from mm_tui.core.events import (
     Event,
     HistoryCompacted,
     HistoryShortened,
+    ModelChanged,
     ModelRetrying,
     PermissionRequested,
     ServerState,
@@ -144,6 +145,8 @@ async def translate(state: AcpSession, event: Event) -> None:
             log.info("%s", event.message)
         case HistoryCompacted():
             log.info("%s", event.title)
+        case ModelChanged():
+            log.info("%s", event.text)
         case ModelRetrying():
             log.info("%s", event.text)
         case ServerState():

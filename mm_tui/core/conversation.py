@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mm_tui.core.events import Counters, ToolStatus, TurnEnded, Usage
+from mm_tui.core.events import Counters, ToolStatus, TurnEnded, Usage, model_change_text
 from mm_tui.core.frozen import frozen
 from mm_tui.core.journal_records import (
     CompactionRecord,
     ErrorRecord,
     MessageRecord,
+    ModelRecord,
     Record,
     ShortenedRecord,
     ToolRecord,
@@ -128,7 +129,19 @@ class Shortened:
     cut: int  # characters
 
 
-Entry = UserSaid | AgentSaid | TurnDone | ErrorSaid | Compacted | Shortened
+@frozen
+class ModelSwitched:
+    """`/model`: the requests after it went to `model`."""
+
+    model: str
+    previous: str | None
+
+    @property
+    def text(self) -> str:
+        return model_change_text(self.model, self.previous)
+
+
+Entry = UserSaid | AgentSaid | TurnDone | ErrorSaid | Compacted | Shortened | ModelSwitched
 
 
 def read_conversation(records: Iterable[Mapping[str, Any]]) -> list[Entry]:
@@ -164,6 +177,8 @@ def _entry(
             )
         case ShortenedRecord(cut=cut):
             return Shortened(cut=cut)
+        case ModelRecord(model=model, previous=previous):
+            return ModelSwitched(model=model, previous=previous)
     return None
 
 

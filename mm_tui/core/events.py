@@ -352,6 +352,25 @@ class TurnEnded(BaseEvent):
 
 
 @frozen
+class ModelChanged(BaseEvent):
+    """`/model`: the requests from now on go to `model` (on the same server); `previous` is
+    the one before."""
+
+    model: str
+    previous: str | None
+    provider: str
+
+    @property
+    def text(self) -> str:
+        return model_change_text(self.model, self.previous)
+
+
+def model_change_text(model: str, previous: str | None) -> str:
+    """The line a model change shows, live and in a resumed session."""
+    return f"model: {model}" + (f" (was {previous})" if previous else "")
+
+
+@frozen
 class EngineError(BaseEvent):
     """Something went wrong outside a tool call (the model connection, a guard, the session
     file). `level` is "warning" when the turn goes on regardless (a session file that cannot
@@ -381,6 +400,7 @@ Event = (
     | HistoryShortened
     | HistoryCompacted
     | TurnEnded
+    | ModelChanged
     | EngineError
 )
 """Every event there is. A front end takes them with `match` and ends with `assert_never`, so

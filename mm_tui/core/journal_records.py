@@ -221,6 +221,18 @@ class HistoryRecord(_Json):
 
 
 @frozen
+class ModelRecord(_Json):
+    """The session's model changed (`/model`): the requests after it go to `model`, and a
+    resumed session goes on with the last one."""
+
+    kind: ClassVar[str] = "model"
+    _: KW_ONLY
+    time: str | None = field(default=None, metadata=TEXT)
+    model: str = field(metadata=TEXT)
+    previous: str | None = field(metadata=TEXT_OR_NULL)
+
+
+@frozen
 class LaterRecord:
     """A record of a kind this mm does not know (a later mm's): passed over, written back as
     it was."""
@@ -239,6 +251,7 @@ Record = (
     | CompactionRecord
     | ShortenedRecord
     | HistoryRecord
+    | ModelRecord
     | LaterRecord
 )
 KINDS: dict[str, type[_Json]] = {
@@ -251,6 +264,7 @@ KINDS: dict[str, type[_Json]] = {
         CompactionRecord,
         ShortenedRecord,
         HistoryRecord,
+        ModelRecord,
     )
 }
 

@@ -118,12 +118,15 @@ class OpenAIProvider:
 
     # -- public -----------------------------------------------------------------------------
 
+    @property
+    def api_key(self) -> str | None:
+        return self._headers.get("Authorization", "").removeprefix("Bearer ") or None
+
     async def read_context_window(self) -> Any:
         """The model's context window as this server reports it (a `ContextWindow`), or None."""
         from mm_tui.engine.context_window import read_context_window
 
-        key = self._headers.get("Authorization", "").removeprefix("Bearer ") or None
-        return await read_context_window(self.base_url, self.model, api_key=key)
+        return await read_context_window(self.base_url, self.model, api_key=self.api_key)
 
     async def aclose(self) -> None:
         if self._owns_client and self._http is not None:

@@ -23,6 +23,7 @@ from mm_tui.core.journal_records import (
     Header,
     HistoryRecord,
     MessageRecord,
+    ModelRecord,
     ShortenedRecord,
     ToolRecord,
     TurnRecord,
@@ -243,6 +244,15 @@ class Session:
         self._catch_up()
         self.errors.append(error)
         self.records.append(error.to_json())
+        self.save()
+
+    def switch_model(self, model: str) -> None:
+        """`/model`: the requests from now on go to `model`, and so does a resume; recorded and
+        saved at once, so that nothing after it is read as the last model's."""
+        record = ModelRecord(time=now(), model=model, previous=self.model)
+        self._catch_up()
+        self.model = model
+        self.records.append(record.to_json())
         self.save()
 
     # -- writing ---------------------------------------------------------------------------------

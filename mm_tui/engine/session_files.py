@@ -48,6 +48,7 @@ from mm_tui.core.journal_records import (
     Header,
     HistoryRecord,
     MessageRecord,
+    ModelRecord,
     RecordError,
     ShortenedRecord,
     ToolRecord,
@@ -275,6 +276,7 @@ class History:
     turns: list[TurnRecord]
     errors: list[ErrorRecord]
     updated: str
+    model: str | None = None  # the last model `/model` switched to, if it ever did
 
 
 def checked_header(path: Path, records: list[dict[str, Any]]) -> Header:
@@ -322,5 +324,7 @@ def _replay_one(bad: str, raw: dict[str, Any], history: History) -> None:
             history.turns.append(record)
         case ErrorRecord():
             history.errors.append(record)
+        case ModelRecord(model=model):
+            history.model = model
         case _:
             pass  # the header again, or a later mm's kind: kept in the records as it is

@@ -107,6 +107,7 @@ def replayed(cls: Any, folder: Path, session_id: str, records: list[dict[str, An
     session.turns, session.errors = history.turns, history.errors
     session.updated = max(session.updated, history.updated)
     session._seen = len(history.messages)
+    session.model = history.model or session.model
     return session
 
 

@@ -251,6 +251,14 @@ class Engine:
         """How full the model's context is now, or None while the window is unknown."""
         return self.context.usage()
 
+    async def switch_model(self, name: str, emit: Emit) -> list[str]:
+        """`/model NAME`: the requests from now on go to `name` (engine/model_choice.py says
+        what else changes). Returns the notes on its context window; raises `ModelError` while
+        a turn runs."""
+        from mm_tui.engine.model_choice import switch_model
+
+        return await switch_model(self, name, self.redacting(emit))
+
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """`/compact`: the model summarises the conversation, and the summary replaces the
         history (the loop detector is kept). Emits `HistoryCompacted` (and `ContextUsage`)

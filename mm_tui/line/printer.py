@@ -34,6 +34,7 @@ from mm_tui.core.events import (
     Event,
     HistoryCompacted,
     HistoryShortened,
+    ModelChanged,
     ModelRetrying,
     PermissionRequested,
     ServerState,
@@ -207,6 +208,8 @@ class LinePrinter:
                 say(c, prefix + safe_display(event.message), "dim")
             case HistoryCompacted():
                 say(c, prefix + safe_display(event.title), "dim")
+            case ModelChanged():
+                say(c, prefix + safe_display(event.text), "dim")
             case ModelRetrying():
                 say(c, prefix + safe_display(event.text), "yellow")
             case TurnEnded():

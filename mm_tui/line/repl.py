@@ -18,7 +18,7 @@ from mm_tui.core.events import (
     PermissionRequested,
 )
 from mm_tui.core.terminal_text import safe_display
-from mm_tui.engine.turn import Engine
+from mm_tui.engine.turn import Emit, Engine
 from mm_tui.line.history import (
     LineHistory,
     history_path,
@@ -219,6 +219,10 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
                 except Exception as exc:  # noqa: BLE001 - said, the session goes on
                     console.print(Text(safe_display(f"/compact failed: {exc}"), style="red"))
                 continue
+            if text == "/model" or text.startswith("/model "):
+                said = await model_command(engine, text[len("/model") :].strip(), printer)
+                console.print(Text(safe_display(said), style="dim"))
+                continue
             if text.startswith("/") and text.split()[0] != "/ask":
                 said = await line_command(engine, text)
                 console.print(Text(safe_display(said), style="dim"))
@@ -253,6 +257,7 @@ LINE_COMMANDS = {
     "/new": "start a new session",
     "/compact": "summarise the conversation to free the model's context",
     "/ask AGENT …": "hand one request to an agent of mmConfigs",
+    "/model": "list the server's models; /model NAME switches, the conversation kept",
     "/sessions": "list this project's sessions; /sessions ID reopens one",
     "/help": "these commands and keys",
     "/quit": "leave mm (/exit too)",
@@ -283,6 +288,22 @@ async def line_command(engine: Engine, text: str) -> str:
     if command == "/theme":
         return "themes are the window's: line mode prints in your terminal's own colours"
     return f"unknown command {command} — /help lists them"
+
+
+async def model_command(engine: Engine, name: str, emit: Emit) -> str:
+    """`/model`: the server's models, the one in use marked; `/model NAME` switches to one
+    (engine/model_choice.py), the conversation kept: the words to print."""
+    from mm_tui.engine.model_choice import choose_model, model_lines, offered_models
+
+    try:
+        if name:
+            notes = await choose_model(engine, name, emit)
+            return "\n".join(notes)
+        models = await offered_models(engine.client)
+    except Exception as exc:  # noqa: BLE001 - said, the session goes on
+        return f"/model failed: {exc}"
+    lines = model_lines(models, engine.client.model)
+    return "\n".join(["models (/model NAME switches; the conversation stays):", *lines])
 
 
 async def _sessions(engine: Engine, wanted: str) -> str:

@@ -39,6 +39,7 @@ COMMAND_HELP = {
     "/compact": "summarise the conversation to free the model's context",
     "/abort": "cancel the turn",
     "/ask": "hand a request to another agent (/ask AGENT …)",
+    "/model": "switch the model, the conversation kept (/model NAME switches at once)",
     "/sessions": "reopen a session",
     "/theme": "list the themes (/theme NAME switches)",
     "/help": "keys and commands",

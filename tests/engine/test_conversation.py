@@ -63,6 +63,7 @@ def test_the_window_draws_the_table_as_it_was_shown() -> None:
         "RecapItem",
         "CompactionItem",
         "NoticeItem",
+        "NoticeItem",
         "UserItem",
         "AnswerItem",
         "RecapItem",
@@ -87,7 +88,9 @@ def test_the_window_draws_the_table_as_it_was_shown() -> None:
         ("error", "[error: server gone]"),
         ("warning", "[warning: disk]"),
         ("info", "shortened 2 tool out"),
+        ("info", "model: bigger-model "),
     ]
+    assert notices[3].text == "model: bigger-model (was scripted-model)"
     assert "1,500 characters" in notices[2].text
     recaps = [item for item in items if isinstance(item, RecapItem)]
     assert [r.stop_reason for r in recaps] == ["error", "end_turn"]
@@ -127,6 +130,7 @@ def test_the_engine_replays_the_table_into_the_history_it_sends() -> None:
         ErrorRecord(where="session", level="warning", message="[warning: disk]"),
     ]
     assert history.updated == ""  # no record of the table has a time
+    assert history.model == "bigger-model"  # a resumed session goes on with it
 
 
 KNOWN = [record for record in RECORDS if record["type"] in KINDS]

@@ -46,6 +46,7 @@ COMMANDS = (
     ("/compact", "replace the history with a summary"),
     ("/abort", "cancel the turn"),
     ("/ask AGENT …", "hand a request to an agent of mmConfigs"),
+    ("/model [NAME]", "switch the model; the conversation stays"),
     ("/sessions", "reopen an earlier session"),
     ("/theme [NAME]", "switch the theme"),
     ("/help", "this screen"),

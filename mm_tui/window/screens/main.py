@@ -26,6 +26,7 @@ from textual.widget import Widget
 
 from mm_tui.core.events import (
     ContextUsage,
+    ModelChanged,
     PermissionRequested,
     ServerState,
     TextDelta,
@@ -248,6 +249,8 @@ class MainScreen(Screen[None]):
             if event.agent is None:
                 self.header.show_server(event.answering)
             return
+        if isinstance(event, ModelChanged) and event.agent is None:
+            self.header.show_model(event.model)
         changed = self.transcript.apply(event)
         if changed:
             self.view.update_items(changed)
@@ -287,7 +290,7 @@ class MainScreen(Screen[None]):
         if not self._queued or self.engine is None or self.engine.busy:
             return
         text = self._queued.pop(0)
-        if text.startswith("/ask "):
+        if text.startswith(("/ask ", "/model")):
             self.run_command(text)
         else:
             self.run_turn(text)
@@ -310,6 +313,23 @@ class MainScreen(Screen[None]):
     def on_permission_typed(self, message: PermissionBox.Typed) -> None:
         """Typed while the box is up: kept in the prompt; the box keeps the focus."""
         self.prompt.insert(message.character)
+
+    @on(Prompt.ArgumentsWanted)
+    @work(group="arguments", exit_on_error=False)
+    async def on_prompt_arguments_wanted(self, message: Prompt.ArgumentsWanted) -> None:
+        """`/model ` typed: the server's model names, for the prompt to complete. A name that
+        would need escaping to be shown cannot be typed either: it is left out."""
+        from mm_tui.core.terminal_text import safe_display
+        from mm_tui.engine.model_choice import offered_ids
+
+        if self.engine is None:
+            return
+        try:
+            names = await offered_ids(self.engine.client)
+        except Exception:  # noqa: BLE001 - no completion, nothing else lost
+            names = []
+        self.prompt.arguments[message.command] = [n for n in names if safe_display(n) == n]
+        self.prompt.update_suggestion()
 
     @on(Prompt.Submitted)
     def on_prompt_submitted(self, message: Prompt.Submitted) -> None:
@@ -342,6 +362,8 @@ class MainScreen(Screen[None]):
             self.compact()
         elif command == "/ask":
             self.ask(rest)
+        elif command == "/model":
+            self.model_command(rest)
         else:
             self.notice(f"unknown command {command} — /help lists them", "warning")
 
@@ -367,6 +389,45 @@ class MainScreen(Screen[None]):
     async def run_ask(self, agent: str, prompt: str) -> None:
         assert self.engine is not None
         await self.engine.run_ask(agent, prompt, self.emit)
+
+    def model_command(self, name: str) -> None:
+        """`/model`: the server's models to choose from; `/model NAME`: switch at once. The
+        conversation stays (engine/model_choice.py). Sent while a turn runs, it waits for the
+        turn's end, as a request does."""
+        if self.engine is None or self.engine.busy:
+            self._queue(f"/model {name}".rstrip())
+            return
+        if name:
+            self.switch_model(name)
+            return
+        from mm_tui.engine.model_choice import offered_models
+        from mm_tui.window.screens.models import ModelsScreen
+
+        engine = self.engine
+
+        def chosen(model: str | None) -> None:
+            if model:
+                self.model_command(model)
+
+        screen = ModelsScreen(engine.client.model, lambda: offered_models(engine.client))
+        self.app.push_screen(screen, chosen)
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def switch_model(self, name: str) -> None:
+        """Switch to `name` once the server is known to offer it (`choose_model`)."""
+        from mm_tui.engine.model_choice import choose_model
+
+        assert self.engine is not None
+        self.status.show("Switching model")
+        try:
+            for note in await choose_model(self.engine, name, self.emit):
+                self.notice(note, "info")
+        except Exception as exc:  # noqa: BLE001 - said in the transcript
+            self.notice(f"/model failed: {exc}", "error")
+        finally:
+            self.status.show(None)
+            self._show_context()
+            self.run_queued()
 
     def new_session(self) -> None:
         if self.engine is None:

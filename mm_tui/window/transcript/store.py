@@ -289,6 +289,7 @@ class Transcript:
             EngineError,
             HistoryCompacted,
             HistoryShortened,
+            ModelChanged,
             ModelRetrying,
             PermissionRequested,
             ServerState,
@@ -435,6 +436,8 @@ class Transcript:
                 return changed
             case HistoryShortened():
                 return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
+            case ModelChanged():
+                return [self.add(NoticeItem(agent=agent, text=event.text, level="info"))]
             case EngineError():
                 changed = self._close_streams(agent)
                 level = event.level
@@ -493,6 +496,7 @@ def transcript_from_records(
         AgentSaid,
         Compacted,
         ErrorSaid,
+        ModelSwitched,
         Shortened,
         TurnDone,
         UserSaid,
@@ -539,6 +543,8 @@ def transcript_from_records(
                 add(compaction_item(event))
             case Shortened():
                 run = [run[0] + 1, run[1] + entry.cut]
+            case ModelSwitched():
+                add(NoticeItem(text=entry.text, level="info"))
             case _:
                 assert_never(entry)
     if run[0]:

@@ -100,6 +100,12 @@ class AgentHeader(Widget):
             self.set_reactive(AgentHeader.answering, answering)
             self.refresh()
 
+    def show_model(self, model: str) -> None:
+        """`/model` switched: the requests go to `model` now."""
+        if model != self.model:
+            self.set_reactive(AgentHeader.model, model)
+            self.refresh()
+
     def show(self, *, title: str, model: str, provider: str, cwd: str, yolo: bool) -> None:
         self.set_reactive(AgentHeader.title_text, title)
         self.set_reactive(AgentHeader.model, model)

@@ -1,6 +1,7 @@
 """Prompt: where the person types. Multi-line; Enter sends, Shift+Enter, Alt+Enter or Ctrl+J add
 a line; Up and Down walk the history from the first and last lines; a slash command completes as
-it is typed (the rest shows dimmed; Tab or Right takes it).
+it is typed (the rest shows dimmed; Tab or Right takes it), and so does a model's name after
+`/model ` (the names are asked of the server the first time one is typed: `ArgumentsWanted`).
 
 A paste is text from anywhere (a web page, a terminal's scrollback): its control characters go
 in in their visible form (`safe_display`: ESC as `\\x1b`), so that the prompt never sends them
@@ -15,7 +16,18 @@ from textual.widgets import TextArea
 
 from mm_tui.core.terminal_text import safe_display
 
-COMMANDS = ("/new", "/compact", "/abort", "/ask", "/sessions", "/theme", "/help", "/quit")
+COMMANDS = (
+    "/new",
+    "/compact",
+    "/abort",
+    "/ask",
+    "/model",
+    "/sessions",
+    "/theme",
+    "/help",
+    "/quit",
+)
+COMPLETED_ARGUMENTS = ("/model",)  # commands whose argument completes, from a list asked for
 
 
 class Prompt(TextArea):
@@ -53,6 +65,14 @@ class Prompt(TextArea):
             super().__init__()
             self.text = text
 
+    class ArgumentsWanted(Message):
+        """The person typed `command ` and its arguments are not known yet: whoever knows them
+        sets `Prompt.arguments[command]` (then `update_suggestion`)."""
+
+        def __init__(self, command: str) -> None:
+            super().__init__()
+            self.command = command
+
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's spelling
         super().__init__(
             id=id,
@@ -65,6 +85,9 @@ class Prompt(TextArea):
         # (0.8% of a core measured by bench/bench_window_idle.py, on the cores the model needs).
         self.cursor_blink = False
         self.past: list[str] = []
+        # what a command's argument completes from (`/model`: the server's model names)
+        self.arguments: dict[str, list[str]] = {}
+        self._wanted: set[str] = set()  # arguments asked for once already
         self._position: int | None = None  # index into history while walking it
         self._draft = ""
 
@@ -76,8 +99,27 @@ class Prompt(TextArea):
         if text.startswith("/") and " " not in text and "\n" not in text and text != "/":
             match = next((c for c in COMMANDS if c.startswith(text) and c != text), None)
             self.suggestion = match[len(text) :] if match else ""
+        elif text.startswith("/") and "\n" not in text:
+            command, _, typed = text.partition(" ")
+            self.suggestion = self._argument(command, typed) if " " not in typed else ""
         else:
             self.suggestion = ""
+
+    def _argument(self, command: str, typed: str) -> str:
+        """The rest of the argument `typed` begins, from the command's list; asked for the
+        first time it is wanted."""
+        if command not in COMPLETED_ARGUMENTS:
+            return ""
+        names = self.arguments.get(command)
+        if names is None:
+            if command not in self._wanted:
+                self._wanted.add(command)
+                self.post_message(self.ArgumentsWanted(command))
+            return ""
+        if not typed:
+            return ""
+        match = next((name for name in names if name.startswith(typed) and name != typed), "")
+        return match[len(typed) :]
 
     def action_complete(self) -> None:
         if self.suggestion:
