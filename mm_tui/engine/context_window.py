@@ -336,7 +336,10 @@ async def read_context_window(
             asker.json(f"{root}/api/v0/models"),
         )
         try:
-            answers = await asyncio.wait_for(asyncio.gather(*asks), timeout + 1.0)
+            # (`asyncio.timeout`, not `wait_for`: a caller cancelled while the asks run, as a
+            # window closed during `/model`'s list, left wait_for's gather unretrieved)
+            async with asyncio.timeout(timeout + 1.0):
+                answers = await asyncio.gather(*asks)
         except TimeoutError:
             answers = [None] * len(asks)
     props, show, ps, models, lmstudio = answers

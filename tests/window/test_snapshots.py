@@ -336,3 +336,35 @@ def test_permission_box_at_80_by_24(snap_compare, fixed_folder: Path) -> None:
         await settle(pilot, app, idle=False)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_model_list(snap_compare, fixed_folder: Path) -> None:
+    """`/model`: the server's models over the window, each with its context window, the one in
+    use marked and highlighted."""
+    from support.scripted_server import ScriptedServer
+    from test_model_command import MODELS, lmstudio
+    from textual.widgets import OptionList
+
+    from mm_tui.engine.provider import OpenAIProvider
+    from mm_tui.window.screens.models import ModelsScreen
+
+    with ScriptedServer(
+        models=MODELS, serves="lmstudio", context_window=65536, routes=lmstudio()
+    ) as scripted:
+        client = OpenAIProvider(scripted.base_url, "small-coder", provider="lmstudio", retries=0)
+        app = make_app(client, fixed_folder)
+
+        async def run_before(pilot) -> None:
+            await ready(pilot)
+            await pilot.press(*"/model", "enter")
+            await until(
+                lambda: (
+                    isinstance(app.screen, ModelsScreen)
+                    and app.screen.query_one(OptionList).option_count == len(MODELS)
+                ),
+                "the list of models",
+                pilot=pilot,
+            )
+            await pilot.pause()
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
