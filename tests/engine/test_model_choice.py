@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from support.engine import make_engine, turn
+from support.model_list import MODELS, model_server
 from support.scripted_server import Reply, ScriptedServer
 
 from mm_tui.config import Settings
@@ -27,33 +28,9 @@ from mm_tui.engine.servers import Preset
 from mm_tui.engine.session import Session
 from mm_tui.startup import start
 
-MODELS = ("small-coder", "big-coder", "other")
 
-
-def lmstudio_models(windows: dict[str, int]) -> dict[str, Any]:
-    """LM Studio's GET /api/v0/models, one window per model (the scripted server's own gives
-    every model the same)."""
-    return {
-        "object": "list",
-        "data": [
-            {
-                "id": model,
-                "object": "model",
-                "type": "llm",
-                "state": "loaded",
-                "max_context_length": window,
-                "loaded_context_length": window,
-            }
-            for model, window in windows.items()
-        ],
-    }
-
-
-def server(*script: Any, windows: dict[str, int] | None = None, **keys: Any) -> ScriptedServer:
-    windows = windows or {"small-coder": 4096, "big-coder": 32768, "other": 8192}
-    routes = {("GET", "/api/v0/models"): lmstudio_models(windows)}
-    keys.setdefault("context_window", 65536)  # what the server refuses over: nothing here
-    return ScriptedServer(*script, models=MODELS, serves="lmstudio", routes=routes, **keys)
+def server(*script: Any, windows: dict[str, int] | None = None) -> ScriptedServer:
+    return model_server(*script, windows=windows)
 
 
 def engine_on(tmp_path: Path, scripted: ScriptedServer, model: str = "small-coder") -> Any:

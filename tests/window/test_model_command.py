@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from support.model_list import model_server as server
 from support.scripted_server import Reply, ScriptedServer
 from support.waiting import until
 from support.window_helpers import make_app, painted, painted_soon, settle
@@ -15,34 +16,6 @@ from textual.widgets import OptionList
 from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.window.screens.models import ModelsScreen
 from mm_tui.window.transcript.store import NoticeItem
-
-MODELS = ("small-coder", "big-coder", "other")
-WINDOWS = {"small-coder": 4096, "big-coder": 32768, "other": 8192}
-
-
-def lmstudio(models: tuple[str, ...] = MODELS) -> dict[tuple[str, str], Any]:
-    data = [
-        {
-            "id": model,
-            "object": "model",
-            "type": "llm",
-            "state": "loaded",
-            "max_context_length": WINDOWS.get(model, 2048),
-            "loaded_context_length": WINDOWS.get(model, 2048),
-        }
-        for model in models
-    ]
-    return {("GET", "/api/v0/models"): {"object": "list", "data": data}}
-
-
-def server(*script: Any, models: tuple[str, ...] = MODELS) -> ScriptedServer:
-    return ScriptedServer(
-        *script,
-        models=models,
-        serves="lmstudio",
-        context_window=65536,
-        routes=lmstudio(models),
-    )
 
 
 def app_on(scripted: ScriptedServer, folder: Path) -> Any:

@@ -341,16 +341,13 @@ def test_permission_box_at_80_by_24(snap_compare, fixed_folder: Path) -> None:
 def test_model_list(snap_compare, fixed_folder: Path) -> None:
     """`/model`: the server's models over the window, each with its context window, the one in
     use marked and highlighted."""
-    from support.scripted_server import ScriptedServer
-    from test_model_command import MODELS, lmstudio
+    from support.model_list import MODELS, model_server
     from textual.widgets import OptionList
 
     from mm_tui.engine.provider import OpenAIProvider
     from mm_tui.window.screens.models import ModelsScreen
 
-    with ScriptedServer(
-        models=MODELS, serves="lmstudio", context_window=65536, routes=lmstudio()
-    ) as scripted:
+    with model_server() as scripted:
         client = OpenAIProvider(scripted.base_url, "small-coder", provider="lmstudio", retries=0)
         app = make_app(client, fixed_folder)
 
