@@ -28,11 +28,13 @@ from acp.schema import (
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SetSessionConfigOptionResponse,
 )
 
 from mm_tui import __version__
 from mm_tui.acp.acp_session import AcpSession
 from mm_tui.acp.content import prompt_text
+from mm_tui.acp.model_option import ModelOption
 from mm_tui.acp.replay import replay
 from mm_tui.acp.translate import send_events, translate
 from mm_tui.config import McpServer, Settings, known_sessions_folders, sessions_folders
@@ -80,6 +82,7 @@ class MMAgent(acp.Agent):
         self._client_lock = asyncio.Lock()
         self._probe: asyncio.Task[ModelClient] | None = None  # started by initialize
         self._window_lock = asyncio.Lock()
+        self._model_option = ModelOption()  # the sessions' `configOptions`: the model
         self._window: tuple[Any] | None = None  # (the model's ContextWindow or None), once learned
         self._sessions: dict[str, AcpSession] = {}
         self._mcp: McpPool | None = None  # the configured MCP servers, shared by the sessions
@@ -138,6 +141,10 @@ class MMAgent(acp.Agent):
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.aclose()
+        for state in self._sessions.values():  # a session's own client, made by its switch
+            if state.engine.client is not self._client:
+                with contextlib.suppress(Exception):
+                    await state.engine.client.aclose()
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -192,10 +199,14 @@ class MMAgent(acp.Agent):
             provider=client.provider,
             base_url=client.base_url,
         )
-        await self._open(session, folder, client, servers)
+        state = await self._open(session, folder, client, servers)
         await _on_disk(session)
         log.info("session %s in %s", session.id, folder)
-        return NewSessionResponse(session_id=session.id, field_meta=self._meta(client))
+        return NewSessionResponse(
+            session_id=session.id,
+            config_options=[await self._model_option.option(state)],
+            field_meta=self._meta(client),
+        )
 
     async def load_session(
         self,
@@ -223,12 +234,16 @@ class MMAgent(acp.Agent):
             raise acp.RequestError(-32002, str(exc), {"sessionId": session_id}) from None
         client = await self._model()
         state = await self._open(session, folder, client, servers)
+        await self._own_model(state, client)
         await replay(state, self.settings)
         usage = state.engine.context_usage()
         if usage is not None:
             await translate(state, usage)
         log.info("session %s reopened in %s", session_id, folder)
-        return LoadSessionResponse(field_meta=self._meta(client))
+        return LoadSessionResponse(
+            config_options=[await self._model_option.option(state)],
+            field_meta=self._meta(state.engine.client),
+        )
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -304,9 +319,13 @@ class MMAgent(acp.Agent):
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
-    ) -> None:
-        self._session(session_id)
-        raise acp.RequestError.method_not_found("session/set_config_option")
+    ) -> SetSessionConfigOptionResponse:
+        """The model (`configOptions`' only option): switched for this session alone."""
+        state = self._session(session_id)
+        await self._model_option.switch(state, config_id, value, self._client)
+        return SetSessionConfigOptionResponse(
+            config_options=[await self._model_option.option(state)]
+        )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> None:
         raise acp.RequestError.method_not_found("session/close")
@@ -401,6 +420,23 @@ class MMAgent(acp.Agent):
         registry.listen(_log_warning)
         registry.start()
         return registry
+
+    async def _own_model(self, state: AcpSession, client: ModelClient) -> None:
+        """A reopened session that switched models goes on with its last one when it was on
+        this very server, as `--resume` does (a journal naming another server is not obeyed)."""
+        from mm_tui.core.redact import clean_url
+
+        session = state.engine.session
+        model = session.model
+        if not model or model == client.model or not hasattr(client, "sibling"):
+            return
+        if clean_url(session.base_url) != clean_url(client.base_url):
+            return
+        own = client.sibling()  # type: ignore[attr-defined]
+        own.model = model
+        state.engine.use_client(own)
+        for note in await state.engine.learn_context_window():
+            log.info("%s", note)
 
     async def _learn_window(self, engine: Engine) -> None:
         """The model's context window, asked of the server for the first session only: every

@@ -72,14 +72,14 @@ async def offered_models(client: Any) -> list[OfferedModel]:
     ]
 
 
-async def offered_ids(client: Any) -> list[str]:
+async def offered_ids(client: Any, timeout: float = 5.0) -> list[str]:
     """The names alone (one request): what the prompt completes after `/model `."""
     base_url = getattr(client, "base_url", "")
     if not base_url or getattr(client, "read_context_window", None) is None:
         return [client.model]
     from mm_tui.engine.servers import list_models
 
-    return await list_models(base_url, getattr(client, "api_key", None))
+    return await list_models(base_url, getattr(client, "api_key", None), timeout)
 
 
 def unknown_model(name: str, ids: list[str]) -> str | None:

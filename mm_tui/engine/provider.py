@@ -23,6 +23,7 @@ repeats of the text already shown is not shown twice (`chunk_assembly.Replay`).
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
@@ -117,6 +118,22 @@ class OpenAIProvider:
         self.answering: bool | None = None
 
     # -- public -----------------------------------------------------------------------------
+
+    def sibling(self) -> OpenAIProvider:
+        """A client of the same server, with the same key and options, whose model can change
+        apart from this one's (an ACP session's `/model`, while other sessions share this one).
+        It makes its own connections, unless this one was given its HTTP client."""
+        twin = copy.copy(self)
+        twin.body = RequestBody()  # its own encoded messages; what the server refused, kept
+        twin.body.usage_option, twin.body.tool_choice = (
+            self.body.usage_option,
+            self.body.tool_choice,
+        )
+        twin._headers = dict(self._headers)
+        twin._no_stream = set(self._no_stream)
+        if self._owns_client:
+            twin._http, twin.paced = None, None
+        return twin
 
     @property
     def api_key(self) -> str | None:

@@ -251,6 +251,11 @@ class Engine:
         """How full the model's context is now, or None while the window is unknown."""
         return self.context.usage()
 
+    def use_client(self, client: ModelClient) -> None:
+        """Ask the model through `client` from now on (an ACP session's own, before its
+        `/model`: the others keep the client they share)."""
+        self.client = self.context.client = self.round_trip.client = client
+
     async def switch_model(self, name: str, emit: Emit) -> list[str]:
         """`/model NAME`: the requests from now on go to `name` (engine/model_choice.py says
         what else changes). Returns the notes on its context window; raises `ModelError` while

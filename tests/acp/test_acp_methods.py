@@ -31,9 +31,10 @@ async def test_unsupported_methods_are_errors(tmp_path: Path) -> None:
             assert await code_of(conn.set_session_mode(session_id=session_id, mode_id="x")) == (
                 -32601
             )
+            # the model is the one configuration option (tests/acp/test_acp_model.py)
             assert await code_of(
                 conn.set_config_option(config_id="x", session_id=session_id, value="y")
-            ) == (-32601)
+            ) == (-32602)
             assert await code_of(conn.authenticate(method_id="nothing")) == -32602
             assert await code_of(conn.ext_method("_mm/unknown", {})) == -32601
             # and the agent is still there
