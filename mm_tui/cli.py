@@ -90,13 +90,29 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="run every tool call without asking",
     )
+    p.add_argument(
+        "--mode",
+        choices=("ask", "auto", "plan"),
+        help="ask before changes, auto (run everything, as --yolo), or plan (look and plan only)",
+    )
     p.add_argument("--theme", help="window theme")
     p.add_argument("--version", action=_Version)
     return p
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
-    return {"model": args.model, "baseUrl": args.base_url, "yolo": args.yolo, "theme": args.theme}
+    """The flags that override the config files. --yolo and --no-yolo name a mode too (auto,
+    ask), so that they win over a `mode` in a config file; --mode wins over both."""
+    mode = args.mode
+    if mode is None and args.yolo is not None:
+        mode = "auto" if args.yolo else "ask"
+    return {
+        "model": args.model,
+        "baseUrl": args.base_url,
+        "yolo": args.yolo,
+        "mode": mode,
+        "theme": args.theme,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

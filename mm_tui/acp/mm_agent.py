@@ -28,7 +28,10 @@ from acp.schema import (
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
     SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
 )
 
 from mm_tui import __version__
@@ -204,6 +207,7 @@ class MMAgent(acp.Agent):
         log.info("session %s in %s", session.id, folder)
         return NewSessionResponse(
             session_id=session.id,
+            modes=session_modes(state.engine),
             config_options=[await self._model_option.option(state)],
             field_meta=self._meta(client),
         )
@@ -241,6 +245,7 @@ class MMAgent(acp.Agent):
             await translate(state, usage)
         log.info("session %s reopened in %s", session_id, folder)
         return LoadSessionResponse(
+            modes=session_modes(state.engine),
             config_options=[await self._model_option.option(state)],
             field_meta=self._meta(state.engine.client),
         )
@@ -313,9 +318,20 @@ class MMAgent(acp.Agent):
             {"message": f"unknown authentication method {method_id!r}: mm needs none"}
         )
 
-    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
-        self._session(session_id)
-        raise acp.RequestError.method_not_found("session/set_mode")
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """ask, auto or plan (engine/permissions.py), for this session, from its next tool
+        call and request on."""
+        from mm_tui.engine.permissions import MODES
+
+        state = self._session(session_id)
+        if mode_id not in MODES:
+            raise acp.RequestError.invalid_params(
+                {"message": f"no mode {mode_id!r} here: mm's modes are {', '.join(MODES)}"}
+            )
+        state.engine.set_mode(mode_id)  # type: ignore[arg-type]  # one of MODES
+        return SetSessionModeResponse()
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
@@ -456,6 +472,20 @@ class MMAgent(acp.Agent):
                 {"message": f"no session {session_id} here: start one with session/new"}
             )
         return state
+
+
+def session_modes(engine: Engine) -> SessionModeState:
+    """The modes a session offers, as ACP's session/new and session/load carry them."""
+    from mm_tui.core.events import MODE_WORDS
+    from mm_tui.engine.permissions import MODE_TITLES, MODES
+
+    return SessionModeState(
+        current_mode_id=engine.permissions.mode,
+        available_modes=[
+            SessionMode(id=mode, name=MODE_TITLES[mode], description=MODE_WORDS[mode])
+            for mode in MODES
+        ],
+    )
 
 
 def _failure(error: str | None) -> str:

@@ -34,6 +34,7 @@ from typing import Any, assert_never
 
 from acp.schema import (
     AllowedOutcome,
+    CurrentModeUpdate,
     PermissionOption,
     ToolCallLocation,
     ToolCallProgress,
@@ -62,6 +63,7 @@ from mm_tui.core.events import (
     Event,
     HistoryCompacted,
     HistoryShortened,
+    ModeChanged,
     ModelChanged,
     ModelRetrying,
     PermissionRequested,
@@ -147,6 +149,13 @@ async def translate(state: AcpSession, event: Event) -> None:
             log.info("%s", event.title)
         case ModelChanged():
             log.info("%s", event.text)
+        case ModeChanged():
+            if not child:
+                await state.send(
+                    CurrentModeUpdate(
+                        session_update="current_mode_update", current_mode_id=event.mode
+                    )
+                )
         case ModelRetrying():
             log.info("%s", event.text)
         case ServerState():

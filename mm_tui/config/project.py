@@ -43,6 +43,7 @@ NEEDS_TRUST: tuple[str, ...] = (
     "baseUrl",
     "apiKey",
     "yolo",
+    "mode",
     "bashTool",
     "editTools",
     "fetchContentTool",

@@ -187,6 +187,8 @@ class Settings(SettingsBase):
     system_prompt: str | None = None
     temperature: float | None = None
     yolo: bool = True
+    # ask, auto or plan (engine/permissions.py); unset: auto when yolo, else ask
+    mode: Literal["ask", "auto", "plan"] | None = None
     bash_tool: bool = True
     # Variables kept from the commands the model runs (bash, language servers): case-insensitive
     # globs (core/command_env.py). mm's own key variables are kept from them whatever this says.

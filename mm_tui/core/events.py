@@ -351,6 +351,30 @@ class TurnEnded(BaseEvent):
         return " · ".join(parts)
 
 
+Mode = Literal["ask", "auto", "plan"]
+"""The session's mode: who decides what runs (engine/permissions.py)."""
+
+
+@frozen
+class ModeChanged(BaseEvent):
+    """The mode changed (Shift+Tab, `/mode`, ACP's session/set_mode)."""
+
+    mode: Mode
+    previous: Mode
+
+    @property
+    def text(self) -> str:
+        return f"mode: {self.mode} — {MODE_WORDS[self.mode]}"
+
+
+MODE_WORDS: dict[Mode, str] = {
+    "ask": "a command or a file change asks first",
+    "auto": "every tool call runs without asking",
+    "plan": "the model looks and plans; no file changes, every command asked",
+}
+"""What each mode means, in the words the front ends show."""
+
+
 @frozen
 class ModelChanged(BaseEvent):
     """`/model`: the requests from now on go to `model` (on the same server); `previous` is
@@ -401,6 +425,7 @@ Event = (
     | HistoryCompacted
     | TurnEnded
     | ModelChanged
+    | ModeChanged
     | EngineError
 )
 """Every event there is. A front end takes them with `match` and ends with `assert_never`, so

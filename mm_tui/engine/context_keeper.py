@@ -15,6 +15,7 @@ from mm_tui.core.redact import Redactor
 from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.model_stream import CONTEXT_ADVICE, ModelClient, ModelError, TextChunk
+from mm_tui.engine.permissions import PLAN_NOTE, Permissions
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.turn_state import Emit, StopTurn
@@ -42,8 +43,10 @@ class ContextKeeper:
         redactor: Redactor,
         server: ServerWatch,
         system_prompt: Callable[[], str],
+        permissions: Permissions | None = None,
     ) -> None:
         self.settings = settings
+        self.permissions = permissions or Permissions(settings.yolo)
         self.client = client
         self.registry = registry
         self.recorder = recorder
@@ -54,16 +57,35 @@ class ContextKeeper:
         self.window_unread = False  # the server did not answer at start-up: ask it later
         self._declarations: list[dict[str, Any]] | None = None
         self._declared: object = None  # the registry's version the declarations are of
+        # the system message and its plan-mode copy, made once (the request body encodes a
+        # message once by its identity)
+        self._plan_noted: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def tools(self) -> list[dict[str, Any]]:
         """The tools' declarations, made again only when the registry changed (an MCP server
         became ready or stopped): the meter measures each list once. Each request of a turn
         declares the tools ready at that moment."""
-        version = self.registry.version
+        version = (self.registry.version, self.permissions.mode)
         if self._declarations is None or version != self._declared:
-            self._declarations = self.registry.declarations()
+            hides = self.permissions.hides
+            declared = self.registry.declarations()
+            self._declarations = [d for d in declared if not hides(d["function"]["name"])]
             self._declared = version
         return self._declarations
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The history as the next request sends it: in plan mode, the system message says so
+        (a copy: the journal keeps the history as it was, whatever the mode)."""
+        messages = self.recorder.session.messages
+        if self.permissions.mode != "plan" or not messages or messages[0].get("role") != "system":
+            return messages
+        first = messages[0]
+        noted = self._plan_noted
+        if noted is None or noted[0] is not first:
+            content = first.get("content")
+            text = content if isinstance(content, str) else ""
+            noted = self._plan_noted = (first, {**first, "content": text + PLAN_NOTE})
+        return [noted[1], *messages[1:]]
 
     # -- the window ----------------------------------------------------------------------------
 

@@ -335,9 +335,7 @@ async def read_context_window(
             asker.json(f"{base}/models"),
             asker.json(f"{root}/api/v0/models"),
         )
-        try:
-            # (`asyncio.timeout`, not `wait_for`: a caller cancelled while the asks run, as a
-            # window closed during `/model`'s list, left wait_for's gather unretrieved)
+        try:  # (not wait_for: a caller cancelled meanwhile left its gather unretrieved)
             async with asyncio.timeout(timeout + 1.0):
                 answers = await asyncio.gather(*asks)
         except TimeoutError:

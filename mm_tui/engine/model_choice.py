@@ -22,7 +22,7 @@ from mm_tui.core.events import Event, ModelChanged
 from mm_tui.core.frozen import frozen
 from mm_tui.engine.model_stream import ModelError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (a name only: the engine does not import this module)
     from mm_tui.engine.turn import Engine
 
 __all__ = [
@@ -103,7 +103,7 @@ async def choose_model(engine: Engine, name: str, emit: Callable[[Event], None])
     problem = unknown_model(name, offered) if offered else None
     if problem is not None:
         raise ModelError(problem)
-    return await engine.switch_model(name, emit)
+    return await switch_model(engine, name, emit)
 
 
 def model_lines(models: list[OfferedModel], current: str) -> list[str]:
@@ -121,6 +121,7 @@ async def switch_model(engine: Engine, name: str, emit: Callable[[Event], None])
     `ModelError` while a turn runs (the front ends queue the command behind it)."""
     if engine.busy:
         raise ModelError("a turn is running: the model changes once it has ended")
+    emit = engine.redacting(emit)  # a server's words in a compaction's error can quote the key
     client = engine.client
     previous = client.model
     if name == previous:

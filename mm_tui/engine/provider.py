@@ -383,25 +383,6 @@ def _is_json(resp: httpx.Response) -> bool:
     return resp.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
 
 
-# --------------------------------------------------------------------------- llama-cpp-python
-#
-# What its server (with `--chat_format chatml-function-calling`, the format that knows tools) does
-# that others do not, met by the end-to-end tests (tests/e2e/), each kept by a test against the
-# scripted server in tests/engine/test_provider.py:
-#
-# - Without `tool_choice` it leaves the tools out of the prompt: the model never hears of them.
-#   mm sends `tool_choice: "auto"` with the tools (OpenAI's own default when tools are given);
-#   a server that refuses the field (400 naming it) is asked again without it, from then on.
-# - Asked to stream an answer that turns out to be a tool call, it fails on its side and the
-#   client receives HTTP 200 with an empty body: mm asks again without streaming, and asks that
-#   kind of request non-streamed from then on.
-# - With `tool_choice: "auto"`, the model's choice of a text answer goes through a grammar that
-#   admits only a function name or the end, so the text is always empty: an empty answer (no
-#   text, no call, finish_reason "stop") is asked again with `tool_choice: "none"`, which it
-#   answers in words, streamed.
-# - It refuses (500, a validation error) an assistant message whose `content` is null, which the
-#   OpenAI format allows beside tool calls: such messages are sent with `content: ""`.
-# - It closes the connection of its empty 200 although it said keep-alive: the request that goes
-#   next on it fails at once, and is sent again at once (`Retryable.stale`), not after a backoff.
-# - Not worked around: its template leaves `tool` messages out of the prompt, so the model never
-#   reads a tool's result; and it sends no usage in a stream, so a turn's recap shows no tokens.
+# What llama-cpp-python's server does that others do not, and how mm meets each (kept by tests
+# against the scripted server in tests/engine/test_provider.py): docs/architecture.md,
+# "llama-cpp-python".

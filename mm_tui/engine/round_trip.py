@@ -67,7 +67,7 @@ class RoundTrip:
         await self.context.make_room(emit)
         answer = _Answer()
         tools = self.context.tools()
-        sent = self.context.meter.chars(self.recorder.session.messages, tools)
+        sent = self.context.meter.chars(self.context.messages(), tools)
         refused = await self._stream(emit, state, answer, tools)
         if refused is not None:  # too big for the window: learn it, make room, ask once more
             state.overflowed = True
@@ -83,7 +83,7 @@ class RoundTrip:
         """Read the answer into `answer` under the watchdog. Returns the server's refusal of a
         request too big when it may be asked again; any other failure ends the turn."""
         reading = _Reading(self, emit, answer)
-        stream = self.client.stream(self.recorder.session.messages, tools)
+        stream = self.client.stream(self.context.messages(), tools)
         try:
             async with asyncio.timeout(reading.timeout) as watchdog:
                 reading.watchdog = watchdog

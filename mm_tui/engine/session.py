@@ -9,6 +9,7 @@ converted to a journal the first time it is opened, is `session_v1.py`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -143,6 +144,12 @@ class Session:
             self.records.append(MessageRecord(message=self.messages[self._seen]).to_json())
             self._seen += 1
 
+    def _save_with(self, record: Any) -> None:
+        """Append `record` after the messages before it, and save."""
+        self._catch_up()
+        self.records.append(record.to_json())
+        self.save()
+
     def add_message(
         self,
         message: dict[str, Any],
@@ -167,8 +174,7 @@ class Session:
         self._catch_up()
         self.messages = list(messages)
         self._seen = len(self.messages)
-        self.records.append(HistoryRecord(time=now(), messages=tuple(self.messages)).to_json())
-        self.save()
+        self._save_with(HistoryRecord(time=now(), messages=tuple(self.messages)))
 
     def compact(
         self,
@@ -193,8 +199,7 @@ class Session:
         )
         self.messages = list(messages)
         self._seen = len(self.messages)
-        self.records.append(record.to_json())
-        self.save()
+        self._save_with(record)
         return record
 
     def shorten(self, index: int, message: dict[str, Any], cut: int) -> None:
@@ -233,27 +238,20 @@ class Session:
             context_window=context_window,
             context_estimated=context_estimated or None,
         )
-        self._catch_up()
         self.turns.append(turn)
-        self.records.append(turn.to_json())
-        self.save()
+        self._save_with(turn)
 
     def add_error(self, where: str, message: str) -> None:
         """Record an error and save: errors are what a person reads after something went wrong."""
         error = ErrorRecord(time=now(), where=where, message=message)
-        self._catch_up()
         self.errors.append(error)
-        self.records.append(error.to_json())
-        self.save()
+        self._save_with(error)
 
     def switch_model(self, model: str) -> None:
-        """`/model`: the requests from now on go to `model`, and so does a resume; recorded and
-        saved at once, so that nothing after it is read as the last model's."""
+        """`/model`: the requests from now on go to `model`, and so does a resume."""
         record = ModelRecord(time=now(), model=model, previous=self.model)
-        self._catch_up()
         self.model = model
-        self.records.append(record.to_json())
-        self.save()
+        self._save_with(record)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -302,10 +300,8 @@ class Session:
 
     def close(self) -> Future[None] | None:
         """Save, sync and close the journal (the session is left, or mm exits)."""
-        try:
+        with contextlib.suppress(OSError):
             self.save()
-        except OSError:
-            pass
         self._release_claim()
         journal, self._journal = self._journal, None
         if journal is None:

@@ -28,7 +28,7 @@ from mm_tui.core.text import one_line
 from mm_tui.engine.context_keeper import ContextKeeper
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, loop_stop_message
 from mm_tui.engine.model_stream import ToolCall
-from mm_tui.engine.permissions import Permissions
+from mm_tui.engine.permissions import Permissions, plan_refusal
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
 from mm_tui.tools.base import NothingToAsk, Tool, ToolCancelled, ToolContext, ToolResult
@@ -115,6 +115,9 @@ class ToolCalls:
 
     async def _one(self, call: ToolCall, batch: _Batch) -> None:
         started = self.clock()
+        if self.permissions.hides(call.name):  # not declared in this mode: the model guessed
+            self._unparsable(call, plan_refusal(call.name), started, batch)
+            return
         parsed = self.registry.parse(call.name, call.arguments)
         if isinstance(parsed, str):
             self._unparsable(call, parsed, started, batch)

@@ -3,15 +3,10 @@
 `Engine` is the face front ends hold: `run_turn(text, emit)` emits the events of `events.py`
 through `emit` (a plain callable: the window posts them as Textual messages, line mode prints
 them) and returns the `TurnEnded` it emitted last; `run_ask`, `answer`, `cancel`,
-`new_session`, `compact` and `aclose` are the other commands. The work is its collaborators',
-each owning its state:
-
-- `round_trip.py`: one model request and its streamed answer (watchdog, retries, refusals);
-- `tool_calls.py`: the calls of an answer (parse, permission, run, loop guard, redact, record);
-- `recorder.py`: the session's writes (every change saved as it happens: nothing of a turn is
-  lost when the process dies in the middle of it), error records, the fsync at a turn's end;
-- `context_keeper.py`: the context window (how full, room made, fair shares, compaction);
-- `server_watch.py`: whether the model server answers.
+`new_session`, `compact`, `set_mode` and `aclose` are the other commands. The work is its
+collaborators', each owning its state (docs/architecture.md, "The engine"): `round_trip.py`
+(a request and its answer), `tool_calls.py` (an answer's calls), `recorder.py` (the session's
+writes), `context_keeper.py` (the context window), `server_watch.py` (the server's state).
 
 Cancellation: `Engine.cancel()` (Esc, Ctrl-C, /abort) cancels the turn's own task; the running
 tool is stopped, every call of the model's last message gets a result (`[error: cancelled]`), so
@@ -35,6 +30,8 @@ from mm_tui.core.events import (
     Decision,
     EngineError,
     Event,
+    Mode,
+    ModeChanged,
     ModelRetrying,
     ServerState,
     StopReason,
@@ -91,7 +88,7 @@ class Engine:
         # The AGENTS.md files appended to the system prompt (start-up reads them; none here by
         # default), read again for each new session.
         self.instructions = instructions if instructions is not None else Instructions()
-        self.permissions = Permissions(settings.yolo)
+        self.permissions = Permissions(settings.yolo, settings.mode)
         self.questions = Questions()  # the permission questions waiting for the person
         self.redactor = Redactor(settings.secret_values())
         session.redactor = self.redactor
@@ -117,6 +114,7 @@ class Engine:
             redactor=self.redactor,
             server=self.server,
             system_prompt=self.system_prompt,
+            permissions=self.permissions,
         )
         self.round_trip = RoundTrip(settings, client, self.recorder, self.context, self.server)
         self.calls = ToolCalls(
@@ -251,18 +249,16 @@ class Engine:
         """How full the model's context is now, or None while the window is unknown."""
         return self.context.usage()
 
+    def set_mode(self, mode: Mode, emit: Emit | None = None) -> None:
+        """`ask`, `auto` or `plan` (engine/permissions.py), from the next call and request on."""
+        previous = self.permissions.mode
+        self.permissions.mode = mode
+        if emit is not None and mode != previous:
+            emit(ModeChanged(mode=mode, previous=previous))
+
     def use_client(self, client: ModelClient) -> None:
-        """Ask the model through `client` from now on (an ACP session's own, before its
-        `/model`: the others keep the client they share)."""
+        """Ask the model through `client` from now on (an ACP session's own, for its `/model`)."""
         self.client = self.context.client = self.round_trip.client = client
-
-    async def switch_model(self, name: str, emit: Emit) -> list[str]:
-        """`/model NAME`: the requests from now on go to `name` (engine/model_choice.py says
-        what else changes). Returns the notes on its context window; raises `ModelError` while
-        a turn runs."""
-        from mm_tui.engine.model_choice import switch_model
-
-        return await switch_model(self, name, self.redacting(emit))
 
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """`/compact`: the model summarises the conversation, and the summary replaces the

@@ -34,6 +34,7 @@ from mm_tui.core.events import (
     Event,
     HistoryCompacted,
     HistoryShortened,
+    ModeChanged,
     ModelChanged,
     ModelRetrying,
     PermissionRequested,
@@ -208,7 +209,7 @@ class LinePrinter:
                 say(c, prefix + safe_display(event.message), "dim")
             case HistoryCompacted():
                 say(c, prefix + safe_display(event.title), "dim")
-            case ModelChanged():
+            case ModelChanged() | ModeChanged():
                 say(c, prefix + safe_display(event.text), "dim")
             case ModelRetrying():
                 say(c, prefix + safe_display(event.text), "yellow")

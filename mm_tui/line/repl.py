@@ -219,6 +219,11 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
                 except Exception as exc:  # noqa: BLE001 - said, the session goes on
                     console.print(Text(safe_display(f"/compact failed: {exc}"), style="red"))
                 continue
+            if text == "/mode" or text.startswith("/mode "):
+                said = mode_command(engine, text[len("/mode") :].strip(), printer)
+                if said:
+                    console.print(Text(safe_display(said), style="dim"))
+                continue
             if text == "/model" or text.startswith("/model "):
                 said = await model_command(engine, text[len("/model") :].strip(), printer)
                 console.print(Text(safe_display(said), style="dim"))
@@ -258,6 +263,7 @@ LINE_COMMANDS = {
     "/compact": "summarise the conversation to free the model's context",
     "/ask AGENT …": "hand one request to an agent of mmConfigs",
     "/model": "list the server's models; /model NAME switches, the conversation kept",
+    "/mode": "ask, auto or plan: who decides what runs (/mode NAME switches)",
     "/sessions": "list this project's sessions; /sessions ID reopens one",
     "/help": "these commands and keys",
     "/quit": "leave mm (/exit too)",
@@ -288,6 +294,22 @@ async def line_command(engine: Engine, text: str) -> str:
     if command == "/theme":
         return "themes are the window's: line mode prints in your terminal's own colours"
     return f"unknown command {command} — /help lists them"
+
+
+def mode_command(engine: Engine, name: str, emit: Emit) -> str:
+    """`/mode`: the session's mode and the others; `/mode NAME` switches (the printer says it
+    through `emit`). Leaving plan mode says how to carry the plan out."""
+    from mm_tui.core.events import MODE_WORDS
+    from mm_tui.engine.permissions import MODES
+
+    mode = engine.permissions.mode
+    if name not in MODES:
+        lines = [f"{'*' if m == mode else ' '} {m}  {MODE_WORDS[m]}" for m in MODES]
+        return "\n".join(["modes (/mode NAME switches):", *lines])
+    engine.set_mode(name, emit)  # type: ignore[arg-type]  # one of MODES
+    if mode == "plan" and name != "plan":
+        return "the plan stays in the conversation: ask to carry it out"
+    return ""
 
 
 async def model_command(engine: Engine, name: str, emit: Emit) -> str:

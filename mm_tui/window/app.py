@@ -40,6 +40,7 @@ COMMAND_HELP = {
     "/abort": "cancel the turn",
     "/ask": "hand a request to another agent (/ask AGENT …)",
     "/model": "switch the model, the conversation kept (/model NAME switches at once)",
+    "/mode": "ask, auto or plan (Shift+Tab cycles them)",
     "/sessions": "reopen a session",
     "/theme": "list the themes (/theme NAME switches)",
     "/help": "keys and commands",
@@ -81,6 +82,8 @@ class MMApp(App[int]):
         Binding("escape", "cancel", "Cancel", show=True),
         Binding("ctrl+c", "interrupt", "Cancel/Quit", show=False, priority=True),
         Binding("ctrl+o", "fold_all", "Outputs", show=True),
+        # priority: the screen binds Shift+Tab to moving the focus back, and would take it first
+        Binding("shift+tab", "cycle_mode", "Mode", show=True, priority=True),
     ]
 
     def __init__(
@@ -243,6 +246,14 @@ class MMApp(App[int]):
 
     def action_fold_all(self) -> None:
         self.main.fold_key()
+
+    def action_cycle_mode(self) -> None:
+        """Shift+Tab: the next mode on the main screen; elsewhere (a list, the help) it moves
+        the focus back, as it does in any Textual screen."""
+        if self.screen is self.main:
+            self.main.cycle_mode()
+        else:
+            self.screen.focus_previous()
 
     async def on_unmount(self) -> None:
         self._signals.close()

@@ -26,10 +26,11 @@ async def test_unsupported_methods_are_errors(tmp_path: Path) -> None:
     with ScriptedServer() as server:
         async with mm_acp(tmp_path, server, Recorder()) as (conn, _log):
             session_id = await start(conn, tmp_path)
-            # an unknown session is a bad parameter; a known one still has no modes to set
+            # an unknown session is a bad parameter, and so is an unknown mode
+            # (tests/acp/test_acp_modes.py sets the real ones)
             assert await code_of(conn.set_session_mode(session_id="nope", mode_id="x")) == -32602
             assert await code_of(conn.set_session_mode(session_id=session_id, mode_id="x")) == (
-                -32601
+                -32602
             )
             # the model is the one configuration option (tests/acp/test_acp_model.py)
             assert await code_of(

@@ -490,3 +490,14 @@ def test_the_sessions_list_reads_both_folders_and_lists_a_moved_session_once(
         moved.id: "after the move",
         only_new.id: "only in the new folder",
     }
+
+
+def test_a_mode_in_an_untrusted_file_does_not_take_effect(places: tuple[Path, Path]) -> None:
+    """`mode: auto` in a project's file would run the model's commands without asking."""
+    home, project = places
+    plant(project, {"mode": "auto", "maxTurns": 9})
+    environ = home_variables(home)
+    settings = load_settings(cwd=project, home=home, environ=environ)
+    assert settings.mode is None and settings.max_turns == 9
+    trust_project_file(project, home)
+    assert load_settings(cwd=project, home=home, environ=environ).mode == "auto"

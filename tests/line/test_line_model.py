@@ -36,3 +36,18 @@ def test_model_lists_and_switches_in_line_mode(tmp_path: Path) -> None:
     last = server.requests[-1].body
     assert last["model"] == "big-coder"
     assert [m["content"] for m in last["messages"] if m["role"] == "user"] == ["hello", "and now?"]
+
+
+@needs_tmux
+def test_mode_in_line_mode(tmp_path: Path) -> None:
+    """`/mode` lists the modes with the current one; `/mode plan` switches, said dimly; leaving
+    plan mode says how to go on."""
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
+    with mm_in_tmux(tmp_path, "line-mode", "--demo", "--line", "--mode", "ask", env=env) as session:
+        tmux("send-keys", "-t", session, "/mode", "Enter")
+        screen = until_screen(session, "modes (/mode NAME switches):")
+        assert "* ask  a command or a file change asks first" in screen
+        tmux("send-keys", "-t", session, "/mode plan", "Enter")
+        until_screen(session, "mode: plan — the model looks and plans")
+        tmux("send-keys", "-t", session, "/mode auto", "Enter")
+        until_screen(session, "the plan stays in the conversation: ask to carry it out")

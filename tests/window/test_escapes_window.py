@@ -81,7 +81,7 @@ async def test_every_source_is_drawn_escaped(folder: Path) -> None:
         async with app.run_test(size=(200, 60)) as pilot:
             await settle(pilot, app)
             app.query_one(AgentHeader).show(
-                title="mm", model="m\x1b]0;MODEL\x07", provider="p\x9b2J", cwd="/x", yolo=True
+                title="mm", model="m\x1b]0;MODEL\x07", provider="p\x9b2J", cwd="/x", mode="auto"
             )
             await type_and_send(pilot, "go")
             await settle(pilot, app)

@@ -365,3 +365,15 @@ def test_model_list(snap_compare, fixed_folder: Path) -> None:
             await pilot.pause()
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_plan_mode(snap_compare, fixed_folder: Path) -> None:
+    """Plan mode: its badge in the header, said in the transcript once switched to."""
+    app = make_app(ScriptedModel(), fixed_folder, yolo=False)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await pilot.press("shift+tab", "shift+tab")  # ask -> auto -> plan
+        await settle(pilot, app)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

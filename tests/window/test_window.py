@@ -874,17 +874,17 @@ async def test_a_running_tool_line_ticks_when_scrolled_far_down(folder: Path) ->
 @pytest.mark.parametrize(
     ("width", "cwd", "expected"),
     [
-        (80, "/work/project", " mm [mm] · model @ server" + " " * 34 + " /work/project  yolo "),
-        (40, "/home/someone/projects/deep/folder/mm", " mm [mm] · model @ server    …/mm  yolo "),
-        (30, "/home/someone/projects", " mm [mm] · mode…  …ects  yolo "),
-        (40, "/home/词语/项目/代码", " mm [mm] · model @ server  …/代码  yolo "),
+        (80, "/work/project", " mm [mm] · model @ server" + " " * 34 + " /work/project  auto "),
+        (40, "/home/someone/projects/deep/folder/mm", " mm [mm] · model @ server    …/mm  auto "),
+        (30, "/home/someone/projects", " mm [mm] · mode…  …ects  auto "),
+        (40, "/home/词语/项目/代码", " mm [mm] · model @ server  …/代码  auto "),
     ],
 )
 async def test_the_header_cuts_the_agent_and_the_folder_to_fit(
     width: int, cwd: str, expected: str
 ) -> None:
     """The folder takes at most half the line and keeps its last parts; the agent gives way;
-    the yolo badge stays against the right edge. Cells, not characters, are counted."""
+    the mode's badge stays against the right edge. Cells, not characters, are counted."""
     from rich.cells import cell_len
     from textual.app import App, ComposeResult
 
@@ -895,7 +895,7 @@ async def test_the_header_cuts_the_agent_and_the_folder_to_fit(
     app = One()
     async with app.run_test(size=(width, 3)) as pilot:
         header = app.query_one(AgentHeader)
-        header.show(title="mm", model="model", provider="server", cwd=cwd, yolo=True)
+        header.show(title="mm", model="model", provider="server", cwd=cwd, mode="auto")
         await pilot.pause()
         shown = header.render().plain
         assert cell_len(shown) == width

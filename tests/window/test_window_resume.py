@@ -322,12 +322,12 @@ async def test_the_header_shows_the_context_and_follows_it(folder: Path) -> None
             usage = app.engine.context_usage()
             assert usage is not None and usage.window == 8192
             shown = header.render().plain
-            assert f" {usage.text}  yolo " in shown
+            assert f" {usage.text}  auto " in shown
             assert " ctx ~" in shown  # no count of the server's yet: the estimate says so
             assert shown.startswith(" mm [mm] · scripted-model @ ")
             app.main.emit(ContextUsage(used=6000, window=8192))
             await settle(pilot, app)
-            assert " ctx 6,000 / 8,192 (73%)  yolo " in header.render().plain
+            assert " ctx 6,000 / 8,192 (73%)  auto " in header.render().plain
             assert "ctx 6,000 / 8,192 (73%)" in painted(app).splitlines()[0]
             app.main.emit(ContextUsage(used=1, window=99, agent="helper"))  # an asked agent's own
             await settle(pilot, app)
@@ -336,7 +336,7 @@ async def test_the_header_shows_the_context_and_follows_it(folder: Path) -> None
             await settle(pilot, app)
             after = app.engine.context_usage()
             assert after is not None and after.used != 6000
-            assert f" {after.text}  yolo " in header.render().plain
+            assert f" {after.text}  auto " in header.render().plain
             assert " ctx ~" not in header.render().plain  # the server counted the request
             assert "ctx" not in all_text(app).replace(after.text, "")  # not in the transcript
 
@@ -349,23 +349,23 @@ async def test_the_header_shows_the_context_and_follows_it(folder: Path) -> None
             "qwen2.5-coder:7b",
             " mm [mm] · qwen2.5-coder:7b @ Ollama"
             + " " * 18
-            + " /work/project  ctx 1,234 / 4,096 (30%)  yolo ",
+            + " /work/project  ctx 1,234 / 4,096 (30%)  auto ",
         ),
         (
             80,
             "tiny",
             " mm [mm] · tiny @ Ollama"
             + " " * 10
-            + " /work/project  ctx 1,234 / 4,096 (30%)  yolo ",
+            + " /work/project  ctx 1,234 / 4,096 (30%)  auto ",
         ),
         # No room for the context whole: it goes, and the agent keeps its name.
         (
             80,
             "qwen2.5-coder:7b",
-            " mm [mm] · qwen2.5-coder:7b @ Ollama" + " " * 23 + " /work/project  yolo ",
+            " mm [mm] · qwen2.5-coder:7b @ Ollama" + " " * 23 + " /work/project  auto ",
         ),
         # Too narrow for the agent even so: the context went first.
-        (50, "qwen2.5-coder:7b", " mm [mm] · qwen2.5-coder:7b @ O…  …/project  yolo "),
+        (50, "qwen2.5-coder:7b", " mm [mm] · qwen2.5-coder:7b @ O…  …/project  auto "),
     ],
 )
 async def test_the_context_gives_way_to_the_agent(width: int, model: str, expected: str) -> None:
@@ -379,7 +379,7 @@ async def test_the_context_gives_way_to_the_agent(width: int, model: str, expect
     app = One()
     async with app.run_test(size=(width, 3)) as pilot:
         header = app.query_one(AgentHeader)
-        header.show(title="mm", model=model, provider="Ollama", cwd="/work/project", yolo=True)
+        header.show(title="mm", model=model, provider="Ollama", cwd="/work/project", mode="auto")
         header.show_context("ctx 1,234 / 4,096 (30%)")
         await pilot.pause()
         assert header.render().plain == expected

@@ -26,6 +26,8 @@ from textual.widget import Widget
 
 from mm_tui.core.events import (
     ContextUsage,
+    Mode,
+    ModeChanged,
     ModelChanged,
     PermissionRequested,
     ServerState,
@@ -55,6 +57,7 @@ W = TypeVar("W", bound=Widget)
 
 WELCOME = "Type a request and press Enter. /help lists the keys and commands."
 DEMO_HINT = "Try: list the files · read the README · fix the typo in greet.py · run the tests"
+CARRY_OUT = "Carry out the plan."  # what leaving plan mode puts in an empty prompt
 
 
 class EngineEvent(Message):
@@ -96,6 +99,7 @@ class MainScreen(Screen[None]):
         # the last one. A request used to cancel the running turn, losing its work.
         self._queued: list[str] = []
         self._interrupts = 0.0  # time of the last Ctrl+C while idle
+        self._planned = False  # a turn ended in plan mode since it was entered
         self._widgets: dict[type, Any] = {}
         self._updated = 0.0  # when `_on_idle` last updated the screen itself
 
@@ -182,7 +186,7 @@ class MainScreen(Screen[None]):
             model=engine.client.model,
             provider=engine.client.provider,
             cwd=str(engine.cwd),
-            yolo=engine.permissions.yolo,
+            mode=engine.permissions.mode,
         )
         self.header.show_server(engine.server_answering is not False)
         self._show_context()
@@ -251,6 +255,8 @@ class MainScreen(Screen[None]):
             return
         if isinstance(event, ModelChanged) and event.agent is None:
             self.header.show_model(event.model)
+        if isinstance(event, ModeChanged) and event.agent is None:
+            self.header.show_mode(event.mode)
         changed = self.transcript.apply(event)
         if changed:
             self.view.update_items(changed)
@@ -258,6 +264,8 @@ class MainScreen(Screen[None]):
         if isinstance(event, PermissionRequested):
             self.box.ask(event)
         if isinstance(event, TurnEnded) and event.agent is None:
+            if self.engine is not None and self.engine.permissions.mode == "plan":
+                self._planned = True  # a turn that planned: leaving plan mode offers to go on
             if self.box.request is not None:
                 self.box.close()
             if self._queued:
@@ -364,6 +372,8 @@ class MainScreen(Screen[None]):
             self.ask(rest)
         elif command == "/model":
             self.model_command(rest)
+        elif command == "/mode":
+            self.mode_command(rest)
         else:
             self.notice(f"unknown command {command} — /help lists them", "warning")
 
@@ -428,6 +438,36 @@ class MainScreen(Screen[None]):
             self.status.show(None)
             self._show_context()
             self.run_queued()
+
+    def cycle_mode(self) -> None:
+        """Shift+Tab: ask, auto, plan, in turn (engine/permissions.py), from the next call and
+        request on. Leaving plan mode after a plan offers to carry it out: the prompt holds the
+        request, Enter sends it."""
+        from mm_tui.engine.permissions import MODES
+
+        if self.engine is not None:
+            mode = self.engine.permissions.mode
+            self._set_mode(MODES[(MODES.index(mode) + 1) % len(MODES)])
+
+    def mode_command(self, name: str) -> None:
+        """`/mode NAME` (the palette's way to a mode; Shift+Tab cycles)."""
+        from mm_tui.engine.permissions import MODES
+
+        if self.engine is None:
+            return
+        if name in MODES:
+            self._set_mode(cast("Mode", name))
+        else:
+            self.notice(f"modes: {', '.join(MODES)} (now {self.engine.permissions.mode})", "info")
+
+    def _set_mode(self, mode: Mode) -> None:
+        assert self.engine is not None
+        left = self.engine.permissions.mode
+        self.engine.set_mode(mode, self.emit)
+        if left == "plan" and mode != "plan" and self._planned and not self.prompt.text:
+            self.prompt.insert(CARRY_OUT)
+            self.notice("the plan is ready: Enter carries it out", "info")
+            self._planned = False
 
     def new_session(self) -> None:
         if self.engine is None:

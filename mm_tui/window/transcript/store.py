@@ -289,6 +289,7 @@ class Transcript:
             EngineError,
             HistoryCompacted,
             HistoryShortened,
+            ModeChanged,
             ModelChanged,
             ModelRetrying,
             PermissionRequested,
@@ -436,7 +437,7 @@ class Transcript:
                 return changed
             case HistoryShortened():
                 return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
-            case ModelChanged():
+            case ModelChanged() | ModeChanged():
                 return [self.add(NoticeItem(agent=agent, text=event.text, level="info"))]
             case EngineError():
                 changed = self._close_streams(agent)

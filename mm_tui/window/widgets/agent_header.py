@@ -1,6 +1,7 @@
 """AgentHeader: `mm [title] · model @ provider` at the top of the window, with the working
 folder, how full the model's context is (`ctx 1,234 / 4,096 (30%)`, once the window is known),
-a `no answer` badge while the model server does not answer, and a `yolo` badge. (The same line,
+a `no answer` badge while the model server does not answer, and the mode's badge (`auto` or
+`plan`; `ask` has none). (The same line,
 `· asked by <parent>`, heads an asked agent's part of the transcript:
 `window/transcript/renderers/child_header.py`.) The model and the provider come from a server: they
 are drawn through `safe_display`, as the folder is."""
@@ -29,6 +30,7 @@ def cut_start(path: str, room: int) -> str:
 
 
 NO_ANSWER = " no answer "
+BADGES = {"auto": "warning", "plan": "accent"}  # the modes shown, and their badge's colour
 
 
 class AgentHeader(Widget):
@@ -36,7 +38,7 @@ class AgentHeader(Widget):
     the agent on the left, cut with an ellipsis when the window is narrow; the working folder,
     muted, in what the agent leaves (at most half the line, at least a quarter), cut from its
     start; the context's fill, muted, when the agent and the folder leave room for it whole
-    (it is the first to go: it is also in every recap); the `yolo` badge at the right edge."""
+    (it is the first to go: it is also in every recap); the mode's badge at the right edge."""
 
     DEFAULT_CSS = """
     AgentHeader {
@@ -51,7 +53,7 @@ class AgentHeader(Widget):
     model: reactive[str] = reactive("…")
     provider: reactive[str] = reactive("…")
     cwd: reactive[str] = reactive("")
-    yolo: reactive[bool] = reactive(False)
+    mode: reactive[str] = reactive("ask")
     context: reactive[str] = reactive("")
     answering: reactive[bool] = reactive(True)
 
@@ -71,7 +73,9 @@ class AgentHeader(Widget):
     def _right(self, width: int, agent: int, context: str) -> Text:
         """The folder, the context and the badge, the folder cut to what the others leave."""
         muted = theme_style(self, "text-muted")
-        badge = (6 if self.yolo else 0) + (0 if self.answering else len(NO_ANSWER))
+        badge = (len(self.mode) + 2 if self.mode in BADGES else 0) + (
+            0 if self.answering else len(NO_ANSWER)
+        )
         ctx = Text(f" {context} ", muted) if context else Text()
         right = Text()
         if self.cwd:
@@ -83,9 +87,16 @@ class AgentHeader(Widget):
         right.append_text(ctx)
         if not self.answering:
             right.append(NO_ANSWER, theme_style(self, "background", background="error"))
-        if self.yolo:
-            right.append(" yolo ", theme_style(self, "background", background="warning"))
+        if self.mode in BADGES:
+            colour = BADGES[self.mode]
+            right.append(f" {self.mode} ", theme_style(self, "background", background=colour))
         return right
+
+    def show_mode(self, mode: str) -> None:
+        """The session's mode changed (Shift+Tab)."""
+        if mode != self.mode:
+            self.set_reactive(AgentHeader.mode, mode)
+            self.refresh()
 
     def show_context(self, text: str) -> None:
         """How full the model's context is (`ContextUsage.text`); "" shows nothing."""
@@ -106,10 +117,10 @@ class AgentHeader(Widget):
             self.set_reactive(AgentHeader.model, model)
             self.refresh()
 
-    def show(self, *, title: str, model: str, provider: str, cwd: str, yolo: bool) -> None:
+    def show(self, *, title: str, model: str, provider: str, cwd: str, mode: str) -> None:
         self.set_reactive(AgentHeader.title_text, title)
         self.set_reactive(AgentHeader.model, model)
         self.set_reactive(AgentHeader.provider, provider)
         self.set_reactive(AgentHeader.cwd, cwd)
-        self.set_reactive(AgentHeader.yolo, yolo)
+        self.set_reactive(AgentHeader.mode, mode)
         self.refresh()

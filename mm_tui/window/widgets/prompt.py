@@ -22,12 +22,13 @@ COMMANDS = (
     "/abort",
     "/ask",
     "/model",
+    "/mode",
     "/sessions",
     "/theme",
     "/help",
     "/quit",
 )
-COMPLETED_ARGUMENTS = ("/model",)  # commands whose argument completes, from a list asked for
+COMPLETED_ARGUMENTS = ("/model", "/mode")  # commands whose argument completes from a list
 
 
 class Prompt(TextArea):
@@ -86,7 +87,7 @@ class Prompt(TextArea):
         self.cursor_blink = False
         self.past: list[str] = []
         # what a command's argument completes from (`/model`: the server's model names)
-        self.arguments: dict[str, list[str]] = {}
+        self.arguments: dict[str, list[str]] = {"/mode": ["ask", "auto", "plan"]}
         self._wanted: set[str] = set()  # arguments asked for once already
         self._position: int | None = None  # index into history while walking it
         self._draft = ""
