@@ -33,9 +33,11 @@ import logging
 from typing import Any, assert_never
 
 from acp.schema import (
+    AgentPlanUpdate,
     AllowedOutcome,
     CurrentModeUpdate,
     PermissionOption,
+    PlanEntry,
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
@@ -71,6 +73,7 @@ from mm_tui.core.events import (
     TextDelta,
     Thinking,
     ThoughtDelta,
+    TodoUpdated,
     ToolCallFinished,
     ToolCallRunning,
     ToolCallStarted,
@@ -149,6 +152,9 @@ async def translate(state: AcpSession, event: Event) -> None:
             log.info("%s", event.title)
         case ModelChanged():
             log.info("%s", event.text)
+        case TodoUpdated():
+            if not child:
+                await state.send(plan_update(event))
         case ModeChanged():
             if not child:
                 await state.send(
@@ -271,4 +277,18 @@ def _progress(acp_id: str, status: str) -> ToolCallProgress:
         session_update="tool_call_update",
         tool_call_id=acp_id,
         status=status,  # type: ignore[arg-type]
+    )
+
+
+PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "done": "completed"}
+
+
+def plan_update(event: TodoUpdated) -> AgentPlanUpdate:
+    """The model's task list as ACP's plan: the whole list each time, as the protocol sends it."""
+    return AgentPlanUpdate(
+        session_update="plan",
+        entries=[
+            PlanEntry(content=step.step, priority="medium", status=PLAN_STATUS[step.state])  # type: ignore[arg-type]
+            for step in event.steps
+        ],
     )

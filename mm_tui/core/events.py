@@ -351,6 +351,24 @@ class TurnEnded(BaseEvent):
         return " · ".join(parts)
 
 
+StepState = Literal["pending", "in_progress", "done"]
+
+
+@frozen
+class TodoStep:
+    """A step of the model's task list (the todo tool) and its state."""
+
+    step: str
+    state: StepState
+
+
+@frozen
+class TodoUpdated(BaseEvent):
+    """The model wrote its task list again (the todo tool): the whole list, in order."""
+
+    steps: tuple[TodoStep, ...]
+
+
 Mode = Literal["ask", "auto", "plan"]
 """The session's mode: who decides what runs (engine/permissions.py)."""
 
@@ -426,6 +444,7 @@ Event = (
     | TurnEnded
     | ModelChanged
     | ModeChanged
+    | TodoUpdated
     | EngineError
 )
 """Every event there is. A front end takes them with `match` and ends with `assert_never`, so

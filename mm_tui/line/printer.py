@@ -42,6 +42,7 @@ from mm_tui.core.events import (
     TextDelta,
     Thinking,
     ThoughtDelta,
+    TodoUpdated,
     ToolCallFinished,
     ToolCallRunning,
     ToolCallStarted,
@@ -211,6 +212,14 @@ class LinePrinter:
                 say(c, prefix + safe_display(event.title), "dim")
             case ModelChanged() | ModeChanged():
                 say(c, prefix + safe_display(event.text), "dim")
+            case TodoUpdated():
+                from mm_tui.tools.todo import MARKS
+
+                for step in event.steps:
+                    style = (
+                        "dim" if step.state == "done" else "bold" if step.state != "pending" else ""
+                    )
+                    say(c, f"{prefix}  {MARKS[step.state]} {safe_display(step.step)}", style)
             case ModelRetrying():
                 say(c, prefix + safe_display(event.text), "yellow")
             case TurnEnded():

@@ -11,11 +11,19 @@ tests/tools/test_tool_args.py checks that pydantic makes that same schema of the
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mm_tui.tools.schemas import ASK_AGENT, BASH, EDIT_FILE, READ_FILE, READ_SKILL, WRITE_FILE
+from mm_tui.tools.schemas import (
+    ASK_AGENT,
+    BASH,
+    EDIT_FILE,
+    READ_FILE,
+    READ_SKILL,
+    TODO,
+    WRITE_FILE,
+)
 
 
 class ToolArgs(BaseModel):
@@ -97,3 +105,30 @@ class AskAgentArgs(ToolArgs):
     agent: str = _field(ASK_AGENT, "agent")
     prompt: str = _field(ASK_AGENT, "prompt")
     with_context: bool = _field(ASK_AGENT, "with_context", default=False)
+
+
+# -- todo -------------------------------------------------------------------------------------------
+
+_ONE_STEP = TODO["properties"]["steps"]["items"]
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    step: str = _field(_ONE_STEP, "step")
+    state: Literal["pending", "in_progress", "done"] = _field(_ONE_STEP, "state")
+
+
+class TodoArgs(ToolArgs):
+    steps: list[Step] = _field(TODO, "steps")
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _steps_sent_as_text(cls, value: Any) -> Any:
+        """Some models send the array as a JSON string: read it rather than refuse the call."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value  # refused by the validation, with its message
+        return value

@@ -117,6 +117,10 @@ class ToolRegistry:
             tools.append(ReadFileTool())
             tools.append(WriteFileTool())
             tools.append(EditFileTool())
+        if settings.todo_tool:
+            from mm_tui.tools.todo import TodoTool
+
+            tools.append(TodoTool())
         if settings.lsp.servers:
             from mm_tui.tools.lsp import LspTool
 

@@ -156,3 +156,27 @@ ASK_AGENT: dict[str, Any] = {
     "required": ["agent", "prompt"],
     "type": "object",
 }
+
+
+TODO: dict[str, Any] = {
+    "properties": {
+        "steps": {
+            "description": "The whole list, in order, every time (at most 20 steps).",
+            "items": {
+                "properties": {
+                    "step": {"description": "What to do, in a few words.", "type": "string"},
+                    "state": {
+                        "description": "pending, in_progress (one at a time) or done.",
+                        "enum": ["pending", "in_progress", "done"],
+                        "type": "string",
+                    },
+                },
+                "required": ["step", "state"],
+                "type": "object",
+            },
+            "type": "array",
+        }
+    },
+    "required": ["steps"],
+    "type": "object",
+}

@@ -293,3 +293,18 @@ def test_a_streamed_answer_wraps_between_words_on_a_terminal() -> None:
     assert all(len(line) <= 20 for line in shown), shown
     assert all(word in words.split() for line in shown for word in line.split())
     assert streamed(False).startswith(words + "\n")
+
+
+def test_the_task_list_prints_as_a_short_block() -> None:
+    from mm_tui.core.events import TodoStep, TodoUpdated
+
+    p, out = printer()
+    steps = (
+        TodoStep("read greet.py", "done"),
+        TodoStep("fix \x1b[2Jthe typo", "in_progress"),
+        TodoStep("run the tests", "pending"),
+    )
+    p(TodoUpdated(steps=steps))
+    assert out.getvalue() == (
+        "  [x] read greet.py\n  [>] fix \\x1b[2Jthe typo\n  [ ] run the tests\n"
+    )

@@ -18,9 +18,18 @@ from mm_tui.tools.bash import BashTool
 from mm_tui.tools.edit_file import EditFileTool
 from mm_tui.tools.read_file import ReadFileTool
 from mm_tui.tools.read_skill import ReadSkillTool
+from mm_tui.tools.todo import TodoTool
 from mm_tui.tools.write_file import WriteFileTool
 
-BUILT_IN = [BashTool, ReadFileTool, WriteFileTool, EditFileTool, ReadSkillTool, AskAgentTool]
+BUILT_IN = [
+    BashTool,
+    ReadFileTool,
+    WriteFileTool,
+    EditFileTool,
+    ReadSkillTool,
+    AskAgentTool,
+    TodoTool,
+]
 
 
 def pydantic_schema(tool: type[Tool]) -> dict[str, Any]:

@@ -377,3 +377,19 @@ def test_plan_mode(snap_compare, fixed_folder: Path) -> None:
         await settle(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_task_list_under_the_header(snap_compare, fixed_folder: Path) -> None:
+    """The model's task list (the todo tool) under the header, its current step marked."""
+    steps = [
+        {"step": "read greet.py and its test", "state": "done"},
+        {"step": "fix the typo in greet()", "state": "in_progress"},
+        {"step": "run the tests", "state": "pending"},
+    ]
+    app = make_app(ScriptedModel(call("todo", {"steps": steps}), say("Fixing it.")), fixed_folder)
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "fix the typo")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

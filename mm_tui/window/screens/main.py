@@ -33,6 +33,8 @@ from mm_tui.core.events import (
     ServerState,
     TextDelta,
     ThoughtDelta,
+    TodoStep,
+    TodoUpdated,
     TurnEnded,
 )
 from mm_tui.core.text import one_line
@@ -215,11 +217,26 @@ class MainScreen(Screen[None]):
     def _redraw(self, session: Session) -> None:
         """Show `session` from its records alone: nothing of the one before stays in view, and
         the view follows the bottom (its last lines are where the conversation goes on)."""
+        from mm_tui.tools.todo import last_todo_list
         from mm_tui.window.transcript.store import transcript_from_records
 
         self.transcript.clear()
         transcript_from_records(self.transcript, session.records)
         self.view.reset()
+        said = (r["message"] for r in session.records if r.get("type") == "message")
+        self.show_todo(last_todo_list(said) or ())  # a compaction may have dropped the call
+
+    def show_todo(self, steps: tuple[TodoStep, ...]) -> None:
+        """The model's task list under the header: the panel is mounted the first time."""
+        from mm_tui.window.widgets.todo_panel import TodoPanel
+
+        found = self.query(TodoPanel)
+        if found:
+            found.first().show(steps)
+        elif steps:
+            panel = TodoPanel(id="todo")
+            self.mount(panel, before=self.view)
+            panel.show(steps)
 
     def _show_context(self) -> None:
         """The header's context text, from the engine: after start-up and a change of session."""
@@ -253,10 +270,8 @@ class MainScreen(Screen[None]):
             if event.agent is None:
                 self.header.show_server(event.answering)
             return
-        if isinstance(event, ModelChanged) and event.agent is None:
-            self.header.show_model(event.model)
-        if isinstance(event, ModeChanged) and event.agent is None:
-            self.header.show_mode(event.mode)
+        if event.agent is None:
+            self._beside_the_transcript(event)
         changed = self.transcript.apply(event)
         if changed:
             self.view.update_items(changed)
@@ -264,14 +279,25 @@ class MainScreen(Screen[None]):
         if isinstance(event, PermissionRequested):
             self.box.ask(event)
         if isinstance(event, TurnEnded) and event.agent is None:
-            if self.engine is not None and self.engine.permissions.mode == "plan":
-                self._planned = True  # a turn that planned: leaving plan mode offers to go on
             if self.box.request is not None:
                 self.box.close()
             if self._queued:
                 self.run_queued()
             elif not self.prompt.has_focus and not isinstance(self.focused, TranscriptView):
                 self.prompt.focus()
+
+    def _beside_the_transcript(self, event: Event) -> None:
+        """What this agent's events change outside the transcript: the header, the task list,
+        whether a plan was made."""
+        if isinstance(event, ModelChanged):
+            self.header.show_model(event.model)
+        elif isinstance(event, ModeChanged):
+            self.header.show_mode(event.mode)
+        elif isinstance(event, TodoUpdated):
+            self.show_todo(event.steps)
+        elif isinstance(event, TurnEnded) and self.engine is not None:
+            if self.engine.permissions.mode == "plan":
+                self._planned = True  # a turn that planned: leaving plan mode offers to go on
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -478,6 +504,7 @@ class MainScreen(Screen[None]):
         self.engine.new_session(new_session_like(self.engine))
         self.transcript.clear()
         self.view.reset()
+        self.show_todo(())
         self.notice(f"new session {self.engine.session.id}", "info")
         self._show_context()
 

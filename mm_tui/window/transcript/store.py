@@ -297,6 +297,7 @@ class Transcript:
             TextDelta,
             Thinking,
             ThoughtDelta,
+            TodoUpdated,
             ToolCallFinished,
             ToolCallRunning,
             ToolCallStarted,
@@ -429,8 +430,8 @@ class Transcript:
                 ]
             case AgentFinished():
                 return self._close_streams(event.name)
-            case ContextUsage():
-                return []  # the header shows it
+            case ContextUsage() | TodoUpdated():
+                return []  # the header shows it; the task list, the panel under it
             case HistoryCompacted():
                 changed = self._close_streams(agent)
                 changed.append(self.add(compaction_item(event, agent)))
