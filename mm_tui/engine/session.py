@@ -25,8 +25,10 @@ from mm_tui.core.journal_records import (
     MessageRecord,
     ModelRecord,
     ShortenedRecord,
+    SnapshotRecord,
     ToolRecord,
     TurnRecord,
+    UndoRecord,
     messages_of,
 )
 from mm_tui.core.redact import Redactor, clean_url
@@ -252,6 +254,19 @@ class Session:
         record = ModelRecord(time=now(), model=model, previous=self.model)
         self._catch_up()
         self.model = model
+        self.records.append(record.to_json())
+        self.save()
+
+    def add_snapshot(self, turn: int, snapshot: str) -> None:
+        """The project's files were recorded before turn `turn` as `snapshot` ("" when they
+        could not be): /undo finds it here."""
+        self._catch_up()
+        self.records.append(SnapshotRecord(time=now(), turn=turn, snapshot=snapshot).to_json())
+        self.save()
+
+    def add_undo(self, record: UndoRecord) -> None:
+        """`/undo` changed the project's files as `record` says."""
+        self._catch_up()
         self.records.append(record.to_json())
         self.save()
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mm_tui.config import Settings
 from mm_tui.core.asking import NO_AGENTS, AgentAsker
@@ -56,8 +56,13 @@ from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.session import Session
 from mm_tui.engine.tool_calls import ToolCalls
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
+from mm_tui.engine.undo.log import read_log
 from mm_tui.tools.base import CANCELLED, ToolContext
 from mm_tui.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from mm_tui.engine.undo.snapshots import Snapshots, UndoDone
+    from mm_tui.engine.undoing import PendingUndo
 
 __all__ = ["BUSY", "DEFAULT_SYSTEM_PROMPT", "UNKNOWN_WINDOW", "Emit", "Engine"]
 
@@ -97,6 +102,8 @@ class Engine:
         session.redactor = self.redactor
         self.loop_detector = LoopDetector()
         self.turn_number = _turns_in(session)
+        self.undo_note = read_log(session.records).note  # for the model, with the next request
+        self._snapshots: Snapshots | None = None
         self._task: asyncio.Task[TurnEnded] | None = None
         self._assemble(settings, session)
         self.settings = settings
@@ -161,6 +168,15 @@ class Engine:
     @server_answering.setter
     def server_answering(self, answering: bool | None) -> None:
         self.server.answering = answering
+
+    @property
+    def snapshots(self) -> Snapshots:
+        """The snapshots of the project's files that /undo goes back to (engine/undoing.py)."""
+        if self._snapshots is None:
+            from mm_tui.engine.undoing import project_snapshots
+
+            self._snapshots = project_snapshots(self)
+        return self._snapshots
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -264,6 +280,22 @@ class Engine:
 
         return await switch_model(self, name, self.redacting(emit))
 
+    async def plan_undo(self, turns: int | None = None) -> PendingUndo:
+        """`/undo [N]`: what putting back the files the last `turns` turns changed will do (or,
+        right after an /undo, redoing it); nothing changes until `undo` is given the plan.
+        Raises `UndoError` saying why it cannot be done (a turn running, no such turns)."""
+        from mm_tui.engine.undoing import plan_undo
+
+        return await plan_undo(self, turns)
+
+    async def undo(self, pending: PendingUndo, emit: Emit) -> UndoDone:
+        """Apply a plan of `plan_undo`, the person having said yes: the files change, the
+        journal records it, `FilesRestored` tells the front end, and the next request the
+        model. Raises `UndoError` for a stale plan or while a turn runs."""
+        from mm_tui.engine.undoing import apply_undo
+
+        return await apply_undo(self, pending, self.redacting(emit))
+
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """`/compact`: the model summarises the conversation, and the summary replaces the
         history (the loop detector is kept). Emits `HistoryCompacted` (and `ContextUsage`)
@@ -286,6 +318,7 @@ class Engine:
         self.loop_detector.reset()
         self.permissions.reset()
         self.turn_number = _turns_in(session)
+        self.undo_note = read_log(session.records).note
         self.context.meter.forget_base()
         self.context.count_from_journal()
         if not session.messages:  # a new session: AGENTS.md as it is now (it may have changed)
@@ -300,14 +333,23 @@ class Engine:
         started = self.clock()
         state = TurnState()
         emit(TurnStarted(turn=turn, text=text))
-        self.session.messages.append({"role": "user", "content": text})
+        note, self.undo_note = self.undo_note, None
+        content = f"{note}\n\n{text}" if note else text
+        self.session.messages.append({"role": "user", "content": content})
         state.history = list(self.session.messages)
         self.recorder.save(emit)
         reason: StopReason = "end_turn"
         error: str | None = None
+        # the files are recorded while the model thinks, and before any tool runs
+        from mm_tui.engine.undoing import snapshot_before
+
+        snapshot: asyncio.Task[None] | None = asyncio.create_task(snapshot_before(self, turn, emit))
         try:
             for _ in range(self.settings.max_turns):
                 calls = await self.round_trip.generate(emit, state)
+                if snapshot is not None:
+                    await asyncio.shield(snapshot)
+                    snapshot = None
                 if not calls:
                     break
                 await self.calls.run(calls, emit, state)
@@ -325,6 +367,8 @@ class Engine:
             reason = "cancelled"
             self.calls.answer_pending(state, CANCELLED, emit)
             _uncancel()
+        if snapshot is not None:  # the model failed or the turn was cancelled before a tool ran
+            await asyncio.gather(snapshot, return_exceptions=True)
         ended = self._ended(turn, started, reason, error, Counters(**state.counters), state.usage)
         return await self._end_turn(emit, ended)
 

@@ -32,6 +32,7 @@ from mm_tui.core.events import (
     ContextUsage,
     EngineError,
     Event,
+    FilesRestored,
     HistoryCompacted,
     HistoryShortened,
     ModelChanged,
@@ -209,6 +210,8 @@ class LinePrinter:
             case HistoryCompacted():
                 say(c, prefix + safe_display(event.title), "dim")
             case ModelChanged():
+                say(c, prefix + safe_display(event.text), "dim")
+            case FilesRestored():
                 say(c, prefix + safe_display(event.text), "dim")
             case ModelRetrying():
                 say(c, prefix + safe_display(event.text), "yellow")

@@ -287,6 +287,7 @@ class Transcript:
             ComposingToolCall,
             ContextUsage,
             EngineError,
+            FilesRestored,
             HistoryCompacted,
             HistoryShortened,
             ModelChanged,
@@ -436,7 +437,7 @@ class Transcript:
                 return changed
             case HistoryShortened():
                 return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
-            case ModelChanged():
+            case ModelChanged() | FilesRestored():
                 return [self.add(NoticeItem(agent=agent, text=event.text, level="info"))]
             case EngineError():
                 changed = self._close_streams(agent)
@@ -499,6 +500,7 @@ def transcript_from_records(
         ModelSwitched,
         Shortened,
         TurnDone,
+        Undone,
         UserSaid,
         read_conversation,
     )
@@ -543,7 +545,7 @@ def transcript_from_records(
                 add(compaction_item(event))
             case Shortened():
                 run = [run[0] + 1, run[1] + entry.cut]
-            case ModelSwitched():
+            case ModelSwitched() | Undone():
                 add(NoticeItem(text=entry.text, level="info"))
             case _:
                 assert_never(entry)
