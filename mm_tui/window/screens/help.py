@@ -47,6 +47,7 @@ COMMANDS = (
     ("/abort", "cancel the turn"),
     ("/ask AGENT …", "hand a request to an agent of mmConfigs"),
     ("/model [NAME]", "switch the model; the conversation stays"),
+    ("/undo [N]", "put back the files the last N turns changed; again: redo"),
     ("/sessions", "reopen an earlier session"),
     ("/theme [NAME]", "switch the theme"),
     ("/help", "this screen"),

@@ -22,6 +22,7 @@ COMMANDS = (
     "/abort",
     "/ask",
     "/model",
+    "/undo",
     "/sessions",
     "/theme",
     "/help",
