@@ -72,14 +72,14 @@ class PendingUndo:
 
 async def plan_undo(engine: Engine, turns: int | None = None) -> PendingUndo:
     """What `/undo [turns]` will do (the files as they are now recorded first, off the loop);
-    UndoError saying why it cannot be done. Right after an /undo, it redoes (`turns` is then
-    the undo's own)."""
+    UndoError saying why it cannot be done. Right after an /undo, `/undo` alone redoes it;
+    `/undo N` goes N turns further back."""
     if engine.busy:
         raise UndoError(BUSY)
     if turns is not None and turns < 1:
         raise UndoError("/undo N: N is a number of turns, 1 or more")
     log = read_log(engine.session.records)
-    if log.last_undo is not None:
+    if log.last_undo is not None and turns is None:
         record = log.last_undo[0]
         target, turn, count, redo = record.before, record.turn, record.turns, True
     else:

@@ -108,8 +108,9 @@ async def test_undo_n_turns_and_its_limits(project: Path, tmp_path: Path) -> Non
     await turn(engine, "four")
     await engine.undo(await engine.plan_undo(), lambda e: None)
     assert tree_hash(project) == hashes[1]
-    pending = await engine.plan_undo(1)
-    assert pending.plan.redo  # right after an /undo: it redoes
+    assert (await engine.plan_undo()).plan.redo  # right after an /undo, /undo alone redoes
+    further = await engine.plan_undo(1)  # and /undo N goes further back
+    assert not further.plan.redo and further.plan.turn == 1
 
 
 async def test_a_stale_plan_and_a_busy_engine_are_refused(project: Path, tmp_path: Path) -> None:

@@ -18,5 +18,6 @@ mtime moved) in the turns undone, the plan lists it as left as it is, saying why
 person knows what the undo did not cover. Those that did not change are not mentioned.
 
 A second /undo right after one (no turn between) redoes: it goes back to the snapshot the
-first took of the files just before it changed them.
+first took of the files just before it changed them. `/undo N` right after one goes N turns
+further back instead.
 """
