@@ -63,6 +63,7 @@ from mm_tui.core.events import (
     Decision,
     EngineError,
     Event,
+    FilesRestored,
     HistoryCompacted,
     HistoryShortened,
     ModeChanged,
@@ -150,7 +151,7 @@ async def translate(state: AcpSession, event: Event) -> None:
             log.info("%s", event.message)
         case HistoryCompacted():
             log.info("%s", event.title)
-        case ModelChanged():
+        case ModelChanged() | FilesRestored():
             log.info("%s", event.text)
         case TodoUpdated():
             if not child:

@@ -29,6 +29,7 @@ from mm_tui.core.journal_records import (
     ShortenedRecord,
     ToolRecord,
     TurnRecord,
+    UndoRecord,
     read_record,
 )
 
@@ -141,7 +142,14 @@ class ModelSwitched:
         return model_change_text(self.model, self.previous)
 
 
-Entry = UserSaid | AgentSaid | TurnDone | ErrorSaid | Compacted | Shortened | ModelSwitched
+@frozen
+class Undone:
+    """`/undo`: the project's files were put back; `text` says what it did."""
+
+    text: str
+
+
+Entry = UserSaid | AgentSaid | TurnDone | ErrorSaid | Compacted | Shortened | ModelSwitched | Undone
 
 
 def read_conversation(records: Iterable[Mapping[str, Any]]) -> list[Entry]:
@@ -179,6 +187,8 @@ def _entry(
             return Shortened(cut=cut)
         case ModelRecord(model=model, previous=previous):
             return ModelSwitched(model=model, previous=previous)
+        case UndoRecord(text=text):
+            return Undone(text=text)
     return None
 
 

@@ -413,6 +413,15 @@ def model_change_text(model: str, previous: str | None) -> str:
 
 
 @frozen
+class FilesRestored(BaseEvent):
+    """`/undo` put the project's files back as they were before a turn (or, `redo`, as they
+    were before the last /undo); `text` says what it did, on one line."""
+
+    text: str
+    redo: bool = False
+
+
+@frozen
 class EngineError(BaseEvent):
     """Something went wrong outside a tool call (the model connection, a guard, the session
     file). `level` is "warning" when the turn goes on regardless (a session file that cannot
@@ -445,6 +454,7 @@ Event = (
     | ModelChanged
     | ModeChanged
     | TodoUpdated
+    | FilesRestored
     | EngineError
 )
 """Every event there is. A front end takes them with `match` and ends with `assert_never`, so

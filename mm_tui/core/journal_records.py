@@ -233,6 +233,37 @@ class ModelRecord(_Json):
 
 
 @frozen
+class SnapshotRecord(_Json):
+    """The project's files were recorded before turn `turn` (engine/undo/): `snapshot` names
+    the manifest in mm's state folder, "" when it could not be taken."""
+
+    kind: ClassVar[str] = "snapshot"
+    _: KW_ONLY
+    time: str | None = field(default=None, metadata=TEXT)
+    turn: int = field(metadata=COUNT)
+    snapshot: str = field(metadata=TEXT)
+
+
+@frozen
+class UndoRecord(_Json):
+    """`/undo`: the project's files were put back as `snapshot` recorded them (as before turn
+    `turn`, `turns` turns undone), or, `redo`, as they were before the /undo just before;
+    `before` names the snapshot of the files as they were, which a second /undo goes back to.
+    `note` is what the model is told, with the next request."""
+
+    kind: ClassVar[str] = "undo"
+    _: KW_ONLY
+    time: str | None = field(default=None, metadata=TEXT)
+    snapshot: str = field(metadata=TEXT)
+    before: str = field(metadata=TEXT)
+    turn: int = field(metadata=COUNT)
+    turns: int = field(metadata=COUNT)
+    redo: bool = field(metadata=FLAG)
+    text: str = field(metadata=TEXT)  # what the person was told
+    note: str = field(metadata=TEXT)
+
+
+@frozen
 class LaterRecord:
     """A record of a kind this mm does not know (a later mm's): passed over, written back as
     it was."""
@@ -252,6 +283,8 @@ Record = (
     | ShortenedRecord
     | HistoryRecord
     | ModelRecord
+    | SnapshotRecord
+    | UndoRecord
     | LaterRecord
 )
 KINDS: dict[str, type[_Json]] = {
@@ -265,6 +298,8 @@ KINDS: dict[str, type[_Json]] = {
         ShortenedRecord,
         HistoryRecord,
         ModelRecord,
+        SnapshotRecord,
+        UndoRecord,
     )
 }
 

@@ -144,8 +144,9 @@ class Session:
             self.records.append(MessageRecord(message=self.messages[self._seen]).to_json())
             self._seen += 1
 
-    def _save_with(self, record: Any) -> None:
-        """Append `record` after the messages before it, and save."""
+    def save_record(self, record: Any) -> None:
+        """Append `record` (a type of core/journal_records.py) after the messages before it,
+        and save: what a record of another part of the engine goes through (/undo's)."""
         self._catch_up()
         self.records.append(record.to_json())
         self.save()
@@ -157,10 +158,9 @@ class Session:
         tool: ToolRecord | None = None,
         thought: str | None = None,
     ) -> None:
-        """Append a message to the history; `tool`: a result's status, time and title, so that a
-        resumed window shows the call as it ended (the message alone cannot say); `thought`: an
-        answer's reasoning, kept beside the message and never sent back to the model (a server
-        may refuse it there), so that a reopened session shows it again."""
+        """Append a message to the history; `tool`: a result's status, time and title (a resumed
+        window shows the call as it ended); `thought`: an answer's reasoning, kept beside the
+        message and never sent back to the model, so that a reopened session shows it."""
         self._catch_up()
         self.messages.append(message)
         self._seen += 1
@@ -174,7 +174,7 @@ class Session:
         self._catch_up()
         self.messages = list(messages)
         self._seen = len(self.messages)
-        self._save_with(HistoryRecord(time=now(), messages=tuple(self.messages)))
+        self.save_record(HistoryRecord(time=now(), messages=tuple(self.messages)))
 
     def compact(
         self,
@@ -199,7 +199,7 @@ class Session:
         )
         self.messages = list(messages)
         self._seen = len(self.messages)
-        self._save_with(record)
+        self.save_record(record)
         return record
 
     def shorten(self, index: int, message: dict[str, Any], cut: int) -> None:
@@ -239,19 +239,19 @@ class Session:
             context_estimated=context_estimated or None,
         )
         self.turns.append(turn)
-        self._save_with(turn)
+        self.save_record(turn)
 
     def add_error(self, where: str, message: str) -> None:
         """Record an error and save: errors are what a person reads after something went wrong."""
         error = ErrorRecord(time=now(), where=where, message=message)
         self.errors.append(error)
-        self._save_with(error)
+        self.save_record(error)
 
     def switch_model(self, model: str) -> None:
         """`/model`: the requests from now on go to `model`, and so does a resume."""
         record = ModelRecord(time=now(), model=model, previous=self.model)
         self.model = model
-        self._save_with(record)
+        self.save_record(record)
 
     # -- writing ---------------------------------------------------------------------------------
 

@@ -1,26 +1,18 @@
 """The agent loop: model, then tools, then model again, until an answer or `maxTurns`.
 
 `Engine` is the face front ends hold: `run_turn(text, emit)` emits the events of `events.py`
-through `emit` (a plain callable: the window posts them as Textual messages, line mode prints
-them) and returns the `TurnEnded` it emitted last; `run_ask`, `answer`, `cancel`,
-`new_session`, `compact`, `set_mode` and `aclose` are the other commands. The work is its
-collaborators', each owning its state (docs/architecture.md, "The engine"): `round_trip.py`
-(a request and its answer), `tool_calls.py` (an answer's calls), `recorder.py` (the session's
-writes), `context_keeper.py` (the context window), `server_watch.py` (the server's state).
-
-Cancellation: `Engine.cancel()` (Esc, Ctrl-C, /abort) cancels the turn's own task; the running
-tool is stopped, every call of the model's last message gets a result (`[error: cancelled]`), so
-the history stays well formed, and the turn ends with the stop reason `cancelled`.
-"""
+through `emit` and returns the `TurnEnded` it emitted last; the other commands are its public
+methods. The work is its collaborators' (docs/architecture.md, "The engine"). Cancellation
+(`cancel`: Esc, Ctrl-C, /abort) stops the running tool and gives every call of the model's last
+message a result (`[error: cancelled]`), so the history stays well formed."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mm_tui.config import Settings
 from mm_tui.core.asking import NO_AGENTS, AgentAsker
@@ -28,12 +20,8 @@ from mm_tui.core.events import (
     ContextUsage,
     Counters,
     Decision,
-    EngineError,
-    Event,
     Mode,
     ModeChanged,
-    ModelRetrying,
-    ServerState,
     StopReason,
     TurnEnded,
     TurnStarted,
@@ -48,13 +36,19 @@ from mm_tui.engine.instructions import Instructions
 from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.permissions import Permissions
 from mm_tui.engine.recorder import SessionRecorder
+from mm_tui.engine.redacting import redacting
 from mm_tui.engine.round_trip import BUSY, RoundTrip
 from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.session import Session
 from mm_tui.engine.tool_calls import ToolCalls
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
+from mm_tui.engine.undo.log import read_log
 from mm_tui.tools.base import CANCELLED, ToolContext
 from mm_tui.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from mm_tui.engine.undo.snapshots import Snapshots, UndoDone
+    from mm_tui.engine.undoing import PendingUndo
 
 __all__ = ["BUSY", "DEFAULT_SYSTEM_PROMPT", "UNKNOWN_WINDOW", "Emit", "Engine"]
 
@@ -85,15 +79,16 @@ class Engine:
             registry if registry is not None else ToolRegistry.from_settings(settings, cwd)
         )
         self.clock = clock
-        # The AGENTS.md files appended to the system prompt (start-up reads them; none here by
-        # default), read again for each new session.
+        # AGENTS.md, appended to the system prompt (start-up reads it), read again at /new
         self.instructions = instructions if instructions is not None else Instructions()
         self.permissions = Permissions(settings.yolo, settings.mode)
         self.questions = Questions()  # the permission questions waiting for the person
         self.redactor = Redactor(settings.secret_values())
         session.redactor = self.redactor
         self.loop_detector = LoopDetector()
-        self.turn_number = _turns_in(session)
+        self.turn_number = turns_in(session)
+        self.undo_note = read_log(session.records).note  # for the model, with the next request
+        self._snapshots: Snapshots | None = None
         self._task: asyncio.Task[TurnEnded] | None = None
         self._assemble(settings, session)
         self.settings = settings
@@ -160,6 +155,15 @@ class Engine:
     def server_answering(self, answering: bool | None) -> None:
         self.server.answering = answering
 
+    @property
+    def snapshots(self) -> Snapshots:
+        """The snapshots of the project's files that /undo goes back to (engine/undoing.py)."""
+        if self._snapshots is None:
+            from mm_tui.engine.undoing import project_snapshots
+
+            self._snapshots = project_snapshots(self)
+        return self._snapshots
+
     # -- commands ---------------------------------------------------------------------------
 
     def system_prompt(self) -> str:
@@ -186,28 +190,9 @@ class Engine:
         return self.questions.answer(agent, call_id, decision)
 
     def redacting(self, emit: Emit) -> Emit:
-        """`emit` behind this engine's redactor: the words of an error, a retry, a dead server
-        or a turn's end can quote what a server answered, and a server that echoes the
-        Authorization header it was sent (a proxy, a gateway) quotes the key. The one choke
-        point every front end's events pass through (turns, /ask, /compact); a front end that
-        listens to the registry outside a turn wraps its listener here too."""
-        redact = self.redactor.text
-
-        def send(event: Event) -> None:
-            match event:
-                case EngineError():
-                    event = replace(event, message=redact(event.message))
-                case ModelRetrying():
-                    event = replace(event, reason=redact(event.reason))
-                case ServerState() if event.message:
-                    event = replace(event, message=redact(event.message))
-                case TurnEnded() if event.error:
-                    event = replace(event, error=redact(event.error))
-                case _:
-                    pass
-            emit(event)
-
-        return send
+        """`emit` behind this engine's redactor (engine/redacting.py): every front end's events
+        pass through it, a listener to the registry outside a turn too."""
+        return redacting(self.redactor, emit)
 
     async def run_turn(self, text: str, emit: Emit) -> TurnEnded:
         """Run one turn to its end. Cancelling the caller cancels the turn too, after the turn
@@ -215,16 +200,9 @@ class Engine:
         return await self._run(self._turn(text, self.redacting(emit)))
 
     async def run_ask(self, agent: str, prompt: str, emit: Emit) -> TurnEnded:
-        """`/ask AGENT …` (window and line mode) and `mm --ask AGENT "…"`: the request goes to
-        an agent of mmConfigs through ask_agent's machinery, as a turn of its own (Esc cancels
-        it, the recap closes it). The history records it as a /ask exchange, two messages:
-
-            {"role": "user", "content": "/ask AGENT <prompt>"}
-            {"role": "assistant", "content": "<what ask_agent would have returned>"}
-
-        The assistant message is the agent's answer truncated to maxOutput, followed on a line
-        of its own by the `[ask_agent: …]` error when the call failed or stopped (the error
-        alone when nothing was answered) — the text ask_agent returns as a tool result."""
+        """`/ask AGENT …` and `mm --ask AGENT "…"`: the request goes to an agent of mmConfigs
+        through ask_agent, as a turn of its own. The history gets a user message `/ask AGENT
+        <prompt>` and an assistant message, the text ask_agent would have returned."""
         return await self._run(self._ask_turn(agent, prompt, self.redacting(emit)))
 
     async def _run(self, turn: Coroutine[Any, Any, TurnEnded]) -> TurnEnded:
@@ -241,8 +219,7 @@ class Engine:
         return self.context.tools()
 
     async def learn_context_window(self) -> list[str]:
-        """Ask the server for the model's context window (the config's `contextWindow` wins);
-        returns the start-up notes that say what was learned."""
+        """Ask the server for the model's context window (`contextWindow` wins); the notes."""
         return await self.context.learn_window()
 
     def context_usage(self) -> ContextUsage | None:
@@ -260,10 +237,22 @@ class Engine:
         """Ask the model through `client` from now on (an ACP session's own, for its `/model`)."""
         self.client = self.context.client = self.round_trip.client = client
 
+    async def plan_undo(self, turns: int | None = None) -> PendingUndo:
+        """`/undo [N]`: what putting back the files the last N turns changed will do, changing
+        nothing (engine/undoing.py); `UndoError` says why it cannot be done."""
+        from mm_tui.engine.undoing import plan_undo
+
+        return await plan_undo(self, turns)
+
+    async def undo(self, pending: PendingUndo, emit: Emit) -> UndoDone:
+        """Apply a plan of `plan_undo`, the person having said yes (engine/undoing.py)."""
+        from mm_tui.engine.undoing import apply_undo
+
+        return await apply_undo(self, pending, self.redacting(emit))
+
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
-        """`/compact`: the model summarises the conversation, and the summary replaces the
-        history (the loop detector is kept). Emits `HistoryCompacted` (and `ContextUsage`)
-        through `emit`. Returns the summary; a failure raises with its words redacted."""
+        """`/compact`: the model's summary replaces the history (`HistoryCompacted` says so);
+        returns the summary; a failure raises with its words redacted."""
         return await self.context.compact(emit and self.redacting(emit), auto=auto)
 
     async def aclose(self) -> None:
@@ -273,15 +262,14 @@ class Engine:
         await self.recorder.close()
 
     def new_session(self, session: Session) -> None:
-        """`/new` (a fresh session) or a session reopened: the loop detector and the remembered
-        decisions reset; the turn count is the session's own. The session left is closed (its
-        journal synced in the writer thread). A fresh session reads the project instructions
-        again; a reopened one keeps the system message it had."""
+        """`/new` or a session reopened: the guards and decisions reset, the session left closed;
+        a fresh session reads AGENTS.md again, a reopened one keeps its system message."""
         self.recorder.switch(session)
         session.redactor = self.redactor
         self.loop_detector.reset()
         self.permissions.reset()
-        self.turn_number = _turns_in(session)
+        self.turn_number = turns_in(session)
+        self.undo_note = read_log(session.records).note
         self.context.meter.forget_base()
         self.context.count_from_journal()
         if not session.messages:  # a new session: AGENTS.md as it is now (it may have changed)
@@ -296,14 +284,23 @@ class Engine:
         started = self.clock()
         state = TurnState()
         emit(TurnStarted(turn=turn, text=text))
-        self.session.messages.append({"role": "user", "content": text})
+        note, self.undo_note = self.undo_note, None
+        content = f"{note}\n\n{text}" if note else text
+        self.session.messages.append({"role": "user", "content": content})
         state.history = list(self.session.messages)
         self.recorder.save(emit)
         reason: StopReason = "end_turn"
         error: str | None = None
+        # the files are recorded while the model thinks, and before any tool runs
+        from mm_tui.engine.undoing import snapshot_before
+
+        snapshot: asyncio.Task[None] | None = asyncio.create_task(snapshot_before(self, turn, emit))
         try:
             for _ in range(self.settings.max_turns):
                 calls = await self.round_trip.generate(emit, state)
+                if snapshot is not None:
+                    await asyncio.shield(snapshot)
+                    snapshot = None
                 if not calls:
                     break
                 await self.calls.run(calls, emit, state)
@@ -320,11 +317,13 @@ class Engine:
         except asyncio.CancelledError:
             reason = "cancelled"
             self.calls.answer_pending(state, CANCELLED, emit)
-            _uncancel()
-        ended = self._ended(turn, started, reason, error, Counters(**state.counters), state.usage)
-        return await self._end_turn(emit, ended)
+            uncancel()
+        if snapshot is not None:  # the model failed or the turn was cancelled before a tool ran
+            await asyncio.gather(snapshot, return_exceptions=True)
+        ended = self.ended(turn, started, reason, error, Counters(**state.counters), state.usage)
+        return await self.end_turn(emit, ended)
 
-    def _ended(
+    def ended(
         self,
         turn: int,
         started: float,
@@ -348,7 +347,7 @@ class Engine:
             context_estimated=context.estimated if context else False,
         )
 
-    async def _end_turn(self, emit: Emit, ended: TurnEnded) -> TurnEnded:
+    async def end_turn(self, emit: Emit, ended: TurnEnded) -> TurnEnded:
         """Record the turn in the session file, wait until the journal is on disk (in its
         writer thread: the loop goes on), and tell the front end: the last event."""
         self.recorder.turn(emit, ended)
@@ -378,23 +377,24 @@ class Engine:
             answer = tool.result_text(asked, self.settings.max_output) if asked else ""
             if asked is None or asked.cancelled:
                 reason = "cancelled"
-                _uncancel()
+                uncancel()
             elif asked.error is not None:
                 error = asked.error
         self.session.messages.append({"role": "assistant", "content": answer})
         if error is not None:
             reason = "error"
             self.recorder.error(emit, "tool", error)
-        ended = self._ended(turn, started, reason, error, Counters(), Usage())
-        return await self._end_turn(emit, ended)
+        ended = self.ended(turn, started, reason, error, Counters(), Usage())
+        return await self.end_turn(emit, ended)
 
 
-def _uncancel() -> None:
+def uncancel() -> None:
     """The turn's task was cancelled and ends as cancelled: it goes on to its end."""
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
 
 
-def _turns_in(session: Session) -> int:
+def turns_in(session: Session) -> int:
+    """The turns a session had: its requests."""
     return sum(1 for m in session.messages if m.get("role") == "user")

@@ -32,6 +32,7 @@ from mm_tui.core.events import (
     ContextUsage,
     EngineError,
     Event,
+    FilesRestored,
     HistoryCompacted,
     HistoryShortened,
     ModeChanged,
@@ -220,6 +221,8 @@ class LinePrinter:
                         "dim" if step.state == "done" else "bold" if step.state != "pending" else ""
                     )
                     say(c, f"{prefix}  {MARKS[step.state]} {safe_display(step.step)}", style)
+            case FilesRestored():
+                say(c, prefix + safe_display(event.text), "dim")
             case ModelRetrying():
                 say(c, prefix + safe_display(event.text), "yellow")
             case TurnEnded():

@@ -9,6 +9,7 @@ import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 
 from rich.console import Console
 from rich.text import Text
@@ -228,6 +229,17 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
                 said = await model_command(engine, text[len("/model") :].strip(), printer)
                 console.print(Text(safe_display(said), style="dim"))
                 continue
+            if text == "/undo" or text.startswith("/undo "):
+                said = await undo_command(
+                    engine,
+                    text[len("/undo") :].strip(),
+                    printer,
+                    keyboard.read,
+                    lambda words: console.print(Text(safe_display(words))),
+                )
+                if said:
+                    console.print(Text(safe_display(said), style="dim"))
+                continue
             if text.startswith("/") and text.split()[0] != "/ask":
                 said = await line_command(engine, text)
                 console.print(Text(safe_display(said), style="dim"))
@@ -264,6 +276,7 @@ LINE_COMMANDS = {
     "/ask AGENT …": "hand one request to an agent of mmConfigs",
     "/model": "list the server's models; /model NAME switches, the conversation kept",
     "/mode": "ask, auto or plan: who decides what runs (/mode NAME switches)",
+    "/undo [N]": "put back the files the last N turns changed (asks first); again: redo",
     "/sessions": "list this project's sessions; /sessions ID reopens one",
     "/help": "these commands and keys",
     "/quit": "leave mm (/exit too)",
@@ -326,6 +339,42 @@ async def model_command(engine: Engine, name: str, emit: Emit) -> str:
         return f"/model failed: {exc}"
     lines = model_lines(models, engine.client.model)
     return "\n".join(["models (/model NAME switches; the conversation stays):", *lines])
+
+
+UNDO_QUESTION = "change the files? [y/N] "
+
+
+async def undo_command(
+    engine: Engine,
+    rest: str,
+    emit: Emit,
+    read: Callable[[str], Awaitable[str | None]],
+    show: Callable[[str], None],
+) -> str:
+    """`/undo [N]`: the plan (engine/undoing.py) shown through `show`, the question read
+    through `read`, the files changed on y: the words to print after it."""
+    from mm_tui.engine.undo.snapshots import UndoError
+
+    if rest and not rest.isdigit():
+        return "/undo N: N is a number of turns (/undo alone: the last one)"
+    try:
+        pending = await engine.plan_undo(int(rest) if rest else None)
+    except UndoError as exc:
+        return f"/undo: {exc}"
+    plan = pending.plan
+    if not plan.changes and not plan.left:
+        return "/undo: nothing to change, the files are as they were"
+    show("\n".join([plan.title, *(f"  {line}" for line in plan.lines())]))
+    if not plan.changes:
+        return "/undo: nothing /undo can change"
+    answer = await read(UNDO_QUESTION)
+    if (answer or "").strip().lower() not in ("y", "yes"):
+        return "/undo: the files are kept as they are"
+    try:
+        await engine.undo(pending, emit)
+    except UndoError as exc:
+        return f"/undo: {exc}"
+    return ""
 
 
 async def _sessions(engine: Engine, wanted: str) -> str:

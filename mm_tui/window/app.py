@@ -41,6 +41,7 @@ COMMAND_HELP = {
     "/ask": "hand a request to another agent (/ask AGENT …)",
     "/model": "switch the model, the conversation kept (/model NAME switches at once)",
     "/mode": "ask, auto or plan (Shift+Tab cycles them)",
+    "/undo": "put back the files the last turn changed (/undo N: the last N turns)",
     "/sessions": "reopen a session",
     "/theme": "list the themes (/theme NAME switches)",
     "/help": "keys and commands",

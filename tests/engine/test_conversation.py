@@ -62,8 +62,9 @@ def test_the_window_draws_the_table_as_it_was_shown() -> None:
         "NoticeItem",
         "RecapItem",
         "CompactionItem",
-        "NoticeItem",
-        "NoticeItem",
+        "NoticeItem",  # the outputs shortened
+        "NoticeItem",  # the model switched
+        "NoticeItem",  # the files undone
         "UserItem",
         "AnswerItem",
         "RecapItem",
@@ -89,6 +90,7 @@ def test_the_window_draws_the_table_as_it_was_shown() -> None:
         ("warning", "[warning: disk]"),
         ("info", "shortened 2 tool out"),
         ("info", "model: bigger-model "),
+        ("info", "undo: undone (1 turn"),
     ]
     assert notices[3].text == "model: bigger-model (was scripted-model)"
     assert "1,500 characters" in notices[2].text

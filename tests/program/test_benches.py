@@ -27,6 +27,7 @@ FAST = {
     "bench_fetch_corpus",
     "bench_provider",
     "bench_session",
+    "bench_undo",
 }
 TIMEOUT = 300  # a guard against a hang, far above the slowest quick run seen (about 13 s)
 GRACE = 10  # seconds after Ctrl+C for its finally blocks to stop its servers

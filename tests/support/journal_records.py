@@ -17,6 +17,7 @@ from mm_tui.core.conversation import (
     ModelSwitched,
     Shortened,
     TurnDone,
+    Undone,
     UserSaid,
 )
 from mm_tui.core.events import Counters, Usage
@@ -117,6 +118,17 @@ RECORDS: list[dict[str, Any]] = [
     {"type": "shortened", "index": 3, "cut": 500, "message": {**SENT[2], "content": "[…"}},
     {"type": "something_later", "what": "a later mm's record"},
     {"type": "model", "model": "bigger-model", "previous": "scripted-model"},
+    {"type": "snapshot", "turn": 2, "snapshot": "20261205-060000-0a1b2c3d"},
+    {
+        "type": "undo",
+        "snapshot": "20261205-060000-0a1b2c3d",
+        "before": "20261205-060100-4e5f6a7b",
+        "turn": 2,
+        "turns": 1,
+        "redo": False,
+        "text": "undo: undone (1 turn): 1 restored",
+        "note": "[mm: the person ran /undo: restored a.py]",
+    },
     message({"role": "user", "content": "thanks"}),
     message({"role": "assistant", "content": "You're welcome."}),
     {"type": "turn", "counters": {}, "usage": {}, "elapsed": 0.5, "stop_reason": "end_turn"},
@@ -206,6 +218,7 @@ ENTRIES: list[Entry] = [
     Shortened(cut=1000),
     Shortened(cut=500),
     ModelSwitched(model="bigger-model", previous="scripted-model"),
+    Undone(text="undo: undone (1 turn): 1 restored"),
     UserSaid(text="thanks"),
     AgentSaid(text="You're welcome.", thought=""),
     TurnDone(counters=Counters(), usage=Usage(0, 0), elapsed=0.5, stop_reason="end_turn"),

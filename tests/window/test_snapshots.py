@@ -393,3 +393,24 @@ def test_task_list_under_the_header(snap_compare, fixed_folder: Path) -> None:
         await send(pilot, "fix the typo")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_undo_box(snap_compare, fixed_folder: Path) -> None:
+    """`/undo` after a turn whose command edited, deleted and created files: the plan in its
+    box over the window (restore, bring back, delete), with the keys that answer it."""
+    from mm_tui.window.screens.undo import UndoScreen
+
+    script = "echo '# changed' >> greet.py && rm README.md && mkdir out && echo x > out/new.txt"
+    app = make_app(
+        ScriptedModel(call("bash", {"command": script}), say("Done.")), fixed_folder, yolo=True
+    )
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "change the files")
+        await until(lambda: len(app.main.engine.session.turns) == 1, "the turn's end", pilot=pilot)
+        await pilot.press(*"/undo", "enter")  # the box waits for an answer: no settling
+        await until(lambda: isinstance(app.screen, UndoScreen), "the /undo box", pilot=pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -49,6 +49,7 @@ COMMANDS = (
     ("/ask AGENT …", "hand a request to an agent of mmConfigs"),
     ("/model [NAME]", "switch the model; the conversation stays"),
     ("/mode [NAME]", "ask, auto or plan"),
+    ("/undo [N]", "put back the files the last N turns changed; again: redo"),
     ("/sessions", "reopen an earlier session"),
     ("/theme [NAME]", "switch the theme"),
     ("/help", "this screen"),

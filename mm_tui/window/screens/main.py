@@ -324,7 +324,7 @@ class MainScreen(Screen[None]):
         if not self._queued or self.engine is None or self.engine.busy:
             return
         text = self._queued.pop(0)
-        if text.startswith(("/ask ", "/model")):
+        if text.startswith(("/ask ", "/model", "/undo")):
             self.run_command(text)
         else:
             self.run_turn(text)
@@ -400,6 +400,8 @@ class MainScreen(Screen[None]):
             self.model_command(rest)
         elif command == "/mode":
             self.mode_command(rest)
+        elif command == "/undo":
+            self.undo_command(rest)
         else:
             self.notice(f"unknown command {command} — /help lists them", "warning")
 
@@ -447,6 +449,45 @@ class MainScreen(Screen[None]):
 
         screen = ModelsScreen(engine.client.model, lambda: offered_models(engine.client))
         self.app.push_screen(screen, chosen)
+
+    def undo_command(self, rest: str) -> None:
+        """`/undo [N]`: the files the last N turns changed, put back once the person said yes
+        (engine/undoing.py). Sent while a turn runs, it waits for the turn's end."""
+        if self.engine is None or self.engine.busy:
+            self._queue(f"/undo {rest}".rstrip())
+            return
+        if rest and not rest.isdigit():
+            self.notice("/undo N: N is a number of turns (/undo alone: the last one)", "warning")
+            return
+        self.plan_undo(int(rest) if rest else None)
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def plan_undo(self, turns: int | None) -> None:
+        """The plan, then the question; the files change only on yes."""
+        from mm_tui.engine.undo.snapshots import UndoError
+        from mm_tui.window.screens.undo import UndoScreen
+
+        engine = self.engine
+        assert engine is not None
+        self.status.show("Looking at the files")
+        try:
+            pending = await engine.plan_undo(turns)
+        except UndoError as exc:
+            self.notice(f"/undo: {exc}", "warning")
+            return
+        finally:
+            self.status.show(None)
+        if not pending.plan.changes and not pending.plan.left:
+            self.notice("/undo: nothing to change, the files are as they were", "info")
+            return
+        if await self.app.push_screen_wait(UndoScreen(pending.plan)):
+            try:
+                await engine.undo(pending, self.emit)
+            except UndoError as exc:
+                self.notice(f"/undo: {exc}", "warning")
+        else:
+            self.notice("/undo: the files are kept as they are", "info")
+        self.run_queued()
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def switch_model(self, name: str) -> None:

@@ -287,6 +287,7 @@ class Transcript:
             ComposingToolCall,
             ContextUsage,
             EngineError,
+            FilesRestored,
             HistoryCompacted,
             HistoryShortened,
             ModeChanged,
@@ -438,7 +439,7 @@ class Transcript:
                 return changed
             case HistoryShortened():
                 return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
-            case ModelChanged() | ModeChanged():
+            case ModelChanged() | ModeChanged() | FilesRestored():
                 return [self.add(NoticeItem(agent=agent, text=event.text, level="info"))]
             case EngineError():
                 changed = self._close_streams(agent)
@@ -501,6 +502,7 @@ def transcript_from_records(
         ModelSwitched,
         Shortened,
         TurnDone,
+        Undone,
         UserSaid,
         read_conversation,
     )
@@ -545,7 +547,7 @@ def transcript_from_records(
                 add(compaction_item(event))
             case Shortened():
                 run = [run[0] + 1, run[1] + entry.cut]
-            case ModelSwitched():
+            case ModelSwitched() | Undone():
                 add(NoticeItem(text=entry.text, level="info"))
             case _:
                 assert_never(entry)

@@ -23,6 +23,7 @@ COMMANDS = (
     "/ask",
     "/model",
     "/mode",
+    "/undo",
     "/sessions",
     "/theme",
     "/help",
