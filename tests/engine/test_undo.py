@@ -192,3 +192,33 @@ async def test_snapshots_are_kept_owner_only_in_the_state_folder(
         wanted = 0o700 if path.is_dir() else 0o600
         assert path.stat().st_mode & 0o777 == wanted, path
     assert Store(folder).latest() is not None
+
+
+async def test_a_project_too_big_to_record_is_said_once_and_not_walked_again(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mm started in a folder of more files than /undo records (a home folder): the first turn
+    says so, the next turns neither say it again nor walk the folder, and /undo says why it
+    cannot go back."""
+    from mm_tui.core.events import EngineError
+    from mm_tui.engine.undo import snapshot
+
+    monkeypatch.setattr(snapshot, "MAX_ENTRIES", 3)  # the project holds 5 entries
+    walks: list[int] = []
+    scan = snapshot.scan
+    monkeypatch.setattr(
+        "mm_tui.engine.undo.snapshots.scan", lambda *a, **k: walks.append(1) or scan(*a, **k)
+    )
+    engine, _ = bash_turns(project, tmp_path / "sessions", "echo a > a.txt", "echo b > b.txt")
+    first = await turn(engine, "one")
+    second = await turn(engine, "two")
+    warned = [e.message for e in of(first, EngineError)]
+    assert warned == [
+        "[warning: the project is too big for /undo to record (it holds more than 3 files and "
+        "folders) — /undo is off for it in this session]"
+    ]
+    assert of(second, EngineError) == []
+    assert walks == [1]
+    with pytest.raises(UndoError, match="could not be recorded before turn 2"):
+        await engine.plan_undo()
+    await engine.aclose()

@@ -152,6 +152,7 @@ class _Walk:
                 manifest[path] = Entry(LINK, *sig, data=target)
             else:
                 manifest[path] = Entry(OTHER, *sig, name_only=SPECIAL)
+        self._budget()
 
     def subfolder(self, fd: int, name: str, path: str, depth: int) -> None:
         try:
