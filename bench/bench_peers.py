@@ -1,44 +1,49 @@
 """mm beside peer agents: the same scripted server, the same tmux terminal, the same figures.
 
 A figure of mm's alone says little about whether it is light or heavy for what it does; the
-same figures, taken in one run from other agents a person might use instead (and from a minimal
-client, the floor under any of them), do. Every agent runs as its real program in a tmux
-terminal of 100x30 on a private socket (`tmux -L`), with a fresh HOME and working folder, and
-talks to one model server written here (asyncio streams on 127.0.0.1, in a process of its own,
-real SSE: the chat-completions stream of `bench_round_trip.py`, whose TOKEN pacing it keeps for
-tool calls). What the server answers depends on a word in the last user message, so the same
-prompts drive every agent; requests without one (titles, summaries) get a short answer.
+same figures, taken in one run from other agents a person might use instead and from a minimal
+client (the floor under any of them), do. Every agent runs as its real program in a tmux
+terminal of 100x30 on a private socket (`tmux -L`), with a HOME and working folder of its own
+in a temporary folder, and talks to a model server written here: asyncio streams on 127.0.0.1,
+in a process of its own, real SSE, each event written and drained on its own, as in
+bench_round_trip.py (whose TOKEN pacing it keeps for tool calls). The server picks its answer
+by a word in the last user message, so that the same prompts drive every agent; a request
+without tools from an agent that declares tools (a title, a summary) gets a short answer. It
+speaks chat completions, and the Responses API for Codex, which no longer speaks the former.
 
 The agents: mm (`python -m mm_tui.cli --base-url ... --yolo`, window mode), the minimal client
-of `bench_round_trip.py` as a line REPL (httpx streaming, each delta written to the terminal,
-bash through a subprocess), and the peers that install from PyPI or npm and can be pointed at a
-local chat-completions server: mistral-vibe and aider from PyPI, OpenCode and Codex from npm.
-Peers are installed into ~/.cache/mm-bench/peers (a venv each for PyPI, one npm prefix) when the
-cache lacks them or `--install` asks; one that does not install, cannot be pointed at the
-server, or does not come up in tmux is skipped with the reason, and a figure a peer cannot give
-is printed as "-" with the reason below the table.
+of bench_round_trip.py behind a line prompt (httpx streaming, each delta written to the
+terminal, bash through a subprocess), and the peers that install from PyPI or npm and can be
+pointed at a local server: mistral-vibe and aider from PyPI, OpenCode and Codex from npm, each
+configured through its own config file in its HOME (or flags) and run with its flag to ask
+nothing before a command. Peers are installed into ~/.cache/mm-bench/peers (a venv each for
+PyPI, with a Python new enough for it, found on PATH or in pyenv; one npm prefix) when missing
+there or when `--install` asks (then upgraded); one that does not install or run is skipped
+with the reason, and a figure an agent cannot give is "-" with the reason under the table.
 
-Two launches per agent, each with a server of its own:
+Per agent, three launches, each with a server of its own: one not timed (the file cache warmed,
+the agent's first-run set-up done), then:
 
-1. start-up: from `tmux new-session` to the agent's prompt on screen (capture-pane polled every
-   20 ms, so the figure is 0 to 20 ms late, alike for all); then idle CPU over a few seconds
-   (user + system time of the pane's process tree, from /proc), RSS of the tree; then a long
-   answer streamed as fast as the server writes it (4-character tokens, each event written and
-   drained on its own): from the request's arrival at the server to its last words on screen;
-   then an answer at 200 tokens/s: the tree's CPU, as a share of one core, from the request's
-   arrival to the last words on screen.
-2. start-up again; a turn of CALLS tool calls (one shell call per reply, `true N`, in whatever
-   shape the agent declares its shell tool; the tool call's pieces a TOKEN apart): the turn's
-   wall time on the server (first request to the one that carries the last result), the tree's
-   CPU per call, the round trip's median (server side, as in bench_round_trip: last byte of a
-   tool-call reply to the next request's first byte), RSS of the tree after it. An agent that
-   would ask before running a command runs with its own flag to ask nothing.
+1. start-up: from the agent's start in tmux to its prompt on screen (capture-pane polled every
+   20 ms: the figure is up to 20 ms late, alike for all); idle: the CPU (user + system, from
+   /proc) of the pane's process tree over a few seconds, a few seconds after start-up, and its
+   RSS then; an answer at 200 tokens/s of 4 characters: the tree's CPU as a share of one core,
+   from the request's arrival at the server to the answer's last words on screen; a 60,000
+   character answer sent as fast as the server writes it: from the request's arrival to its
+   last words on screen (an agent still drawing it after FAST_TIMEOUT gets "> N").
+2. start-up again; a turn of CALLS tool calls, one shell call per reply (`true N`, in the shape
+   the agent declares its shell tool): the turn's wall time on the server (its first request
+   to the one carrying the last result), the tree's CPU per call, the round trip's median
+   (server side, as in bench_round_trip: a tool-call reply's last byte to the next request's
+   first byte), the tree's RSS after the turn.
 
 mm's ratio to each of the others is printed per figure (below 1: mm takes less). The run exits
-non-zero when mm's own runs fail (an answer not shown, calls missing); a peer failing is printed.
+non-zero when mm's own runs fail (an answer not on screen, a call missing); a peer failing is
+printed. A full run with every peer takes about 9 minutes on two cores.
 
-Run: .venv/bin/python bench/bench_peers.py [--install] [--only mm,vibe,...] [--calls N]
-     (--quick: mm and the minimal client only, small sizes; peers are not installed or run)
+Run: .venv/bin/python bench/bench_peers.py [--install] [--only vibe,aider,opencode,codex]
+     [--calls N, 500 by default]  (mm and the minimal client always run; --quick: only they,
+     at small sizes; no peer is installed or run)
 """
 
 from __future__ import annotations
@@ -71,7 +76,8 @@ FAST_CHARS = 6_000 if QUICK else 60_000
 RATE = 200  # tokens a second in the paced answer
 PACED_SECONDS = 0.5 if QUICK else 10.0
 IDLE_SECONDS = 1.0 if QUICK else 5.0
-SETTLE = 0.5 if QUICK else 2.0  # seconds after start-up before the first figure
+FAST_TIMEOUT = 30.0 if QUICK else 90.0  # seconds for the fast answer to show: beyond, "> N"
+SETTLE = 0.5 if QUICK else 3.0  # seconds after start-up before the first figure
 POLL = 0.02  # seconds between two looks at the screen while timing
 COLUMNS, ROWS = 100, 30
 HZ = os.sysconf("SC_CLK_TCK")
@@ -317,8 +323,11 @@ async def send(writer: asyncio.StreamWriter, parts: list[bytes], times: list[flo
 class BenchServer:
     """The scripted model of every agent: see the module's docstring."""
 
-    def __init__(self, calls: int, log_path: str, fast_chars: int, paced_seconds: float) -> None:
+    def __init__(
+        self, calls: int, log_path: str, fast_chars: int, paced_seconds: float, tools: bool
+    ) -> None:
         self.calls, self.fast_chars, self.paced_seconds = calls, fast_chars, paced_seconds
+        self.tools = tools  # the agent declares tools: a request without them is a side one
         self.log = open(log_path, "a", buffering=1)  # noqa: SIM115 - open for the server's life
         self.began: dict[int, float] = {}  # the first request carrying n results: its first byte
         self.ended: dict[int, float] = {}  # the tool-call reply to it: its last byte
@@ -337,7 +346,7 @@ class BenchServer:
     async def reply(
         self, writer: asyncio.StreamWriter, arrived: float, body: dict[str, Any], responses: bool
     ) -> None:
-        scenario = scenario_of(body)
+        scenario = scenario_of(body) if body.get("tools") or not self.tools else None
         n = results_in(body)
         self.counts[scenario or "side"] = self.counts.get(scenario or "side", 0) + 1
         self.log.write(summary(body, scenario, n))
@@ -385,6 +394,8 @@ class BenchServer:
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
+        except asyncio.CancelledError:  # the server closing with the agent still connected
+            return
         finally:
             writer.close()
 
@@ -401,10 +412,11 @@ class BenchServer:
         }
 
 
-def serve(calls: int, log_path: str, fast_chars: int, paced_seconds: float) -> None:
+def serve(argv: list[str]) -> None:
     """Child: serve until stdin closes; print the base URL first, then what it saw (JSON). Each
-    request is logged as one line in `log_path`, which the parent watches for progress."""
-    bench = BenchServer(calls, log_path, fast_chars, paced_seconds)
+    request is logged as one line in the log file, which the parent watches for progress."""
+    calls, log_path, fast_chars, paced_seconds, tools = argv
+    bench = BenchServer(int(calls), log_path, int(fast_chars), float(paced_seconds), tools == "1")
 
     async def main() -> None:
         server = await asyncio.start_server(bench.handle, "127.0.0.1", 0, limit=1 << 20)
@@ -464,6 +476,15 @@ def tree_of(root: int) -> list[int]:
     return out
 
 
+def start_time(pid: int) -> str | None:
+    """When the process started (in clock ticks since boot), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 def cpu_of(pids: list[int]) -> float:
     """User + system seconds of these processes and of their reaped children."""
     total = 0
@@ -491,6 +512,10 @@ def rss_of(pids: list[int]) -> float:
     return total / 1024
 
 
+class NotSeen(RuntimeError):
+    """What was waited for did not show on screen in time."""
+
+
 class Pane:
     """One agent in a tmux terminal of its own (a private server, `-L`), started at `t0`."""
 
@@ -502,7 +527,7 @@ class Pane:
         command = "exec env -i " + " ".join(
             [shlex.quote(f"{k}={v}") for k, v in env.items()] + [shlex.quote(a) for a in argv]
         )
-        self.seen: set[int] = set()
+        self.seen: dict[int, str] = {}  # pid -> its start time, as /proc gives it
         self.t0 = time.monotonic()
         # the session's first command is a placeholder (no shell, no rc file), replaced by the
         # agent once the tmux server runs, so that its start is not in the agent's start-up
@@ -526,7 +551,9 @@ class Pane:
 
     def tree(self) -> list[int]:
         pids = tree_of(self.pid)
-        self.seen.update(pids)
+        for pid in pids:
+            if pid not in self.seen and (started := start_time(pid)):
+                self.seen[pid] = started
         return pids
 
     def cpu(self) -> float:
@@ -559,9 +586,9 @@ class Pane:
                 if grown != size:
                     moved, size = now, grown
                 elif now - moved > 30:
-                    raise RuntimeError(f"no request for 30 s; its screen:\n{screen.rstrip()}")
+                    raise RuntimeError(f"no new request for 30 s\n{screen.rstrip()}")
             if now > deadline:
-                raise RuntimeError(f"{text!r} not on screen; its screen:\n{screen.rstrip()}")
+                raise NotSeen(f"{text!r} not on screen after {timeout:.0f} s\n{screen.rstrip()}")
             time.sleep(interval)
 
     def send(self, text: str) -> None:
@@ -575,11 +602,12 @@ class Pane:
         folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
         (folder / self.server).unlink(missing_ok=True)
         time.sleep(0.2)
-        for pid in self.seen:  # what the hang-up left running (each is ours: started here)
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
+        for pid, started in self.seen.items():  # what the hang-up left running
+            if start_time(pid) == started:  # still the process seen, not a new one on its pid
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
 
 
 # -- the agents --------------------------------------------------------------------------------
@@ -602,6 +630,7 @@ class Agent:
     turn: str | None = None  # why it cannot make the turn's calls, if it cannot
     install: Callable[[bool], str | None] = lambda again: None  # why it is not installed
     peer: bool = True
+    tools: bool = True  # its requests declare tools: one that declares none is a side request
 
 
 BASE_ENV = {"TERM": "xterm-256color", "LANG": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin"}
@@ -609,7 +638,7 @@ BASE_ENV = {"TERM": "xterm-256color", "LANG": "C.UTF-8", "PATH": "/usr/local/bin
 
 def mm_setup(launch: Launch) -> dict[str, str]:
     config = launch.home / ".config" / "mm"
-    config.mkdir(parents=True)
+    config.mkdir(parents=True, exist_ok=True)
     (config / "config.yaml").write_text(f"maxTurns: {CALLS + 20}\n")
     return {"PYTHONPATH": str(ROOT)}
 
@@ -648,6 +677,7 @@ MINIMAL = Agent(
 class Result:
     figures: dict[str, float] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)  # figure (or "all") -> why it is missing
+    lower: set[str] = field(default_factory=set)  # figures that are lower bounds
     failed: list[str] = field(default_factory=list)
 
 
@@ -660,12 +690,15 @@ def cpu_between(samples: list[tuple[float, float]], start: float, end: float) ->
 
 
 def launch_agent(agent: Agent, tmp: Path, name: str) -> tuple[Pane, ServerProcess, Launch, Path]:
-    folder = tmp / name
-    log = folder / "requests.log"
-    (folder / "home").mkdir(parents=True)
-    (folder / "work").mkdir()
+    """The agent started in tmux, with a server of its own; one HOME and working folder for all
+    of an agent's launches (its configuration is written again for each server)."""
+    folder = tmp / agent.key
+    (folder / "home").mkdir(parents=True, exist_ok=True)
+    (folder / "work").mkdir(exist_ok=True)
+    log = folder / f"{name}.log"
     log.touch()
-    server = ServerProcess(__file__, CALLS, str(log), str(FAST_CHARS), str(PACED_SECONDS))
+    sizes = [str(FAST_CHARS), str(PACED_SECONDS), str(int(agent.tools))]
+    server = ServerProcess(__file__, CALLS, str(log), *sizes)
     launch = Launch(server.base_url, folder / "home", folder / "work")
     try:
         env = {**BASE_ENV, "HOME": str(launch.home), **agent.setup(launch)}
@@ -685,7 +718,21 @@ def run_agent(agent: Agent, tmp: Path) -> Result:
     """Both launches of one agent; what failed is in `failed`, what could not be taken in `why`."""
     result = Result()
     starts: list[float] = []
-    # 1. start-up, idle, the two streams
+    if not QUICK:  # a launch not timed: the file cache warmed, first-run set-up done
+        pane, server, _, log = launch_agent(agent, tmp, "warm-up")
+        try:
+            pane.wait(agent.ready, 120)
+            time.sleep(SETTLE)
+        except Exception as error:
+            result.failed.append(f"start-up: {first_line(error)}")
+            result.why["all"] = first_line(error)
+            detail(error, log)
+            return result
+        finally:
+            pane.close()
+            report_of(server)
+    # 1. start-up, idle, the paced answer, then the fast one (which may keep an agent busy long
+    # after its time is up)
     pane, server, _, log = launch_agent(agent, tmp, f"{agent.key}-streams")
     report: dict[str, Any] = {}
     seen: dict[str, float] = {}
@@ -697,13 +744,17 @@ def run_agent(agent: Agent, tmp: Path) -> Result:
         before, t = pane.cpu(), time.monotonic()
         time.sleep(IDLE_SECONDS)
         result.figures["idle"] = (pane.cpu() - before) / (time.monotonic() - t)
-        pane.send(PROMPTS["fast"])
-        seen["fast"] = pane.wait(ENDS["fast"], 180, progress=log)
-        time.sleep(SETTLE / 2)
         pane.send(PROMPTS["paced"])
-        seen["paced"] = pane.wait(
-            ENDS["paced"], PACED_SECONDS + 120, interval=0.1, samples=paced, progress=log
-        )
+        seen["paced"] = pane.wait(ENDS["paced"], PACED_SECONDS + 60, interval=0.1, samples=paced)
+        time.sleep(SETTLE / 2)
+        pane.send(PROMPTS["fast"])
+        try:
+            seen["fast"] = pane.wait(ENDS["fast"], FAST_TIMEOUT)
+        except NotSeen:  # still drawing it: the time so far is a lower bound
+            seen["fast"] = time.monotonic()
+            result.lower.add("fast")
+            if not agent.peer:
+                result.failed.append(f"the fast answer not on screen after {FAST_TIMEOUT:.0f} s")
     except Exception as error:
         result.failed.append(f"streams: {first_line(error)}")
         result.why.setdefault("all", first_line(error))
@@ -762,7 +813,10 @@ def first_line(error: BaseException) -> str:
 
 def detail(error: BaseException, log: Path) -> None:
     """A failure's screen and the server's last requests, for whoever runs the bench."""
-    print(f"    ({error})", file=sys.stderr)
+    said = str(error).rstrip().splitlines()
+    print(f"    {said[0] if said else error!r}; the end of its screen:", file=sys.stderr)
+    for line in said[1:][-12:]:
+        print(f"    | {line}", file=sys.stderr)
     lines = log.read_text().splitlines() if log.exists() else []
     for line in lines[-3:]:
         print(f"    request: {line[:300]}", file=sys.stderr)
@@ -800,8 +854,11 @@ def table(agents: list[Agent], results: dict[str, Result]) -> None:
     print(f"{'':24}" + "".join(f"{u:>{width}}" for _, _, u, _, _ in COLUMNS_OUT))
     for agent in agents:
         figures = results[agent.key].figures
+        lower = results[agent.key].lower
         cells = [
-            fmt.format(figures[key] * scale) if key in figures else "-"
+            (">" if key in lower else "") + fmt.format(figures[key] * scale)
+            if key in figures
+            else "-"
             for key, _, _, scale, fmt in COLUMNS_OUT
         ]
         print(f"{agent.label:24}" + "".join(f"{c:>{width}}" for c in cells))
@@ -814,7 +871,8 @@ def table(agents: list[Agent], results: dict[str, Result]) -> None:
         cells = []
         for key, *_ in COLUMNS_OUT:
             if key in ours and key in figures and figures[key] > 0:
-                cells.append(f"{ours[key] / figures[key]:.2f}x")
+                bound = "<" if key in results[agent.key].lower else ""
+                cells.append(f"{bound}{ours[key] / figures[key]:.2f}x")
             else:
                 cells.append("-")
         print(f"  mm / {agent.label:18}" + "".join(f"{c:>{width}}" for c in cells))
@@ -832,7 +890,7 @@ def main() -> int:
     else:
         agents += PEERS
     if only:
-        agents = [a for a in agents if a.key in only or a.key == "mm"]
+        agents = [a for a in agents if a.key in only or not a.peer]
     run: list[Agent] = []
     for agent in agents:
         why = agent.install("--install" in args) if agent.peer else None
@@ -856,12 +914,13 @@ def main() -> int:
     print(f"machine: {machine()}")
     table(shown, results)
     notes = [
-        "start-up: tmux new-session to the prompt on screen (polled every 20 ms), median of 2",
-        f"launches; idle: CPU of the process tree over {IDLE_SECONDS:.0f} s after start-up;",
+        "start-up: tmux new-session to the prompt on screen (polled every 20 ms), median of the",
+        f"2 launches (1 without the turn); idle: the process tree's CPU over {IDLE_SECONDS:.0f} s",
+        f"from {SETTLE:g} s after start-up; RSS start: the tree's then, RSS after: after the turn;",
         "chars: request's arrival at the server to the answer's last words on screen;",
         "tok/s: the tree's CPU during that answer; turn: the server's first request to the one",
         "carrying the last result; CPU/call: the tree's CPU over the turn / calls; round trip:",
-        "median, last byte of a tool-call reply to the next request; RSS: the tree's.",
+        "median, last byte of a tool-call reply to the next request's first byte.",
     ]
     for line in notes:
         print(f"  {line}")
@@ -883,12 +942,221 @@ def main() -> int:
     return 0
 
 
-PEERS: list[Agent] = []
+# -- the peers ---------------------------------------------------------------------------------
+
+
+def _first_error(output: str) -> str:
+    """The line of an installer's output that says what went wrong."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("ERROR", "npm error", "npm ERR", "error:")):
+            return line
+    return lines[-1] if lines else "no output"
+
+
+def _python_at_least(version: tuple[int, int]) -> str | None:
+    """A Python interpreter of at least `version`: this one, one on PATH, or one of pyenv's."""
+    if sys.version_info[:2] >= version:
+        return sys.executable
+    names = [f"python3.{minor}" for minor in range(version[1], 20)]
+    candidates = [p for p in (shutil.which(n) for n in names) if p]
+    pyenv = Path.home() / ".pyenv" / "versions"
+    if pyenv.is_dir():
+        candidates += sorted(str(p / "bin" / "python3") for p in pyenv.iterdir())
+    for candidate in candidates:
+        try:
+            said = subprocess.run(
+                [candidate, "-c", "import sys; print(*sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stdout.split()
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if len(said) == 2 and (int(said[0]), int(said[1])) >= version:
+            return candidate
+    return None
+
+
+def _run_installer(command: list[str], what: str) -> str | None:
+    print(f"  installing {what} ...", file=sys.stderr, flush=True)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{what} did not install: {first_line(error)}"
+    if done.returncode != 0:
+        return f"{what} did not install: {_first_error(done.stderr + done.stdout)}"
+    return None
+
+
+def _runs(exe: Path, what: str) -> str | None:
+    """Why `exe --version` fails (a package installed without its binary), or None."""
+    try:
+        done = subprocess.run(
+            [str(exe), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**BASE_ENV, "HOME": tempfile.gettempdir()},
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{what} does not run: {first_line(error)}"
+    if done.returncode != 0:
+        return f"{what} does not run: {_first_error(done.stderr + done.stdout)}"
+    return None
+
+
+def pypi(package: str, folder: str, exe: str, python: tuple[int, int] = (3, 10)) -> Any:
+    """An installer for a PyPI peer: a venv of its own under CACHE (made when missing, or
+    upgraded when asked), with a Python of at least `python`; returns why it cannot run."""
+
+    def install(again: bool) -> str | None:
+        venv = CACHE / folder
+        binary = venv / "bin" / exe
+        if again or not binary.exists():
+            interpreter = _python_at_least(python)
+            if interpreter is None:
+                return f"{package} needs Python {python[0]}.{python[1]} or newer; none found"
+            if not (venv / "bin" / "python").exists():
+                why = _run_installer(
+                    [interpreter, "-m", "venv", str(venv)], f"a venv for {package}"
+                )
+                if why:
+                    return why
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-U", package]
+            why = _run_installer(pip, package)
+            if why:
+                return why
+        return _runs(binary, package)
+
+    return install
+
+
+def npm(package: str, exe: str) -> Any:
+    """An installer for an npm peer, into one prefix under CACHE; returns why it cannot run."""
+
+    def install(again: bool) -> str | None:
+        prefix = CACHE / "npm"
+        binary = prefix / "node_modules" / ".bin" / exe
+        if again or not binary.exists():
+            if shutil.which("npm") is None:
+                return f"{package} needs npm, which is not on PATH"
+            command = ["npm", "install", "--prefix", str(prefix), "--no-fund", "--no-audit"]
+            why = _run_installer([*command, f"{package}@latest"], package)
+            if why:
+                return why
+        return _runs(binary, package)
+
+    return install
+
+
+def vibe_setup(launch: Launch) -> dict[str, str]:
+    """mistral-vibe's config.toml (in ~/.vibe): the server as a provider, no update checks,
+    no telemetry."""
+    folder = launch.home / ".vibe"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(
+        'active_model = "bench"\n'
+        "enable_update_checks = false\nenable_auto_update = false\nenable_telemetry = false\n"
+        "disable_welcome_banner_animation = true\n\n"
+        f'[[providers]]\nname = "bench"\napi_base = "{launch.base_url}"\napi_key_env_var = ""\n\n'
+        f'[[models]]\nname = "{MODEL}"\nprovider = "bench"\nalias = "bench"\n'
+    )
+    return {}
+
+
+def opencode_setup(launch: Launch) -> dict[str, str]:
+    """OpenCode's opencode.json: the server as an openai-compatible provider, every tool allowed;
+    no fetch of the models.dev list (which waits on the network at every start), no updates."""
+    folder = launch.home / ".config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Bench",
+        "options": {"baseURL": launch.base_url, "apiKey": "bench"},
+        "models": {MODEL: {"name": "Bench model"}},
+    }
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"bench": provider},
+        "model": f"bench/{MODEL}",
+        "small_model": f"bench/{MODEL}",
+        "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    (folder / "opencode.json").write_text(json.dumps(config, indent=2))
+    return {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+
+
+def codex_setup(launch: Launch) -> dict[str, str]:
+    """Codex's config.toml: the server as a provider on the Responses API (Codex has dropped
+    chat completions: the server speaks both), the working folder trusted, no update check."""
+    folder = launch.home / ".codex"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(
+        f'model = "{MODEL}"\nmodel_provider = "bench"\ncheck_for_update_on_startup = false\n\n'
+        f'[model_providers.bench]\nname = "Bench"\nbase_url = "{launch.base_url}"\n'
+        'wire_api = "responses"\n\n'
+        f'[projects."{launch.work}"]\ntrust_level = "trusted"\n'
+    )
+    return {}
+
+
+def aider_argv(launch: Launch) -> list[str]:
+    return [
+        str(CACHE / "aider" / "bin" / "aider"),
+        *("--model", f"openai/{MODEL}", "--openai-api-base", launch.base_url),
+        *("--openai-api-key", "bench", "--chat-mode", "ask", "--map-tokens", "0"),
+        *("--no-git", "--no-check-update", "--no-show-release-notes", "--analytics-disable"),
+        *("--no-show-model-warnings", "--yes-always"),
+    ]
+
+
+PEERS: list[Agent] = [
+    Agent(
+        "vibe",
+        "mistral-vibe",
+        lambda launch: [str(CACHE / "vibe" / "bin" / "vibe"), "--trust", "--yolo"],
+        "Type /help",
+        vibe_setup,
+        install=pypi("mistral-vibe", "vibe", "vibe", (3, 12)),
+    ),
+    Agent(
+        "aider",
+        "aider",
+        aider_argv,
+        "ask>",
+        lambda launch: {"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        turn="aider declares no tools: it runs no command a model asks for",
+        install=pypi("aider-chat", "aider", "aider"),
+        tools=False,
+    ),
+    Agent(
+        "opencode",
+        "OpenCode",
+        lambda launch: [str(CACHE / "npm" / "node_modules" / ".bin" / "opencode")],
+        "Ask anything",
+        opencode_setup,
+        install=npm("opencode-ai", "opencode"),
+    ),
+    Agent(
+        "codex",
+        "Codex",
+        lambda launch: [
+            str(CACHE / "npm" / "node_modules" / ".bin" / "codex"),
+            "--dangerously-bypass-approvals-and-sandbox",
+        ],
+        "for shortcuts",
+        codex_setup,
+        install=npm("@openai/codex", "codex"),
+    ),
+]
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 5 and sys.argv[1] == "--serve":
-        serve(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+    if len(sys.argv) > 6 and sys.argv[1] == "--serve":
+        serve(sys.argv[2:7])
     elif len(sys.argv) > 2 and sys.argv[1] == "--minimal":
         minimal(sys.argv[2])
     else:
