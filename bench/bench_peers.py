@@ -456,33 +456,30 @@ def minimal(base_url: str) -> None:
 # -- the terminal ------------------------------------------------------------------------------
 
 
-def tree_of(root: int) -> list[int]:
-    """The process and its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
+TAG = "BENCH_PEERS_TAG"  # in each agent's environment, so in any process it starts, detached too
+
+
+def scan() -> dict[int, tuple[int, str]]:
+    """Every process: its pid -> (its parent's pid, its start time), from /proc."""
+    table = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            table[int(entry)] = (int(fields[1]), fields[19])
+    return table
 
 
-def start_time(pid: int) -> str | None:
-    """When the process started (in clock ticks since boot), or None if it is gone."""
+def carries(pid: int, tag: bytes) -> bool:
+    """Whether the process's environment holds `tag` (a NAME=value entry)."""
     try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return tag in environ.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def cpu_of(pids: list[int]) -> float:
@@ -524,10 +521,13 @@ class Pane:
     def __init__(self, name: str, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         Pane.count += 1
         self.server = f"mm-bench-peers-{os.getpid()}-{Pane.count}-{name}"
+        self.tag = f"{TAG}={self.server}".encode()
+        self.known: dict[int, tuple[str, bool]] = {}  # pid -> (start time, carries the tag)
+        self.pid, self.started = 0, ""
+        env = {**env, TAG: self.server}
         command = "exec env -i " + " ".join(
             [shlex.quote(f"{k}={v}") for k, v in env.items()] + [shlex.quote(a) for a in argv]
         )
-        self.seen: dict[int, str] = {}  # pid -> its start time, as /proc gives it
         self.t0 = time.monotonic()
         # the session's first command is a placeholder (no shell, no rc file), replaced by the
         # agent once the tmux server runs, so that its start is not in the agent's start-up
@@ -541,6 +541,7 @@ class Pane:
             self.close()
             raise RuntimeError(f"tmux: {started.stderr.strip()}")
         self.pid = int(self.tmux("display", "-p", "-t", "bench", "#{pane_pid}").stdout.strip())
+        self.started = scan().get(self.pid, (0, ""))[1]
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = ["tmux", "-L", self.server, "-f", os.devnull, *args]
@@ -550,11 +551,26 @@ class Pane:
         return self.tmux("capture-pane", "-p", "-t", "bench").stdout
 
     def tree(self) -> list[int]:
-        pids = tree_of(self.pid)
-        for pid in pids:
-            if pid not in self.seen and (started := start_time(pid)):
-                self.seen[pid] = started
-        return pids
+        """The agent's processes: the pane's, its descendants, and those that carry the tag of
+        this launch with theirs (a server the agent started detached, as Codex's app server,
+        is no descendant of the pane, and outlives it)."""
+        table = scan()
+        children: dict[int, list[int]] = {}
+        roots = [self.pid] if table.get(self.pid, (0, ""))[1] == self.started else []
+        for pid, (ppid, started) in table.items():
+            children.setdefault(ppid, []).append(pid)
+            known = self.known.get(pid)
+            if known is None or known[0] != started:
+                known = self.known[pid] = (started, carries(pid, self.tag))
+            if known[1]:
+                roots.append(pid)
+        found: set[int] = set()
+        while roots:
+            pid = roots.pop()
+            if pid not in found:
+                found.add(pid)
+                roots += children.get(pid, [])
+        return sorted(found)
 
     def cpu(self) -> float:
         return cpu_of(self.tree())
@@ -602,12 +618,11 @@ class Pane:
         folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
         (folder / self.server).unlink(missing_ok=True)
         time.sleep(0.2)
-        for pid, started in self.seen.items():  # what the hang-up left running
-            if start_time(pid) == started:  # still the process seen, not a new one on its pid
-                try:
-                    os.kill(pid, 9)
-                except OSError:
-                    pass
+        for pid in self.tree() if self.started else []:  # what the hang-up left running
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
 
 
 # -- the agents --------------------------------------------------------------------------------
