@@ -239,51 +239,72 @@ async def window_child(base_url: str, calls: int) -> dict[str, Any]:
     return {"seconds": seconds, "statuses": statuses, "reason": ended.get("reason")}
 
 
+MINIMAL_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+    }
+]
+
+
+async def minimal_turn(
+    client: Any,
+    base_url: str,
+    messages: list[dict[str, Any]],
+    write: Any = None,
+    model: str = MODEL,
+) -> dict[str, int]:
+    """One turn of the minimal client, the floor under any agent: post the history (httpx
+    streaming), parse the SSE lines as they come, hand each text delta to `write`, run a bash
+    call with `asyncio.create_subprocess_exec`, and post again until a reply asks for nothing.
+    `messages` grows by the turn; returns the calls' statuses."""
+    statuses: dict[str, int] = {}
+    while True:
+        body = {"model": model, "messages": messages, "stream": True, "tools": MINIMAL_TOOLS}
+        found: dict[str, str] = {}
+        text: list[str] = []
+        async with client.stream("POST", base_url + "/chat/completions", json=body) as resp:
+            async for line in resp.aiter_lines():
+                if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                    continue
+                for choice in json.loads(line[5:]).get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        text.append(delta["content"])
+                        if write is not None:
+                            write(delta["content"])
+                    for piece in delta.get("tool_calls") or []:
+                        found["id"] = piece.get("id") or found.get("id", "")
+                        function = piece.get("function") or {}
+                        found["arguments"] = found.get("arguments", "") + (
+                            function.get("arguments") or ""
+                        )
+        if not found:
+            messages.append({"role": "assistant", "content": "".join(text)})
+            return statuses
+        command = json.loads(found["arguments"])["command"]
+        process = await asyncio.create_subprocess_exec(
+            "bash", "-c", command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        output, _ = await process.communicate()
+        statuses["ok"] = statuses.get("ok", 0) + 1
+        call = {"id": found["id"], "type": "function"}
+        call["function"] = {"name": "bash", "arguments": found["arguments"]}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": found["id"], "content": output.decode()})
+
+
 async def floor_child(base_url: str, calls: int) -> dict[str, Any]:
     import httpx
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "bash",
-                "description": "Run a command.",
-                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
-            },
-        }
-    ]
-    statuses: dict[str, int] = {}
     began = time.perf_counter()
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0), trust_env=False) as client:
-        while True:
-            body = {"model": MODEL, "messages": messages, "stream": True, "tools": tools}
-            found: dict[str, str] = {}
-            async with client.stream("POST", base_url + "/chat/completions", json=body) as resp:
-                async for line in resp.aiter_lines():
-                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                        continue
-                    for choice in json.loads(line[5:]).get("choices") or []:
-                        for piece in (choice.get("delta") or {}).get("tool_calls") or []:
-                            found["id"] = piece.get("id") or found.get("id", "")
-                            function = piece.get("function") or {}
-                            found["arguments"] = found.get("arguments", "") + (
-                                function.get("arguments") or ""
-                            )
-            if not found:
-                break
-            command = json.loads(found["arguments"])["command"]
-            process = await asyncio.create_subprocess_exec(
-                "bash", "-c", command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-            )
-            output, _ = await process.communicate()
-            statuses["ok"] = statuses.get("ok", 0) + 1
-            call = {"id": found["id"], "type": "function"}
-            call["function"] = {"name": "bash", "arguments": found["arguments"]}
-            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            messages.append(
-                {"role": "tool", "tool_call_id": found["id"], "content": output.decode()}
-            )
+        statuses = await minimal_turn(client, base_url, messages)
     return {"seconds": time.perf_counter() - began, "statuses": statuses, "reason": "end_turn"}
 
 

@@ -40,13 +40,14 @@ def rss_mb() -> float:
 class ServerProcess:
     """A bench's model server in a process of its own, `script --serve calls`, so that serving
     takes no time from the client measured: it prints its base URL first, serves until its stdin
-    closes, then may print what it measured, which `close` returns."""
+    closes, then may print what it measured, which `close` returns. `more` follows the count on
+    the child's command line."""
 
-    def __init__(self, script: str, calls: int) -> None:
+    def __init__(self, script: str, calls: int, *more: str) -> None:
         import subprocess
 
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(script), "--serve", str(calls)],
+            [sys.executable, os.path.abspath(script), "--serve", str(calls), *more],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

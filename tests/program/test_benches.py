@@ -18,8 +18,8 @@ from support.env import leaks
 ROOT = Path(__file__).resolve().parents[2]
 BENCHES = sorted(ROOT.glob("bench/bench_*.py"))
 # A second or two at --quick on a shared two-core machine. Any other bench is marked slow (the
-# others take 4 to 12 s), a new one too until it is measured; bench_e2e as well, which is quick
-# only where it skips.
+# others take 4 to 15 s, bench_peers the longest: mm and a client, each started twice in tmux), a
+# new one too until it is measured; bench_e2e as well, which is quick only where it skips.
 FAST = {
     "bench_bash",
     "bench_edit",
@@ -29,7 +29,7 @@ FAST = {
     "bench_session",
     "bench_undo",
 }
-TIMEOUT = 300  # a guard against a hang, far above the slowest quick run seen (about 13 s)
+TIMEOUT = 300  # a guard against a hang, far above the slowest quick run seen (about 15 s)
 GRACE = 10  # seconds after Ctrl+C for its finally blocks to stop its servers
 
 
