@@ -313,7 +313,7 @@ class LauncherProcess:
         # the pid is only shown: a call that does not wait for it is not told (a reply, and a
         # wake-up of mm, less per call)
         request = {"id": 0, "argv": argv, "cwd": cwd, "pid": await_start}
-        payload = json.dumps(request, ensure_ascii=True).encode()[:-1] + self._encoded(env)
+        payload = json.dumps(request, ensure_ascii=True).encode() + self._encoded(env)
         with self._lock:
             if self.gone:
                 raise LauncherGone()
@@ -340,13 +340,15 @@ class LauncherProcess:
         return ident, pending
 
     def _encoded(self, env: Mapping[str, str]) -> bytes:
-        """`, "env": {…}}`: the end of a request, kept while the environment is the same from
-        call to call (as a bash call's is), which spares encoding forty variables each time."""
+        """`\\0` and the environment in JSON: the end of a request, kept while the environment
+        is the same from call to call (as a bash call's is), which spares encoding forty
+        variables each time; the launcher, finding the same bytes, spares their decoding and
+        its start of the command their copying (`launcher_process.Launcher.environment`)."""
         last = self._env
         if last is not None and last[0] == env:
             return last[1]
         copy = dict(env)
-        encoded = b', "env": ' + json.dumps(copy, ensure_ascii=True).encode() + b"}"
+        encoded = b"\0" + json.dumps(copy, ensure_ascii=True).encode()
         self._env = (copy, encoded)
         return encoded
 

@@ -381,3 +381,33 @@ def test_two_loops_at_once_share_a_launcher(tmp_path: Path) -> None:
     finally:
         launcher.close(wait=10)
         thread.join(30)
+
+
+async def test_each_call_gets_its_own_environment(tmp_path: Path) -> None:
+    """The launcher keeps the last environment it was sent for the next call that brings the
+    same; one that differs (a language server's) replaces it whole, and back again."""
+    launcher = launching.LauncherProcess()
+    plain = {"PATH": os.environ["PATH"], "MM_TEST_A": "1", "MM_TEST_B": "b"}
+    other = {"PATH": os.environ["PATH"], "MM_TEST_A": "2"}
+    try:
+        seen = []
+        for env in (plain, plain, other, plain, {"PATH": os.environ["PATH"], "BAD=": "x"}, other):
+            out = tmp_path / "env"
+            with out.open("wb") as f:
+                proc = launching.launch_sent(
+                    launcher,
+                    ["sh", "-c", 'echo "${MM_TEST_A-unset} ${MM_TEST_B-unset}"'],
+                    stdout=f,
+                    cwd=tmp_path,
+                    env=env,
+                )
+                try:
+                    await proc.wait()
+                except OSError as exc:  # a name with "=" cannot be set
+                    seen.append(f"error {exc.errno}")
+                    continue
+            seen.append(out.read_text().strip())
+        assert seen == ["1 b", "1 b", "2 unset", "1 b", "error 22", "2 unset"]
+        assert Path(f"/proc/{launcher.pid}/environ").read_bytes() == b""
+    finally:
+        launcher.close(wait=10)
