@@ -93,6 +93,7 @@ class _Pending:
         self.loop = loop
         self.started: asyncio.Future[int] = loop.create_future()
         self.exited: asyncio.Future[int] = loop.create_future()
+        self.waiting: list[asyncio.Future[None]] = []  # `LaunchedProcess.wait`s, woken with it
         self.stopped: asyncio.Future[None] | None = None
         # False: a failure to start goes to `exited`, and the launcher does not send the pid
         self.await_start = True
@@ -111,6 +112,15 @@ def _settle(
         future.exception()  # retrieved: nobody may be waiting any more
     else:
         future.set_result(value)
+
+
+def _settle_end(pending: _Pending, value: Any = None, exc: BaseException | None = None) -> None:
+    """Settle the call's `exited` and wake the `LaunchedProcess.wait`s in the same turn of the
+    loop (awaited through asyncio.shield, whose done callback comes a turn later, the end of
+    every call took one turn more)."""
+    _settle(pending.exited, value, exc)
+    for waiter in pending.waiting:
+        _settle(waiter)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
@@ -536,8 +546,10 @@ class LauncherProcess:
                 return False
             self._forget(ident)
             failed = OSError(value, os.strerror(value), pending.argv0)
-            target = pending.started if pending.await_start else pending.exited
-            settle(loop, _settle, target, None, failed)
+            if pending.await_start:
+                settle(loop, _settle, pending.started, None, failed)
+            else:
+                settle(loop, _settle_end, pending, None, failed)
         elif kind == b"X":
             if (
                 (pending.await_start and not pending.pid)
@@ -546,7 +558,7 @@ class LauncherProcess:
             ):
                 return False
             pending.returncode = value
-            settle(loop, _settle, pending.exited, value)
+            settle(loop, _settle_end, pending, value)
         elif kind == b"T":
             settle(loop, _settle, pending.stopped, None)
         else:
@@ -573,8 +585,9 @@ class LauncherProcess:
             self._sock.close()
         _living.discard(self)
         for p in pending:
-            for future in (p.started, p.exited, p.stopped):
-                _call_soon(p.loop, _settle, future, None, LauncherGone())
+            _call_soon(p.loop, _settle, p.started, None, LauncherGone())
+            _call_soon(p.loop, _settle_end, p, None, LauncherGone())
+            _call_soon(p.loop, _settle, p.stopped, None, LauncherGone())
         # reap it (its exit is near: its socket is closed)
         threading.Thread(target=self._popen.wait, daemon=True).start()
 
@@ -616,8 +629,17 @@ class LaunchedProcess:
     async def wait(self) -> int:
         """The child's returncode once the launcher reaped it; raises `LauncherGone` when the
         launcher died first."""
+        pending = self._pending
+        if not pending.exited.done():
+            # its own future, so that a cancelled wait leaves `exited` for the next one
+            waiter: asyncio.Future[None] = pending.loop.create_future()
+            pending.waiting.append(waiter)
+            try:
+                await waiter
+            finally:
+                pending.waiting.remove(waiter)
         try:
-            code = await asyncio.shield(self._pending.exited)
+            code = pending.exited.result()
         except LauncherGone:
             self.lost = True
             raise
