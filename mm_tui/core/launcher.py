@@ -14,7 +14,9 @@ started at first need. A call is one message out (`S`: argv, cwd, environment, a
 stdin, stdout and stderr as descriptors mm made and keeps its ends of) and two back (its pid,
 then its returncode once the launcher reaped it); the bash tool asks for no pid (`launch_sent`),
 which spares a reply and a wake-up of mm per call. mm's event loop reads the replies itself
-(`LauncherProcess._watch`): a thread reading them had to wake the loop in turn. Stopping a call is a request (`K`): the
+(`LauncherProcess._watch`): a thread reading them had to wake the loop in turn. A thread per
+launcher only waits for its process to end (`_await_exit`), to reap it and drop it whether or
+not a loop reads its socket then. Stopping a call is a request (`K`): the
 launcher signals the call's group and every descendant that left it (`setsid`), SIGKILL after
 the grace; mm never signals a pid the launcher reported.
 
@@ -221,6 +223,7 @@ class LauncherProcess:
         self._env: tuple[dict[str, str], bytes] | None = None
         self.gone = False
         self.retired = False
+        self._awaited = False  # a thread waits for the process to end (`_await_exit`)
         pass_fds = [theirs.fileno()]
         if ruleset_fd is not None:
             pass_fds.append(ruleset_fd)
@@ -269,6 +272,10 @@ class LauncherProcess:
             self._drop()
             raise LauncherGone()
         _living.add(self)
+        self._awaited = True
+        threading.Thread(
+            target=self._await_exit, name=f"mm-launcher-{self.pid}", daemon=True
+        ).start()
 
     def outside(self, pid: int) -> int:
         """The pid, as mm sees it, of the child this launcher numbered `pid`: the same but in a
@@ -469,6 +476,16 @@ class LauncherProcess:
             self._watcher = None
         self._unwatch(old)
 
+    def _await_exit(self) -> None:
+        """A thread per launcher, blocked until its process ends (it wakes at no call): reaps
+        it, reads what it said last and the end of its socket, and drops it. A launcher that
+        ended while no loop read its socket (a retired one whose last job ended after the loop
+        that ran its calls, one killed between two loops) is reaped and dropped all the same."""
+        with contextlib.suppress(OSError):
+            self._popen.wait()
+        self._drain()
+        self._drop()
+
     def _start_thread(self) -> None:
         threading.Thread(target=self._read, name=f"mm-launcher-{self.pid}", daemon=True).start()
 
@@ -588,8 +605,8 @@ class LauncherProcess:
             _call_soon(p.loop, _settle, p.started, None, LauncherGone())
             _call_soon(p.loop, _settle_end, p, None, LauncherGone())
             _call_soon(p.loop, _settle, p.stopped, None, LauncherGone())
-        # reap it (its exit is near: its socket is closed)
-        threading.Thread(target=self._popen.wait, daemon=True).start()
+        if not self._awaited:  # reap it (its exit is near: its socket is closed)
+            threading.Thread(target=self._popen.wait, daemon=True).start()
 
 
 class LaunchedProcess:

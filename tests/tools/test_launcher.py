@@ -354,6 +354,17 @@ def test_a_launcher_that_died_between_two_loops_is_replaced(tmp_path: Path) -> N
     assert asyncio.run(_echo(after, "after", tmp_path)) == "after\n"
 
 
+def test_a_launcher_that_ends_while_no_loop_reads_it_is_reaped(tmp_path: Path) -> None:
+    """Retired after its loop ended (a rebuilt ruleset's, between two tests' loops), it exits
+    with no loop to read the end of its socket: it is reaped and dropped all the same, not left
+    a zombie of mm's."""
+    launcher = launching.LauncherProcess()
+    assert asyncio.run(_echo(launcher, "once", tmp_path)) == "once\n"
+    launcher.retire()  # no job left: it exits now
+    assert wait_until(lambda: state(launcher.pid) is None, 10), state(launcher.pid)
+    assert wait_until(lambda: launcher.gone, 10)
+
+
 def test_two_loops_at_once_share_a_launcher(tmp_path: Path) -> None:
     """A loop in another thread calls while the first one, still running, reads the replies: a
     thread reads them from then on, and every call of both gets its end."""
