@@ -13,7 +13,10 @@ One launcher per ruleset (and one unconfined, for `sandbox: off` or a kernel wit
 started at first need. A call is one message out (`S`: argv, cwd, environment, and the child's
 stdin, stdout and stderr as descriptors mm made and keeps its ends of) and two back (its pid,
 then its returncode once the launcher reaped it); the bash tool asks for no pid (`launch_sent`),
-which spares a reply and a wake-up of mm per call. Stopping a call is a request (`K`): the
+which spares a reply and a wake-up of mm per call. mm's event loop reads the replies itself
+(`LauncherProcess._watch`): a thread reading them had to wake the loop in turn. A thread per
+launcher only waits for its process to end (`_await_exit`), to reap it and drop it whether or
+not a loop reads its socket then. Stopping a call is a request (`K`): the
 launcher signals the call's group and every descendant that left it (`setsid`), SIGKILL after
 the grace; mm never signals a pid the launcher reported.
 
@@ -38,6 +41,7 @@ import contextlib
 import errno
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -91,6 +95,7 @@ class _Pending:
         self.loop = loop
         self.started: asyncio.Future[int] = loop.create_future()
         self.exited: asyncio.Future[int] = loop.create_future()
+        self.waiting: list[asyncio.Future[None]] = []  # `LaunchedProcess.wait`s, woken with it
         self.stopped: asyncio.Future[None] | None = None
         # False: a failure to start goes to `exited`, and the launcher does not send the pid
         self.await_start = True
@@ -111,9 +116,30 @@ def _settle(
         future.set_result(value)
 
 
+def _settle_end(pending: _Pending, value: Any = None, exc: BaseException | None = None) -> None:
+    """Settle the call's `exited` and wake the `LaunchedProcess.wait`s in the same turn of the
+    loop (awaited through asyncio.shield, whose done callback comes a turn later, the end of
+    every call took one turn more)."""
+    _settle(pending.exited, value, exc)
+    for waiter in pending.waiting:
+        _settle(waiter)
+
+
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
     with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits there
         loop.call_soon_threadsafe(fn, *args)
+
+
+def _settle_now(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
+    """`_call_soon` from that loop's own thread: no wake-up to ask for."""
+    fn(*args)
+
+
+def _running_here(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 _guarded = False
@@ -170,7 +196,8 @@ def _scrub_environment_block() -> None:
 
 
 class LauncherProcess:
-    """One launcher process and its socket; a thread of mm (never confined) reads its replies."""
+    """One launcher process and its socket, whose replies the event loop of the calls reads
+    (`_watch`; a thread of mm, never confined, where two loops at once use it)."""
 
     def __init__(
         self,
@@ -188,11 +215,15 @@ class LauncherProcess:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = mine
         self._lock = threading.Lock()
+        self._reading = threading.Lock()  # held by whoever reads a reply and hands it on
+        self._watcher: asyncio.AbstractEventLoop | None = None  # the loop that reads replies
+        self._threaded = False  # a thread reads them instead (two loops at once used this)
         self._pending: dict[int, _Pending] = {}
         self._next = 1
         self._env: tuple[dict[str, str], bytes] | None = None
         self.gone = False
         self.retired = False
+        self._awaited = False  # a thread waits for the process to end (`_await_exit`)
         pass_fds = [theirs.fileno()]
         if ruleset_fd is not None:
             pass_fds.append(ruleset_fd)
@@ -240,8 +271,11 @@ class LauncherProcess:
         if kind != b"R":
             self._drop()
             raise LauncherGone()
-        threading.Thread(target=self._read, name=f"mm-launcher-{self.pid}", daemon=True).start()
         _living.add(self)
+        self._awaited = True
+        threading.Thread(
+            target=self._await_exit, name=f"mm-launcher-{self.pid}", daemon=True
+        ).start()
 
     def outside(self, pid: int) -> int:
         """The pid, as mm sees it, of the child this launcher numbered `pid`: the same but in a
@@ -287,13 +321,16 @@ class LauncherProcess:
         there would leave a command running that nobody waits on), and a call that does not
         need the pid saves a wake-up of mm. `await_start` False: a failure to start comes out
         of the wait for the end. Raises `LauncherGone` when the launcher died."""
-        pending = _Pending(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        if self._watcher is not loop and not self._threaded:
+            self._watch(loop)
+        pending = _Pending(loop)
         pending.await_start = await_start
         pending.argv0 = argv[0] if argv else ""
         # the pid is only shown: a call that does not wait for it is not told (a reply, and a
         # wake-up of mm, less per call)
         request = {"id": 0, "argv": argv, "cwd": cwd, "pid": await_start}
-        payload = json.dumps(request, ensure_ascii=True).encode()[:-1] + self._encoded(env)
+        payload = json.dumps(request, ensure_ascii=True).encode() + self._encoded(env)
         with self._lock:
             if self.gone:
                 raise LauncherGone()
@@ -320,13 +357,15 @@ class LauncherProcess:
         return ident, pending
 
     def _encoded(self, env: Mapping[str, str]) -> bytes:
-        """`, "env": {…}}`: the end of a request, kept while the environment is the same from
-        call to call (as a bash call's is), which spares encoding forty variables each time."""
+        """`\\0` and the environment in JSON: the end of a request, kept while the environment
+        is the same from call to call (as a bash call's is), which spares encoding forty
+        variables each time; the launcher, finding the same bytes, spares their decoding and
+        its start of the command their copying (`launcher_process.Launcher.environment`)."""
         last = self._env
         if last is not None and last[0] == env:
             return last[1]
         copy = dict(env)
-        encoded = b', "env": ' + json.dumps(copy, ensure_ascii=True).encode() + b"}"
+        encoded = b"\0" + json.dumps(copy, ensure_ascii=True).encode()
         self._env = (copy, encoded)
         return encoded
 
@@ -379,40 +418,155 @@ class LauncherProcess:
 
     # --- what it says -----------------------------------------------------------------------
 
-    def _read(self) -> None:
-        sock = self._sock
-        try:
-            while True:
-                data = sock.recv(64)  # no ancillary buffer: descriptors it might send are dropped
-                if not data:
-                    break
-                kind, ident, value = self._parse(data)
-                if not self._route(kind, ident, value):
-                    break
-        except (OSError, ValueError):
-            pass
+    def usable(self) -> bool:
+        """Whether calls can go to this launcher: not dropped, and its end not closed while no
+        loop read its socket (between two event loops: a test's, say), which is looked at now."""
+        if self.gone:
+            return False
+        watcher = self._watcher
+        if not self._threaded and (watcher is None or not watcher.is_running()):
+            self._drain()
+        return not self.gone
+
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Have `loop` (the running one) read the replies from now on.
+
+        Why the loop and not a thread: a thread that reads a reply must then wake the loop
+        (`call_soon_threadsafe`), a second wake-up per call on the way from the command's end
+        to the caller; the loop reading the socket itself settles the call's future at once.
+        A loop that ended (a test's, one `asyncio.run` after another) hands the socket on to
+        the next; two running at once (a loop in another thread) hand it to a thread for good."""
+        with self._lock:
+            old = self._watcher
+            if old is loop or self._threaded or self.gone:
+                return
+            if old is not None and not old.is_closed() and old.is_running():
+                # another thread's loop reads it: a thread does from now on (until that loop
+                # let go, both may: one reply at a time, in order, under `_reading`)
+                self._threaded = True
+                self._start_thread()
+                _call_soon(old, self._to_thread, old)
+                return
+            self._watcher = None
+        if old is not None:
+            self._unwatch(old)
+        self._drain()  # what came while no loop read it (its end, say)
+        with self._lock:
+            if self.gone or self._threaded or self._watcher is not None:
+                return
+            try:
+                loop.add_reader(self._sock, self._readable, loop)
+            except NotImplementedError:  # a loop that cannot watch a descriptor
+                self._threaded = True
+                self._start_thread()
+                return
+            self._watcher = loop
+
+    def _unwatch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """`loop` (ended, or this thread's) reads the socket no more."""
+        if not loop.is_closed():
+            with contextlib.suppress(ValueError, OSError, RuntimeError):
+                loop.remove_reader(self._sock)
+
+    def _to_thread(self, old: asyncio.AbstractEventLoop) -> None:
+        """On the loop that read the replies so far: the thread reads them from now on."""
+        with self._lock:
+            if self._watcher is not old or self.gone:
+                return
+            self._watcher = None
+        self._unwatch(old)
+
+    def _await_exit(self) -> None:
+        """A thread per launcher, blocked until its process ends (it wakes at no call): reaps
+        it, reads what it said last and the end of its socket, and drops it. A launcher that
+        ended while no loop read its socket (a retired one whose last job ended after the loop
+        that ran its calls, one killed between two loops) is reaped and dropped all the same."""
+        with contextlib.suppress(OSError):
+            self._popen.wait()
+        self._drain()
         self._drop()
 
-    def _route(self, kind: bytes, ident: int, value: int) -> bool:
-        """Hand one reply to the call it names; False when it makes no sense (drop the launcher)."""
+    def _start_thread(self) -> None:
+        threading.Thread(target=self._read, name=f"mm-launcher-{self.pid}", daemon=True).start()
+
+    def _readable(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The watching loop's callback: one reply (or the end of the socket) is there."""
+        if self.gone:
+            self._unwatch(loop)
+            self._sock.close()  # dropped from another thread, which left the closing here
+            return
+        with self._reading:
+            try:
+                data = self._sock.recv(64, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if data and self._handle(data, loop):
+                return
+        self._drop()
+
+    def _drain(self) -> None:
+        """Read what is there, without waiting."""
+        with self._reading:
+            while not self.gone:
+                try:
+                    # no ancillary buffer: descriptors it might send are dropped
+                    data = self._sock.recv(64, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    return
+                except OSError:
+                    data = b""
+                if not data or not self._handle(data, None):
+                    break
+        self._drop()
+
+    def _read(self) -> None:
+        """The thread's reading: a wait for the socket, then what is there, under `_reading`
+        (a loop may still read it too, until it let go)."""
+        poller = select.poll()
+        try:
+            poller.register(self._sock, select.POLLIN)
+        except ValueError:  # closed: dropped already
+            return
+        while not self.gone:
+            with contextlib.suppress(InterruptedError):
+                poller.poll()
+            self._drain()
+
+    def _handle(self, data: bytes, here: asyncio.AbstractEventLoop | None) -> bool:
+        try:
+            kind, ident, value = self._parse(data)
+        except ValueError:
+            return False
+        return self._route(kind, ident, value, here)
+
+    def _route(
+        self, kind: bytes, ident: int, value: int, here: asyncio.AbstractEventLoop | None = None
+    ) -> bool:
+        """Hand one reply to the call it names; False when it makes no sense (drop the launcher).
+        `here`: the loop this runs on, whose futures are settled at once."""
         with self._lock:
             pending = self._pending.get(ident)
         if pending is None:
             return kind in (b"X", b"T")  # about a call mm no longer waits on
         loop = pending.loop
+        settle = _settle_now if loop is here else _call_soon
         if kind == b"P":
             if value <= 1 or pending.started.done() or pending.pid:
                 return False
             pending.pid = value
             if pending.await_start:
-                _call_soon(loop, _settle, pending.started, value)
+                settle(loop, _settle, pending.started, value)
         elif kind == b"E":
             if pending.pid or pending.returncode is not None or value <= 0 or value > 4095:
                 return False
             self._forget(ident)
             failed = OSError(value, os.strerror(value), pending.argv0)
-            target = pending.started if pending.await_start else pending.exited
-            _call_soon(loop, _settle, target, None, failed)
+            if pending.await_start:
+                settle(loop, _settle, pending.started, None, failed)
+            else:
+                settle(loop, _settle_end, pending, None, failed)
         elif kind == b"X":
             if (
                 (pending.await_start and not pending.pid)
@@ -421,9 +575,9 @@ class LauncherProcess:
             ):
                 return False
             pending.returncode = value
-            _call_soon(loop, _settle, pending.exited, value)
+            settle(loop, _settle_end, pending, value)
         elif kind == b"T":
-            _call_soon(loop, _settle, pending.stopped, None)
+            settle(loop, _settle, pending.stopped, None)
         else:
             return False
         return True
@@ -435,15 +589,24 @@ class LauncherProcess:
                 return
             self.gone = True
             pending, self._pending = list(self._pending.values()), {}
+            watcher, self._watcher = self._watcher, None
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
+        if watcher is not None and watcher.is_running() and not _running_here(watcher):
+            # that loop reads the socket in its thread: it closes it, woken by the shutdown
+            # (closed here, the number could be another's before that loop unwatched it)
+            self._watcher = watcher
+        else:
+            if watcher is not None:
+                self._unwatch(watcher)
+            self._sock.close()
         _living.discard(self)
         for p in pending:
-            for future in (p.started, p.exited, p.stopped):
-                _call_soon(p.loop, _settle, future, None, LauncherGone())
-        # reap it (its exit is near: its socket is closed)
-        threading.Thread(target=self._popen.wait, daemon=True).start()
+            _call_soon(p.loop, _settle, p.started, None, LauncherGone())
+            _call_soon(p.loop, _settle_end, p, None, LauncherGone())
+            _call_soon(p.loop, _settle, p.stopped, None, LauncherGone())
+        if not self._awaited:  # reap it (its exit is near: its socket is closed)
+            threading.Thread(target=self._popen.wait, daemon=True).start()
 
 
 class LaunchedProcess:
@@ -483,8 +646,17 @@ class LaunchedProcess:
     async def wait(self) -> int:
         """The child's returncode once the launcher reaped it; raises `LauncherGone` when the
         launcher died first."""
+        pending = self._pending
+        if not pending.exited.done():
+            # its own future, so that a cancelled wait leaves `exited` for the next one
+            waiter: asyncio.Future[None] = pending.loop.create_future()
+            pending.waiting.append(waiter)
+            try:
+                await waiter
+            finally:
+                pending.waiting.remove(waiter)
         try:
-            code = await asyncio.shield(self._pending.exited)
+            code = pending.exited.result()
         except LauncherGone:
             self.lost = True
             raise

@@ -712,7 +712,7 @@ class Ruleset:
         with self._launcher_lock:
             if self.fd < 0:
                 raise _stale()
-            if self._launcher is None or self._launcher.gone:
+            if self._launcher is None or not self._launcher.usable():
                 self._launcher = self._start()
             return self._launcher
 
@@ -757,7 +757,7 @@ def plain_launcher() -> LauncherProcess:
     and never run from a thread of mm."""
     global _plain
     with _lock:
-        if _plain is None or _plain.gone:
+        if _plain is None or not _plain.usable():
             _plain = LauncherProcess()
         return _plain
 

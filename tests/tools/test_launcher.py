@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from support.processes import all_pids, cmdline, stat_fields
+from support.processes import all_pids, cmdline, stat_fields, state
 from support.waiting import await_until, wait_until
 
 from mm_tui.config import Settings
@@ -318,3 +318,107 @@ async def test_where_there_is_no_launcher_commands_start_directly(
 def _group(pid: int) -> int | None:
     fields = stat_fields(pid)
     return int(fields[2]) if fields and fields[0] != "Z" else None
+
+
+async def _echo(launcher: launching.LauncherProcess, word: str, tmp_path: Path) -> str:
+    out = tmp_path / word
+    with out.open("wb") as f:
+        proc = launching.launch_sent(launcher, ["echo", word], stdout=f, cwd=tmp_path)
+        assert await proc.wait() == 0
+    return out.read_text()
+
+
+def test_the_replies_are_read_by_each_loop_in_turn(tmp_path: Path) -> None:
+    """The loop of the calls reads the launcher's replies: one `asyncio.run` after another (as
+    tests do), each takes the socket over from the one that ended."""
+    launcher = launching.LauncherProcess()
+    try:
+        for word in ("first", "second", "third"):
+            assert asyncio.run(_echo(launcher, word, tmp_path)) == f"{word}\n"
+        assert launcher.usable()
+    finally:
+        launcher.close(wait=10)
+
+
+def test_a_launcher_that_died_between_two_loops_is_replaced(tmp_path: Path) -> None:
+    """No loop read its socket when it died: the next call still gets a fresh launcher (its end
+    is looked at before it is chosen), not an error."""
+    first = asyncio.run(_echo(sandbox.plain_launcher(), "before", tmp_path))
+    assert first == "before\n"
+    dead = sandbox.plain_launcher()
+    os.kill(dead.pid, 9)
+    assert wait_until(lambda: state(dead.pid) in (None, "Z"), 10)
+    assert not dead.usable()
+    after = sandbox.plain_launcher()
+    assert after is not dead
+    assert asyncio.run(_echo(after, "after", tmp_path)) == "after\n"
+
+
+def test_a_launcher_that_ends_while_no_loop_reads_it_is_reaped(tmp_path: Path) -> None:
+    """Retired after its loop ended (a rebuilt ruleset's, between two tests' loops), it exits
+    with no loop to read the end of its socket: it is reaped and dropped all the same, not left
+    a zombie of mm's."""
+    launcher = launching.LauncherProcess()
+    assert asyncio.run(_echo(launcher, "once", tmp_path)) == "once\n"
+    launcher.retire()  # no job left: it exits now
+    assert wait_until(lambda: state(launcher.pid) is None, 10), state(launcher.pid)
+    assert wait_until(lambda: launcher.gone, 10)
+
+
+def test_two_loops_at_once_share_a_launcher(tmp_path: Path) -> None:
+    """A loop in another thread calls while the first one, still running, reads the replies: a
+    thread reads them from then on, and every call of both gets its end."""
+    launcher = launching.LauncherProcess()
+    ready = threading.Event()
+    done: list[int] = []
+
+    async def long_call() -> None:
+        proc = launching.launch_sent(launcher, ["sleep", "1"], cwd=tmp_path)
+        ready.set()
+        done.append(await proc.wait())
+        for _ in range(3):
+            proc = launching.launch_sent(launcher, ["true"], cwd=tmp_path)
+            done.append(await proc.wait())
+
+    thread = threading.Thread(target=asyncio.run, args=(long_call(),))
+    thread.start()
+    try:
+        assert ready.wait(30)
+        for word in ("one", "two"):
+            assert asyncio.run(_echo(launcher, word, tmp_path)) == f"{word}\n"
+        thread.join(30)
+        assert done == [0, 0, 0, 0]
+        assert not launcher.gone
+    finally:
+        launcher.close(wait=10)
+        thread.join(30)
+
+
+async def test_each_call_gets_its_own_environment(tmp_path: Path) -> None:
+    """The launcher keeps the last environment it was sent for the next call that brings the
+    same; one that differs (a language server's) replaces it whole, and back again."""
+    launcher = launching.LauncherProcess()
+    plain = {"PATH": os.environ["PATH"], "MM_TEST_A": "1", "MM_TEST_B": "b"}
+    other = {"PATH": os.environ["PATH"], "MM_TEST_A": "2"}
+    try:
+        seen = []
+        for env in (plain, plain, other, plain, {"PATH": os.environ["PATH"], "BAD=": "x"}, other):
+            out = tmp_path / "env"
+            with out.open("wb") as f:
+                proc = launching.launch_sent(
+                    launcher,
+                    ["sh", "-c", 'echo "${MM_TEST_A-unset} ${MM_TEST_B-unset}"'],
+                    stdout=f,
+                    cwd=tmp_path,
+                    env=env,
+                )
+                try:
+                    await proc.wait()
+                except OSError as exc:  # a name with "=" cannot be set
+                    seen.append(f"error {exc.errno}")
+                    continue
+            seen.append(out.read_text().strip())
+        assert seen == ["1 b", "1 b", "2 unset", "1 b", "error 22", "2 unset"]
+        assert Path(f"/proc/{launcher.pid}/environ").read_bytes() == b""
+    finally:
+        launcher.close(wait=10)
