@@ -648,7 +648,7 @@ async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path)
         await sent(pilot, app)
         bar = app.screen.query_one(KeyBar)
         shown = bar.render().plain
-        assert shown.startswith(" ⏎ Send  esc Cancel  ^o Outputs ")
+        assert shown.startswith(" ⏎ Send  shift+tab Mode  esc Cancel  ^o Outputs ")
         assert shown.endswith("▏^p palette ") and len(shown) == 100
         # Focus moves to the transcript: the prompt's Send key goes from the bar.
         await pilot.press("tab")
@@ -656,7 +656,7 @@ async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path)
         assert (
             painted(app)
             .splitlines()[-1]
-            .startswith(" ↑ Previous  ↓ Next  ⏎ Fold/unfold  esc Cancel  ^o Outputs")
+            .startswith(" ↑ Previous  ↓ Next  ⏎ Fold/unfold  shift+tab Mode  esc Cancel  ^o Outputs")
         )
         (item,) = tools(app)
         assert item.folded
