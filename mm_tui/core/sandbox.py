@@ -116,10 +116,10 @@ import stat
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.frozen import frozen, mutable
 from mm_tui.core.launcher import (
     STAGE_NAMESPACES,
     USE_LAUNCHER,
@@ -215,7 +215,7 @@ RAW = ("/dev/mem", "/dev/kmem", "/dev/port")
 SHARED_MEMORY = "/dev/shm"
 
 
-@dataclass(frozen=True)
+@frozen
 class SandboxConfig:
     """The settings the sandbox reads (`Settings.sandbox_config` makes one, config/settings.py)."""
 
@@ -225,7 +225,7 @@ class SandboxConfig:
     write: tuple[str, ...] = ()  # more folders commands may write in (`~` allowed)
 
 
-@dataclass(frozen=True)
+@frozen
 class Policy:
     """What one confined command may do, and the file tools, in absolute paths: `write`, the
     existing folders (and files) where all but device nodes is allowed; `deny`, what nobody may
@@ -827,7 +827,7 @@ def config_file(env: Mapping[str, str] | None = None) -> str:
     return shown_path(user_config_dir(environ=env) / "config.yaml")
 
 
-@dataclass
+@mutable
 class Confinement:
     """How to start one command (a bash command, a language server): `start`, from the
     ruleset's launcher process when confined (`ruleset`; None: from the unconfined launcher).
