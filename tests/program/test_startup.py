@@ -155,6 +155,48 @@ def test_importing_mm_changes_no_other_packages_modules() -> None:
     assert json.loads(out.stdout) == [False, []]
 
 
+def test_the_first_frame_loads_only_what_it_draws() -> None:
+    """The window's first frame (an empty transcript, the boot not yet begun) loads neither the
+    engine (its events, the configuration, the tools, the HTTP client, pydantic) nor the
+    transcript's renderers (Rich's Markdown among them), nor importlib.resources for mm's own
+    themes: they load after it, or when first needed (docs/performance.md)."""
+    code = (
+        "import asyncio, json, sys\n"
+        "from mm_tui.window.app import MMApp\n"
+        "async def never():\n"
+        "    await asyncio.Event().wait()\n"
+        "class First(MMApp):\n"
+        "    def on_ready(self):  # before MMApp.on_ready, which starts the boot\n"
+        "        self.loaded = sorted(sys.modules)\n"
+        "        self.exit(0)\n"
+        "app = First(never)\n"
+        "app.run(headless=True, size=(100, 30))\n"
+        "print(json.dumps(app.loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(out.stdout.splitlines()[-1])
+    assert "mm_tui.window.screens.main" in loaded
+    kept_off = (
+        "mm_tui.core.events",
+        "mm_tui.config",
+        "mm_tui.engine",
+        "mm_tui.tools",
+        "mm_tui.startup",
+        "mm_tui.window.transcript.renderers.by_item",
+        "mm_tui.window.transcript.renderers.answer",
+        "mm_tui.terminal",
+        "importlib.resources",
+        "rich.markdown",
+        "markdown_it",
+        "httpx",
+        "pydantic",
+        "yaml",
+    )
+    assert [m for m in loaded if m.startswith(kept_off)] == []
+
+
 def test_the_program_loads_no_command_line_client_of_httpx(work: Path) -> None:
     """`mm` keeps httpx's command-line client (click, pygments, Rich's progress bars) out of
     its process: the model client then imports httpx without them."""

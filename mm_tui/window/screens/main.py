@@ -24,14 +24,6 @@ from textual.message import Message
 from textual.screen import UPDATE_PERIOD, Screen
 from textual.widget import Widget
 
-from mm_tui.core.events import (
-    ContextUsage,
-    PermissionRequested,
-    ServerState,
-    TextDelta,
-    ThoughtDelta,
-    TurnEnded,
-)
 from mm_tui.core.text import one_line
 from mm_tui.window.delta_joiner import DeltaJoiner
 from mm_tui.window.frame_clock import FrameClock
@@ -224,6 +216,8 @@ class MainScreen(Screen[None]):
     def emit(self, event: Event) -> None:
         """The engine's `emit`: every event becomes a message; nothing waits. Streamed text
         crosses a run at a time (`DeltaJoiner`); any other event posts the run first."""
+        from mm_tui.core.events import TextDelta, ThoughtDelta  # loaded by then: the engine's
+
         if isinstance(event, TextDelta | ThoughtDelta):
             self._deltas.add(event)
             return
@@ -237,6 +231,10 @@ class MainScreen(Screen[None]):
 
     @on(EngineEvent)
     def on_engine_event(self, message: EngineEvent) -> None:
+        # imported here, not with the module: the events load after the first frame (the
+        # engine's own), and nothing before the first frame needs them (docs/performance.md)
+        from mm_tui.core.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
+
         event = message.event
         if not self.app.is_running:  # closing: widgets are going, a cancelled turn still ends
             return
