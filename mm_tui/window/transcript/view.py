@@ -341,7 +341,7 @@ class TranscriptView(ScrollView, can_focus=True):
         laid_out = True
         if (width, total) != tuple(self.virtual_size):
             laid_out = self._resize_content(Size(width, total))
-        if reflow_from is not None or total != old_total:
+        if (reflow_from is not None and count) or total != old_total:
             self.refresh()
         else:
             self._refresh_items(dirty)
@@ -357,9 +357,11 @@ class TranscriptView(ScrollView, can_focus=True):
         """A new virtual size; True when it is in force at once. Setting `virtual_size` lays out
         the whole screen (about a frame of CPU); while an answer grows that would happen at every
         frame. With the width unchanged only the scroll state needs to know (the view draws its
-        own scrollbar), which is what Textual itself does for a size change without layout."""
+        own scrollbar), which is what Textual itself does for a size change without layout. So
+        does an empty transcript's width (the first frame's, set once it is drawn): nothing is
+        drawn from it, and the layout cost the way to ready a repaint of every widget."""
         old = self.virtual_size
-        if old.width == size.width:
+        if old.width == size.width or size.height == old.height == 0:
             self.set_reactive(ScrollView.virtual_size, size)  # pyright: ignore[reportArgumentType] - Textual's descriptor, read through the class
             self._scroll_update(size)
             return True
