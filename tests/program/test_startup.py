@@ -10,6 +10,7 @@ import json
 import ssl
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,9 @@ from support.scripted_server import ScriptedServer, closed_port_url
 from support.waiting import until
 from support.window_helpers import all_text, settle
 
-from mm_tui.cli import parser, window_boot
+from mm_tui.cli import _playground_meanwhile, parser, window_boot
 from mm_tui.config import Settings
+from mm_tui.core.paths import PLAYGROUND_PREFIX
 from mm_tui.core.sandbox import landlock_abi
 from mm_tui.engine.servers import Preset
 from mm_tui.engine.tls import tls_context
@@ -225,6 +227,30 @@ async def test_window_boot_reads_the_flags(work: Path, demo: bool) -> None:
             assert started.engine.server_answering is False
     finally:
         await started.engine.aclose()
+
+
+async def test_the_demo_window_works_in_the_playground_made_beside_its_first_frame(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mm --demo` in the window makes its playground in a thread as the window starts
+    (`_playground_meanwhile`); the boot moves there and works there. One that cannot be made
+    closes the window with a line saying so."""
+    monkeypatch.chdir(work)  # the boot moves the process there; back after the test
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    args = parser().parse_args(["--demo"])
+    started = await window_boot(args, work, playground=_playground_meanwhile())()
+    try:
+        folder = started.engine.cwd
+        assert folder.parent == work and folder.name.startswith(PLAYGROUND_PREFIX)
+        assert (folder / "greet.py").is_file() and Path.cwd() == folder
+    finally:
+        await started.engine.aclose()
+
+    def cannot() -> Path:
+        raise PermissionError(13, "Permission denied", str(work))
+
+    with pytest.raises(RuntimeError, match="the demo's playground cannot be made"):
+        await window_boot(args, work, playground=cannot)()
 
 
 async def test_commands_run_unconfined_is_a_warning_of_start_up(

@@ -47,7 +47,7 @@ class KeyBar(Widget):
         """Drawn again only when the keys changed: the screen says its bindings changed at every
         change of focus (the prompt's, as the window starts, while the boot runs), and a bar
         drawn again for the same keys cost 2 to 3 ms."""
-        if self.keys() != self._drawn:
+        if self._drawn is None or self.keys() != self._drawn:  # None: drawn at the first frame
             self.refresh()
 
     def keys(self) -> tuple[list[tuple[str, str, str, bool]], tuple[str, str, str, bool] | None]:
