@@ -89,6 +89,7 @@ class MainScreen(Screen[None]):
         self._interrupts = 0.0  # time of the last Ctrl+C while idle
         self._widgets: dict[type, Any] = {}
         self._updated = 0.0  # when `_on_idle` last updated the screen itself
+        self._resumed = False  # whether the screen was shown once (`on_screen_resume`)
 
     async def _on_idle(self, event: events.Idle) -> None:
         """Paint what changed now, in this wake-up of the event loop, rather than at the next
@@ -131,6 +132,16 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         # the status line's spinner moves in the transcript's frames while there are any
         self.frames.ride(self.status.ride)
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """The first time the screen is shown, its widgets are not styled again: each was
+        styled as it mounted, a moment before, and the prompt again as it took the focus.
+        Textual's own handler, which runs next, restyles every widget at each resume (for a
+        screen coming back after a change of theme or stylesheet, as this one does after the
+        help or the sessions): 2 to 3 ms of the way to the first frame (docs/performance.md)."""
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
     # -- its widgets ----------------------------------------------------------------------
 
