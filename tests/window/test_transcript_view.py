@@ -305,3 +305,18 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(
         assert intervals[-1] < MAX_FRAME, intervals
         assert len(intervals) > 2, "one cheap frame does not undo an expensive one"
         assert min(intervals) >= MIN_FRAME
+
+
+async def test_a_transcript_emptied_leaves_nothing_drawn(folder: Path) -> None:
+    """An empty view that stays empty is not repainted (its first flush, after the first frame,
+    only gives it its width); one that held lines and is emptied is, and shows none of them."""
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.main.emit(text_delta("a line that goes away"))
+        await settle(pilot, app)
+        assert "a line that goes away" in screen_text(app)
+        app.main.transcript.clear()
+        app.main.view.reset()
+        await settle(pilot, app)
+        assert "a line that goes away" not in screen_text(app)

@@ -105,6 +105,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self.clock = clock
         self.frames = frames or FrameClock()  # when frames are drawn: docs in frame_clock.py
         self._width = 0  # the width the cache's lines are rendered at; 0: lay out again
+        self._empty = True  # whether the last flush had no item (the first frame draws none)
         self._cache = LineCache()
         self._dirty: set[int] = set()
         # The next frame: an event loop handle, not a Textual timer (a Timer is a task, a
@@ -157,8 +158,8 @@ class TranscriptView(ScrollView, can_focus=True):
     @property
     def renderers(self) -> Renderers:
         """The item renderers, made when the first item is measured or drawn, not at mount:
-        they load Rich's Markdown and the other renderers' modules, which an empty transcript
-        (the first frame's) does not need (docs/performance.md). They need the app's console."""
+        their modules are 2.5 ms of imports an empty transcript (the first frame's) does not
+        need (docs/performance.md). They need the app's console."""
         if self._renderers is None:
             assert self.is_mounted, "the view renders once mounted"
             from mm_tui.window.transcript.renderers.by_item import Renderers
@@ -341,7 +342,10 @@ class TranscriptView(ScrollView, can_focus=True):
         laid_out = True
         if (width, total) != tuple(self.virtual_size):
             laid_out = self._resize_content(Size(width, total))
-        if (reflow_from is not None and count) or total != old_total:
+        # An empty view that was empty repaints nothing: its first flush, after the first frame
+        # drew it, only gives it its width.
+        was_empty, self._empty = self._empty, count == 0
+        if (reflow_from is not None and not (was_empty and self._empty)) or total != old_total:
             self.refresh()
         else:
             self._refresh_items(dirty)

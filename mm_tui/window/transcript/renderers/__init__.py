@@ -7,6 +7,6 @@ view's base style (`draws_base`). A new kind of item is a new store class plus a
 registered in `by_item.py`; the view does not change.
 
 The package itself imports nothing: the status line reaches the spinner's frames here, on the way
-to the first frame, and the transcript of the first frame is empty. The renderers, Markdown's
-among them, load when the view draws its first item (docs/performance.md).
+to the first frame, and the transcript of the first frame is empty. The renderers load when the
+view first measures or draws an item (docs/performance.md).
 """
