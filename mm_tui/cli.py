@@ -123,12 +123,13 @@ def main(argv: list[str] | None = None) -> int:
 
         use_ascii_where_needed()
     cwd = Path.cwd()
-    if args.demo:
+    window = not (args.line or args.prompt is not None or args.acp or args.ask)
+    if args.demo and not window:  # the window makes it beside its first frame (`run_window`)
         from mm_tui.engine.playground import make_playground
 
         cwd = make_playground()
         os.chdir(cwd)
-    if not (args.line or args.prompt is not None or args.acp or args.ask):
+    if window:
         missing = _not_a_terminal()
         if missing:
             print(f"mm: {missing}", file=sys.stderr)
@@ -257,12 +258,17 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     is frozen (the collector's later passes skip it) and collection resumes."""
     gc.disable()
     try:
+        playground = _playground_meanwhile() if args.demo else None
         from mm_tui.window.app import MMApp
 
-        app = MMApp(
-            window_boot(args, cwd, gc_paused=True, ask=lambda project: app.ask_trust(project)),
-            theme=args.theme,
+        boot = window_boot(
+            args,
+            cwd,
+            gc_paused=True,
+            ask=lambda project: app.ask_trust(project),
+            playground=playground,
         )
+        app = MMApp(boot, theme=args.theme)
         code = app.run()
     finally:
         gc.enable()  # in case the boot never ran
@@ -271,21 +277,55 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     return code if isinstance(code, int) else 0
 
 
+def _playground_meanwhile() -> Callable[[], Path]:
+    """`mm --demo`'s playground, made in a thread while the window starts: its folder and
+    files are system calls, which run beside the window's imports and first frame (they took
+    2 to 5 ms of the way to the first frame, docs/performance.md). The boot works in it (the
+    function returned gives it, or raises what making it raised)."""
+    import threading
+    from concurrent.futures import Future
+
+    from mm_tui.engine.playground import make_playground
+
+    made: Future[Path] = Future()
+
+    def make() -> None:
+        try:
+            made.set_result(make_playground())
+        except BaseException as exc:  # noqa: BLE001 - given to the boot, which says it
+            made.set_exception(exc)
+
+    threading.Thread(target=make, name="mm-playground", daemon=True).start()
+    return made.result
+
+
 def window_boot(
     args: argparse.Namespace,
     cwd: Path,
     *,
     gc_paused: bool = False,
     ask: Callable[[ProjectConfig], Awaitable[str]] | None = None,
+    playground: Callable[[], Path] | None = None,
 ) -> Callable[[], Awaitable[Started]]:
     """What window mode runs after its first frame: the configuration, the model, the engine.
     A configuration or start-up error becomes the one line the window closes with.
     `gc_paused`: `run_window` paused the garbage collector; it resumes when the boot ends.
     `ask`: asks the person about a project config's keys that need trust (one of
-    TRUST_ANSWERS) before anything starts; without it they are left out, with a warning."""
+    TRUST_ANSWERS) before anything starts; without it they are left out, with a warning.
+    `playground`: gives the demo's playground (`_playground_meanwhile`), the folder the boot
+    then works in, instead of `cwd`."""
 
     async def boot() -> Started:
+        nonlocal cwd
         try:
+            if playground is not None:
+                try:
+                    cwd = playground()  # made long since: the thread started before the window
+                except OSError as exc:
+                    raise RuntimeError(
+                        f"mm: the demo's playground cannot be made ({exc})"
+                    ) from None
+                os.chdir(cwd)
             _prepare_tls(args)  # after the first frame: nothing of it is needed for that
             from mm_tui.config import ConfigError, answer_project, load_settings, read_project
             from mm_tui.startup import StartupError, start

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui.config import McpServer, Settings, sessions_folders
 from mm_tui.core.asking import AgentEntry, AgentRunner
+from mm_tui.core.frozen import mutable
 from mm_tui.core.redact import Redactor
 from mm_tui.engine.demo import DemoModel
 from mm_tui.engine.instructions import Instructions, load_instructions
@@ -29,7 +30,7 @@ class StartupError(Exception):
     """Start-up cannot go on; the message is one line for the person."""
 
 
-@dataclass
+@mutable
 class Started:
     engine: Engine
     notes: list[str]  # lines for the banner: the demo model, skipped servers, resumed session,
@@ -48,7 +49,7 @@ DEMO_NOTE = (
 )
 
 
-@dataclass
+@mutable
 class Picked:
     """The model client start-up chose, its notes, and whether its server answered (None when
     not asked: the demo model, a server found by detection, which has just answered)."""

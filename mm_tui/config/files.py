@@ -5,9 +5,10 @@ place settings come from as a `Layer` that error messages can name.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from mm_tui.core.frozen import mutable
 
 if TYPE_CHECKING:
     import yaml
@@ -28,7 +29,7 @@ class ConfigError(Exception):
         super().__init__(" ".join(f"mm: {where}: {reason}".split()))
 
 
-@dataclass
+@mutable
 class Layer:
     """One place settings come from: its label in error messages, and the keys it gives."""
 

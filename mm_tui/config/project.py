@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mm_tui.config.files import PROJECT_CONFIG, parse_yaml, read_bytes
+from mm_tui.core.frozen import mutable
 
 NEEDS_TRUST: tuple[str, ...] = (
     "sandbox",
@@ -59,7 +59,7 @@ TRUST_ANSWERS = ("trust", "once", "ignore")
 bytes), apply it this time only, or start without its untrusted keys."""
 
 
-@dataclass
+@mutable
 class ProjectConfig:
     """The project's `.mm/config.yaml` as read once: its keys, which of them need trust, and
     whether they apply. A front end that can ask the person reads it (`read_project`), asks

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from mm_tui.core.frozen import mutable
 
 if TYPE_CHECKING:
     from mm_tui.core.questions import Questions
@@ -27,7 +28,7 @@ NO_AGENTS = (
 )
 
 
-@dataclass
+@mutable
 class Asked:
     """How a call went: what the agent answered, and the quoted error when it did not finish
     (`failed`, `stopped before finishing`, `gave no answer`)."""
@@ -38,7 +39,7 @@ class Asked:
     cancelled: bool = False
 
 
-@dataclass
+@mutable
 class AgentEntry:
     """An agent of mmConfigs as the runner needs it."""
 

@@ -29,11 +29,11 @@ import errno
 import os
 import stat
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from mm_tui.core import files
+from mm_tui.core.frozen import mutable
 from mm_tui.core.paths import shown_path
 from mm_tui.core.sandbox import (
     PROCESS,
@@ -110,7 +110,7 @@ def refusal(name: str, why: str, *, write: bool, leads_to: str | None = None) ->
     )
 
 
-@dataclass
+@mutable
 class Place:
     """Where a tool's file really is: an open folder, checked, and a name in it that is no
     symbolic link (or does not exist yet). `real`: the folder's real path and the name."""

@@ -1,7 +1,9 @@
-"""`@frozen`: `@dataclass(frozen=True)` without compiling code as the class is made.
+"""`@frozen` and `@mutable`: `@dataclass(frozen=True)` and `@dataclass` without compiling code
+as the class is made.
 
 A stand-in for dataclass's code generation, which the event classes would pay for on the way to
-the first frame: see docs/performance.md. `dataclass` writes the source of six methods for each
+the first frame, and the engine's and the tools' classes on the way to ready (half a
+millisecond a class): see docs/performance.md. `dataclass` writes the source of six methods for each
 frozen class (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and
 compiles each one; `frozen` lets `dataclass` do everything else (the fields, `fields()`,
 `replace()`, `asdict()`, `__match_args__`) and gives the class those six methods as closures over
@@ -10,6 +12,9 @@ repr, equality, hash, frozen errors; keyword-only fields and `field(compare=Fals
 init=False)` honoured; `__post_init__` called); tests/core/test_frozen.py holds them to it. Creating
 an instance costs a few microseconds more, which the events, made at most hundreds of times a
 second, do not feel. `InitVar` and `slots` are not supported (nothing here uses them).
+
+`mutable` does the same for a plain `@dataclass`: `__init__`, `__repr__` and `__eq__`, fields
+that may be set, and no hash (as dataclass, unless the class has its own).
 """
 
 from __future__ import annotations
@@ -26,10 +31,31 @@ T = TypeVar("T", bound=type)
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
 def frozen(cls: T) -> T:
     """Make `cls` a frozen dataclass, as `@dataclass(frozen=True)` does."""
-    # frozen=False: this module makes __setattr__ and __delattr__ (every class of a hierarchy
-    # must then come from here, as a frozen dataclass's bases must all be frozen).
+    return _made(cls, frozen=True)
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def mutable(cls: T) -> T:
+    """Make `cls` a dataclass, as `@dataclass` does."""
+    return _made(cls, frozen=False)
+
+
+def _made(cls: T, *, frozen: bool) -> T:
+    # dataclass is not told `frozen`: this module makes a frozen class's __setattr__ and
+    # __delattr__ (every class of a frozen hierarchy must then come from here, as a frozen
+    # dataclass's bases must all be frozen). A class without a docstring gets one from dataclass, which makes it of inspect.signature:
+    # with init=False that parses object's text signature, 2 to 5 ms the first time, on the way
+    # to ready (docs/performance.md). This one names the fields instead.
+    undocumented = cls.__dict__.get("__doc__") is None
+    if undocumented:
+        cls.__doc__ = cls.__name__  # not empty: dataclass leaves it
+    # as dataclass tells a hash of the class's own (Python sets a None one beside an __eq__)
+    own = cls.__dict__
+    own_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
     every = dataclasses.fields(cls)
+    if undocumented:
+        cls.__doc__ = f"{cls.__name__}({', '.join(f.name for f in every if f.init)})"
     names = frozenset(f.name for f in every)
     positional = [f for f in every if f.init and not f.kw_only]
     keyword = {f.name: f for f in every if f.init and f.kw_only}
@@ -42,8 +68,9 @@ def frozen(cls: T) -> T:
     qualname = cls.__qualname__
     made = cast(type, cls)
     # For the instance being made only, as dataclass's own __init__ sets a frozen class's
-    # fields: nothing sets a field of an instance once made.
-    setattr_ = object.__setattr__
+    # fields: nothing sets a field of an instance once made. A mutable class's are set as
+    # dataclass's __init__ sets them, through the class's own __setattr__ if it has one.
+    setattr_ = object.__setattr__ if frozen else setattr
 
     required = [f for f in positional if f.default is MISSING and f.default_factory is MISSING]
     least = 1 + len(required)  # self counts
@@ -128,10 +155,11 @@ def frozen(cls: T) -> T:
         "__init__": __init__,
         "__repr__": __repr__,
         "__eq__": __eq__,
-        "__hash__": __hash__,
-        "__setattr__": __setattr__,
-        "__delattr__": __delattr__,
     }
+    if frozen:
+        methods.update(__hash__=__hash__, __setattr__=__setattr__, __delattr__=__delattr__)
+    elif not own_hash:
+        type.__setattr__(cls, "__hash__", None)  # as dataclass: equal by value, so no hash
     for name, method in methods.items():
         if name in cls.__dict__:  # as dataclass, a method of the class's own is kept (repr...)
             if name in ("__setattr__", "__delattr__"):

@@ -116,10 +116,10 @@ import stat
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.frozen import frozen, mutable
 from mm_tui.core.launcher import (
     STAGE_NAMESPACES,
     USE_LAUNCHER,
@@ -215,7 +215,7 @@ RAW = ("/dev/mem", "/dev/kmem", "/dev/port")
 SHARED_MEMORY = "/dev/shm"
 
 
-@dataclass(frozen=True)
+@frozen
 class SandboxConfig:
     """The settings the sandbox reads (`Settings.sandbox_config` makes one, config/settings.py)."""
 
@@ -225,7 +225,7 @@ class SandboxConfig:
     write: tuple[str, ...] = ()  # more folders commands may write in (`~` allowed)
 
 
-@dataclass(frozen=True)
+@frozen
 class Policy:
     """What one confined command may do, and the file tools, in absolute paths: `write`, the
     existing folders (and files) where all but device nodes is allowed; `deny`, what nobody may
@@ -815,11 +815,17 @@ COVERED = ("no such file or directory", "read-only file system", "device or reso
 covered (`covers`): what a denied folder held is not there, the cover cannot be written nor
 removed. Counted only when the line names a path the sandbox blocks."""
 
-_QUOTED = re.compile(r"""['"`‘“]([^'"`’”\n]+)['"`’”]""")
-_ABSOLUTE = re.compile(r"""(?<![\w.~-])(~?/[^\s'"`’”:,;()]*)""")
-_RELATIVE = re.compile(r"""(?<![\w.~/-])([\w.-]+(?:/[\w.-]+)+)""")
-"""A relative path with a folder in it (`.ssh/id_rsa`): for the covered items' errors, which
-name no path the sandbox blocks otherwise."""
+
+@functools.cache
+def _path_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """How a line of output names a path: quoted, absolute, and relative with a folder in it
+    (`.ssh/id_rsa`: for the covered items' errors, which name no path the sandbox blocks
+    otherwise). Compiled when first needed: 1 ms of start-up for output that refuses something."""
+    return (
+        re.compile(r"""['"`‘“]([^'"`’”\n]+)['"`’”]"""),
+        re.compile(r"""(?<![\w.~-])(~?/[^\s'"`’”:,;()]*)"""),
+        re.compile(r"""(?<![\w.~/-])([\w.-]+(?:/[\w.-]+)+)"""),
+    )
 
 
 def config_file(env: Mapping[str, str] | None = None) -> str:
@@ -827,7 +833,7 @@ def config_file(env: Mapping[str, str] | None = None) -> str:
     return shown_path(user_config_dir(environ=env) / "config.yaml")
 
 
-@dataclass
+@mutable
 class Confinement:
     """How to start one command (a bash command, a language server): `start`, from the
     ruleset's launcher process when confined (`ruleset`; None: from the unconfined launcher).
@@ -901,10 +907,11 @@ class Confinement:
             refused = any(word in low for word in REFUSALS)
             if not refused and not any(word in low for word in COVERED):
                 continue
-            paths = [m.group(1) for m in _QUOTED.finditer(line) if not m.group(1).isspace()]
+            quoted, absolute, relative = _path_patterns()
+            paths = [m.group(1) for m in quoted.finditer(line) if not m.group(1).isspace()]
             paths = [p for p in paths if " " not in p]
-            paths += [m.group(1) for m in _ABSOLUTE.finditer(line)]
-            named = paths if refused else paths + [m.group(1) for m in _RELATIVE.finditer(line)]
+            paths += [m.group(1) for m in absolute.finditer(line)]
+            named = paths if refused else paths + [m.group(1) for m in relative.finditer(line)]
             if (refused and not paths) or any(self.blocked(p) for p in named[:16]):
                 return self.line()
         return None

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from mm_tui.core.frozen import frozen
 from mm_tui.engine.context_window import ContextWindow
 
 DEFAULT_CHARS_PER_TOKEN = 3.0
@@ -51,7 +51,7 @@ def reserve_for_answer(window: int) -> int:
     return min(window // 4, 4096)
 
 
-@dataclass(frozen=True)
+@frozen
 class Shortened:
     """What one shortening pass did."""
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+from mm_tui.core.frozen import frozen
 
 if TYPE_CHECKING:
     pass
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["ContextWindow", "known_window", "read_context_window", "window_from_error"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextWindow:
     """The window mm keeps a request inside, with where it came from so a person can check it."""
 

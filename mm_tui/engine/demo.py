@@ -12,10 +12,10 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 from mm_tui.core.events import Usage
+from mm_tui.core.frozen import frozen
 from mm_tui.engine.model_stream import (
     ModelChunk,
     ReasoningChunk,
@@ -44,7 +44,7 @@ Model Runner) and run `mm` again: it finds it by itself. Or point it anywhere wi
 """
 
 
-@dataclass(frozen=True)
+@frozen
 class _Script:
     """One recognised request: the tool it calls, with which arguments, and what it says."""
 

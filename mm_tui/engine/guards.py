@@ -10,7 +10,7 @@ them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from mm_tui.core.frozen import frozen
 
 LOOP_WARNING = (
     "[LOOP_DETECTED: You have attempted the same action multiple times with the same result. "
@@ -28,7 +28,7 @@ def loop_stop_message(tool: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class LoopVerdict:
     count: int  # how many identical calls in a row, this one included
 

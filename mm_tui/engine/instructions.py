@@ -27,10 +27,10 @@ from __future__ import annotations
 import codecs
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from mm_tui.core.files import NotRegularFile, open_regular
+from mm_tui.core.frozen import frozen
 from mm_tui.core.paths import user_config_dir
 
 NAMES = ("AGENTS.md", "CLAUDE.md")  # the first one a folder holds is read
@@ -41,7 +41,7 @@ CUT_MARK = f"[… cut here: mm reads at most {LIMIT_TEXT} of project instruction
 BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True)
+@frozen
 class InstructionFile:
     path: Path
     shown: str  # how the prompt, the notes and /help name it: relative to cwd, or ~/…
@@ -50,7 +50,7 @@ class InstructionFile:
     cut: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Instructions:
     """The instruction files read for a session, in prompt order, and the warnings of reading
     them. `Instructions()` is none at all, and `reread()` of it reads nothing."""

@@ -7,7 +7,7 @@ failure stays in the history."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from mm_tui.config import Settings
@@ -18,6 +18,7 @@ from mm_tui.core.events import (
     Thinking,
     ThoughtDelta,
 )
+from mm_tui.core.frozen import mutable
 from mm_tui.engine.chunk_assembly import distinct_ids
 from mm_tui.engine.context_keeper import ContextKeeper
 from mm_tui.engine.guards import RunawayDetector
@@ -40,7 +41,7 @@ BUSY = "Waiting for the server: it may still be writing the cancelled answer"
 """The status while the request after a cancelled one waits for its first word."""
 
 
-@dataclass
+@mutable
 class _Answer:
     text: list[str] = field(default_factory=list)
     thought: list[str] = field(default_factory=list)

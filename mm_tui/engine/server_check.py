@@ -8,11 +8,11 @@ Only a configured server is checked: a detected one has just answered detection.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
 
+from mm_tui.core.frozen import frozen
 from mm_tui.engine.servers import (
     HOW_TO_POINT,
     USER_AGENT,
@@ -49,7 +49,7 @@ def base_url_problem(base_url: str) -> str | None:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class ServerCheck:
     """`base_url`: the one to use (the configured one, or with `/v1` added when only that
     answers); `answering`: a server answered at all; `note`: what start-up says, "" if nothing."""

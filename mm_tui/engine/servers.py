@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from mm_tui.core.frozen import frozen
 from mm_tui.engine.model_stream import ModelError
 from mm_tui.engine.plain_http import LOOPBACK, is_loopback, local_json, plain_local
 from mm_tui.engine.server_errors import status_message
@@ -40,7 +40,7 @@ HOW_TO_POINT = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Preset:
     """A well-known server. `local` presets are probed at start-up; OpenAI is not, since probing
     it would send a request over the internet at every start and it needs a key anyway."""
@@ -121,7 +121,7 @@ def connection_problem(base_url: str, exc: BaseException) -> tuple[str, str]:
     return f"could not connect to the model server at {base_url} ({why})", HOW_TO_POINT
 
 
-@dataclass(frozen=True)
+@frozen
 class DetectedServer:
     name: str
     base_url: str

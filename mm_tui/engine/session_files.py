@@ -30,7 +30,6 @@ the editor's id must stay the session it names.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import json
 import os
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.core.conversation import INTERRUPTED, flat_text
+from mm_tui.core.frozen import frozen, mutable
 from mm_tui.core.journal_records import (
     NOT_THERE,
     CompactionRecord,
@@ -76,7 +76,7 @@ class SessionBusy(SessionError):
     """A session another mm process writes, opened with `fork=False`."""
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class SessionInfo:
     """What the sessions list shows, without keeping every history in memory."""
 
@@ -266,7 +266,7 @@ def answer_interrupted_tool_calls(messages: list[dict[str, Any]]) -> list[dict[s
     return repaired
 
 
-@dataclasses.dataclass
+@mutable
 class History:
     """What a journal's records make: the history mm sends, what each result showed, the
     turns' ends, the errors, and the newest record's time."""

@@ -9,7 +9,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from mm_tui.core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
+from mm_tui.core.frozen import frozen
 from mm_tui.core.journal_records import ToolRecord
 from mm_tui.core.questions import Questions
 from mm_tui.core.redact import Redactor
@@ -37,7 +38,7 @@ from mm_tui.tools.registry import ToolRegistry
 NOT_RUN = "[error: not run — the turn was stopped]"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Outcome:
     status: str
     output: str  # what the model gets
@@ -45,7 +46,7 @@ class _Outcome:
     display: str | None = None  # what the front ends show instead, when the tool gave it
 
 
-@dataclass(frozen=True)
+@frozen
 class _Batch:
     """The calls of one answer: where their events go, the turn's state, their context."""
 

@@ -5,10 +5,11 @@ the turn with it)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from mm_tui.core.events import Event, StopReason, Usage
+from mm_tui.core.frozen import mutable
 from mm_tui.engine.model_stream import ToolCall
 
 Emit = Callable[[Event], None]
@@ -25,7 +26,7 @@ class StopTurn(Exception):  # noqa: N818 - control flow inside the loop
         self.where = where
 
 
-@dataclass
+@mutable
 class TurnState:
     counters: dict[str, int] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)

@@ -11,13 +11,14 @@ import copy
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from mm_tui.config import Settings
 from mm_tui.core.events import Event
 from mm_tui.core.files import resolve_path
+from mm_tui.core.frozen import mutable
 from mm_tui.core.questions import Questions
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def lazy_args(name: str) -> type[ToolArgs]:
     return cast(Any, _LazyArgs(name))
 
 
-@dataclass
+@mutable
 class ToolContext:
     cwd: Path
     settings: Settings
@@ -65,7 +66,7 @@ class ToolContext:
         return os.path.abspath(self.resolve(path))
 
 
-@dataclass
+@mutable
 class ToolResult:
     output: str
     status: Literal["ok", "error"] = "ok"

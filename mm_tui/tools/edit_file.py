@@ -44,10 +44,10 @@ read or may not write is refused, `[error: refused by mm's sandbox: …]`, befor
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mm_tui.core.file_access import SandboxRefusal
+from mm_tui.core.frozen import mutable
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
     NothingToAsk,
@@ -84,7 +84,7 @@ SAME_TEXT = (
 )
 
 
-@dataclass
+@mutable
 class _Plan:
     mode: int
     content: str  # what to write, with the file's line endings and byte-order mark

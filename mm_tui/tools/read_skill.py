@@ -18,7 +18,6 @@ import errno
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from mm_tui.config import Settings
 from mm_tui.core.file_access import SandboxRefusal
 from mm_tui.core.files import read_text, resolve_path
 from mm_tui.core.flat_yaml import read_flat_yaml
+from mm_tui.core.frozen import frozen
 from mm_tui.core.paths import shown_path
 from mm_tui.core.text import ellipsize
 from mm_tui.tools import schemas
@@ -46,7 +46,7 @@ INTRO = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Skill:
     name: str
     path: Path

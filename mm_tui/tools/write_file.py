@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui.core import files
 from mm_tui.core.file_access import Gate, Place, SandboxRefusal, gate
+from mm_tui.core.frozen import mutable
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
     NothingToAsk,
@@ -106,7 +106,7 @@ def refused_text(exc: SandboxRefusal) -> ToolResult:
     return ToolResult(exc.text, status="error")
 
 
-@dataclass
+@mutable
 class _Plan:
     old: str | None  # None: the file does not exist yet
     mode: int | None  # the mode to keep, None for a new file

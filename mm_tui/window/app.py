@@ -86,6 +86,7 @@ class MMApp(App[int]):
         # priority: the screen binds Shift+Tab to moving the focus back, and would take it first
         Binding("shift+tab", "cycle_mode", "Mode", show=True, priority=True),
     ]
+    _theme_chosen = False  # until `_first_theme`: see `get_css_variables`
 
     def __init__(
         self,
@@ -127,12 +128,22 @@ class MMApp(App[int]):
         yet, so giving the stylesheet the theme's variables now does the same for nothing; the
         rest is what the watcher does (the theme classes, the ANSI colour filter)."""
         self.set_reactive(App.theme, name)
+        self._theme_chosen = True
         dark = self.current_theme.dark
         classes = {c: False for c in self.classes if c.startswith("-theme-")}
         classes.update({f"-theme-{name}": True, "-dark-mode": dark, "-light-mode": not dark})
         self.update_classes(classes, update=False)
         self._refresh_truecolor_filter(self.ansi_theme)
         self.stylesheet.set_variables(self.get_css_variables())
+
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables, once `_first_theme` has chosen it. `App.__init__` asks for the
+        default theme's (textual-dark's) to make its stylesheet, whose variables `_first_theme`
+        replaces before anything is parsed: making them took about 1 ms of the way to the first
+        frame, for nothing."""
+        if not self._theme_chosen:
+            return {}
+        return super().get_css_variables()
 
     def get_default_screen(self) -> MainScreen:
         return self.main

@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from mm_tui.core.events import TextDelta, ThoughtDelta
 from mm_tui.window.frame_clock import FrameClock
+
+if TYPE_CHECKING:  # the engine's events load after the first frame
+    from mm_tui.core.events import TextDelta, ThoughtDelta
 
 
 class DeltaJoiner:

@@ -1,7 +1,8 @@
 """Theme files read into Textual `Theme` objects at start-up.
 
-mm's own themes are package data (`mm_tui/window/themes/*.yaml`, read through importlib.resources, so
-that an installed wheel has them); the user's are `$XDG_CONFIG_HOME/mm/themes/*.yaml` (by
+mm's own themes are package data (`mm_tui/window/themes/*.yaml`, which an installed wheel has:
+read from the package's folder, through importlib.resources only when the package is not a
+folder, such as a zip); the user's are `$XDG_CONFIG_HOME/mm/themes/*.yaml` (by
 default `~/.config/mm/themes/`), read after mm's, so that one of the same name replaces it. A
 file is YAML with the fields of Textual's `Theme`:
 
@@ -19,17 +20,19 @@ theme out with one line naming the file and the key, which the window shows as a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from importlib.resources import files
-from importlib.resources.abc import Traversable
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from mm_tui.core.flat_yaml import read_flat_yaml
+from mm_tui.core.frozen import mutable
 from mm_tui.core.paths import user_config_dir
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 COLOURS = (
     "primary",
@@ -53,7 +56,14 @@ KEYS = ("name", *COLOURS, "dark", *NUMBERS, "variables")
 
 
 def builtin_themes_dir() -> Traversable:
-    """mm's own theme files, inside the package."""
+    """mm's own theme files, inside the package. The package's folder when it is one (always,
+    installed or not): importlib.resources costs about 3 ms of the way to the first frame
+    (docs/performance.md), and is left for a package that is not a folder."""
+    folder = Path(__file__).parent / "themes"
+    if folder.is_dir():
+        return folder
+    from importlib.resources import files
+
     return files("mm_tui.window") / "themes"
 
 
@@ -71,7 +81,7 @@ class ThemeFileError(Exception):
         super().__init__(" ".join(f"mm: {where}: {reason}".split()))
 
 
-@dataclass
+@mutable
 class LoadedThemes:
     themes: list[Theme] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

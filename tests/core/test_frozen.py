@@ -1,6 +1,7 @@
-"""`@frozen` (core/frozen.py) behaves as `@dataclass(frozen=True)` does: each check runs on a
-pair of classes, one made each way, in the shapes the events have (a keyword-only field of the
-base, defaults, factories, a field left out of comparison and repr)."""
+"""`@frozen` (core/frozen.py) behaves as `@dataclass(frozen=True)` does, and `@mutable` as
+`@dataclass`: each check runs on a pair of classes, one made each way, in the shapes the events
+have (a keyword-only field of the base, defaults, factories, a field left out of comparison and
+repr)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from mm_tui.core.events import BaseEvent, PermissionRequested, TextDelta, TurnEnded
-from mm_tui.core.frozen import frozen
+from mm_tui.core.frozen import frozen, mutable
 
 
 def family(decorate: Any) -> tuple[type, type, type]:
@@ -36,6 +37,8 @@ def family(decorate: Any) -> tuple[type, type, type]:
 
 REAL = family(dataclass(frozen=True))
 MINE = family(frozen)
+REAL_MUTABLE = family(dataclass)
+MINE_MUTABLE = family(mutable)
 
 
 def outcome(make: Any) -> Any:
@@ -59,9 +62,12 @@ CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("args", "kwargs"), CALLS)
-def test_construction_repr_and_errors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    real = outcome(lambda: REAL[1](*args, **kwargs))
-    mine = outcome(lambda: MINE[1](*args, **kwargs))
+@pytest.mark.parametrize(("reals", "mine"), [(REAL, MINE), (REAL_MUTABLE, MINE_MUTABLE)])
+def test_construction_repr_and_errors(
+    args: tuple[Any, ...], kwargs: dict[str, Any], reals: Any, mine: Any
+) -> None:
+    real = outcome(lambda: reals[1](*args, **kwargs))
+    mine = outcome(lambda: mine[1](*args, **kwargs))
     if real[0] == "ok":
         assert mine[0] == "ok"
         assert repr(mine[1]).replace("family.<locals>.", "") == repr(real[1]).replace(
@@ -144,3 +150,39 @@ def test_the_events_are_made_so() -> None:
     # every event is plain data: a front end may keep it, compare it, send it on
     asked = PermissionRequested(call_id="c1", tool="bash", title="bash  ls", details="ls")
     assert asked == dataclasses.replace(asked) and hash(asked) == hash(dataclasses.replace(asked))
+
+
+def test_mutable_compares_as_a_dataclass_and_has_no_hash() -> None:
+    for _, Item, Empty in (REAL_MUTABLE, MINE_MUTABLE):
+        a, b = Item("t", 1, (), hidden=1), Item("t", 1, (), hidden=2)
+        assert a == b and a != Item("t", 2, ()) and a != Item("t", 1, (), agent="x")
+        assert a.__eq__(("t", 1)) is NotImplemented and Empty() == Empty()
+        assert Item.__hash__ is None
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(a)
+        a.text = "u"  # its fields may be set, and others added
+        a.note = 1  # pyright: ignore[reportAttributeAccessIssue]
+        assert a.text == "u" and a != b
+        del a.note  # pyright: ignore[reportAttributeAccessIssue]
+        assert [f.name for f in dataclasses.fields(a)][:2] == ["agent", "text"]
+        assert dataclasses.replace(a, count=5).count == 5 and copy.deepcopy(a) == a
+        assert Item("t").tags is not Item("t").tags
+
+
+def test_mutable_keeps_a_hash_and_a_setattr_of_the_class_own() -> None:
+    made: list[str] = []
+    for decorate in (dataclass, mutable):
+
+        @decorate
+        class Keyed:
+            key: str
+
+            def __hash__(self) -> int:
+                return hash(self.key)
+
+            def __setattr__(self, name: str, value: Any) -> None:
+                made.append(name)
+                super().__setattr__(name, value)
+
+        assert hash(Keyed("k")) == hash("k") and Keyed("k") == Keyed("k")
+    assert made == ["key"] * 6  # each __init__ set its field through it

@@ -10,6 +10,7 @@ import json
 import ssl
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,9 @@ from support.scripted_server import ScriptedServer, closed_port_url
 from support.waiting import until
 from support.window_helpers import all_text, settle
 
-from mm_tui.cli import parser, window_boot
+from mm_tui.cli import _playground_meanwhile, parser, window_boot
 from mm_tui.config import Settings
+from mm_tui.core.paths import PLAYGROUND_PREFIX
 from mm_tui.core.sandbox import landlock_abi
 from mm_tui.engine.servers import Preset
 from mm_tui.engine.tls import tls_context
@@ -155,6 +157,48 @@ def test_importing_mm_changes_no_other_packages_modules() -> None:
     assert json.loads(out.stdout) == [False, []]
 
 
+def test_the_first_frame_loads_only_what_it_draws() -> None:
+    """The window's first frame (an empty transcript, the boot not yet begun) loads neither the
+    engine (its events, the configuration, the tools, the HTTP client, pydantic) nor the
+    transcript's renderers (Rich's Markdown among them), nor importlib.resources for mm's own
+    themes: they load after it, or when first needed (docs/performance.md)."""
+    code = (
+        "import asyncio, json, sys\n"
+        "from mm_tui.window.app import MMApp\n"
+        "async def never():\n"
+        "    await asyncio.Event().wait()\n"
+        "class First(MMApp):\n"
+        "    def on_ready(self):  # before MMApp.on_ready, which starts the boot\n"
+        "        self.loaded = sorted(sys.modules)\n"
+        "        self.exit(0)\n"
+        "app = First(never)\n"
+        "app.run(headless=True, size=(100, 30))\n"
+        "print(json.dumps(app.loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(out.stdout.splitlines()[-1])
+    assert "mm_tui.window.screens.main" in loaded
+    kept_off = (
+        "mm_tui.core.events",
+        "mm_tui.config",
+        "mm_tui.engine",
+        "mm_tui.tools",
+        "mm_tui.startup",
+        "mm_tui.window.transcript.renderers.by_item",
+        "mm_tui.window.transcript.renderers.answer",
+        "mm_tui.terminal",
+        "importlib.resources",
+        "rich.markdown",
+        "markdown_it",
+        "httpx",
+        "pydantic",
+        "yaml",
+    )
+    assert [m for m in loaded if m.startswith(kept_off)] == []
+
+
 def test_the_program_loads_no_command_line_client_of_httpx(work: Path) -> None:
     """`mm` keeps httpx's command-line client (click, pygments, Rich's progress bars) out of
     its process: the model client then imports httpx without them."""
@@ -183,6 +227,30 @@ async def test_window_boot_reads_the_flags(work: Path, demo: bool) -> None:
             assert started.engine.server_answering is False
     finally:
         await started.engine.aclose()
+
+
+async def test_the_demo_window_works_in_the_playground_made_beside_its_first_frame(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mm --demo` in the window makes its playground in a thread as the window starts
+    (`_playground_meanwhile`); the boot moves there and works there. One that cannot be made
+    closes the window with a line saying so."""
+    monkeypatch.chdir(work)  # the boot moves the process there; back after the test
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    args = parser().parse_args(["--demo"])
+    started = await window_boot(args, work, playground=_playground_meanwhile())()
+    try:
+        folder = started.engine.cwd
+        assert folder.parent == work and folder.name.startswith(PLAYGROUND_PREFIX)
+        assert (folder / "greet.py").is_file() and Path.cwd() == folder
+    finally:
+        await started.engine.aclose()
+
+    def cannot() -> Path:
+        raise PermissionError(13, "Permission denied", str(work))
+
+    with pytest.raises(RuntimeError, match="the demo's playground cannot be made"):
+        await window_boot(args, work, playground=cannot)()
 
 
 async def test_commands_run_unconfined_is_a_warning_of_start_up(

@@ -339,3 +339,18 @@ def test_the_slowest_frames_keep_in_step_with_the_paced_reads(
             late.append(read)
         now[0] += READ_GAP + 0.0005  # the next read, after its pace
     assert late == [], f"reads that found no frame due: {late}"
+
+
+async def test_a_transcript_emptied_leaves_nothing_drawn(folder: Path) -> None:
+    """An empty view that stays empty is not repainted (its first flush, after the first frame,
+    only gives it its width); one that held lines and is emptied is, and shows none of them."""
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.main.emit(text_delta("a line that goes away"))
+        await settle(pilot, app)
+        assert "a line that goes away" in screen_text(app)
+        app.main.transcript.clear()
+        app.main.view.reset()
+        await settle(pilot, app)
+        assert "a line that goes away" not in screen_text(app)

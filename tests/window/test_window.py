@@ -656,7 +656,9 @@ async def test_the_key_bar_follows_focus_and_a_click_presses_a_key(folder: Path)
         assert (
             painted(app)
             .splitlines()[-1]
-            .startswith(" ↑ Previous  ↓ Next  ⏎ Fold/unfold  shift+tab Mode  esc Cancel  ^o Outputs")
+            .startswith(
+                " ↑ Previous  ↓ Next  ⏎ Fold/unfold  shift+tab Mode  esc Cancel  ^o Outputs"
+            )
         )
         (item,) = tools(app)
         assert item.folded

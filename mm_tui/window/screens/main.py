@@ -24,19 +24,6 @@ from textual.message import Message
 from textual.screen import UPDATE_PERIOD, Screen
 from textual.widget import Widget
 
-from mm_tui.core.events import (
-    ContextUsage,
-    Mode,
-    ModeChanged,
-    ModelChanged,
-    PermissionRequested,
-    ServerState,
-    TextDelta,
-    ThoughtDelta,
-    TodoStep,
-    TodoUpdated,
-    TurnEnded,
-)
 from mm_tui.core.text import one_line
 from mm_tui.window.delta_joiner import DeltaJoiner
 from mm_tui.window.frame_clock import FrameClock
@@ -50,7 +37,7 @@ from mm_tui.window.widgets.prompt import Prompt
 from mm_tui.window.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
-    from mm_tui.core.events import Event
+    from mm_tui.core.events import Event, Mode, TodoStep
     from mm_tui.engine.session import Session
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
@@ -104,6 +91,7 @@ class MainScreen(Screen[None]):
         self._planned = False  # a turn ended in plan mode since it was entered
         self._widgets: dict[type, Any] = {}
         self._updated = 0.0  # when `_on_idle` last updated the screen itself
+        self._resumed = False  # whether the screen was shown once (`on_screen_resume`)
 
     async def _on_idle(self, event: events.Idle) -> None:
         """Paint what changed now, in this wake-up of the event loop, rather than at the next
@@ -146,6 +134,16 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         # the status line's spinner moves in the transcript's frames while there are any
         self.frames.ride(self.status.ride)
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """The first time the screen is shown, its widgets are not styled again: each was
+        styled as it mounted, a moment before, and the prompt again as it took the focus.
+        Textual's own handler, which runs next, restyles every widget at each resume (for a
+        screen coming back after a change of theme or stylesheet, as this one does after the
+        help or the sessions): 2 to 3 ms of the way to the first frame (docs/performance.md)."""
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
     # -- its widgets ----------------------------------------------------------------------
 
@@ -246,6 +244,8 @@ class MainScreen(Screen[None]):
     def emit(self, event: Event) -> None:
         """The engine's `emit`: every event becomes a message; nothing waits. Streamed text
         crosses a run at a time (`DeltaJoiner`); any other event posts the run first."""
+        from mm_tui.core.events import TextDelta, ThoughtDelta  # loaded by then: the engine's
+
         if isinstance(event, TextDelta | ThoughtDelta):
             self._deltas.add(event)
             return
@@ -259,6 +259,10 @@ class MainScreen(Screen[None]):
 
     @on(EngineEvent)
     def on_engine_event(self, message: EngineEvent) -> None:
+        # imported here, not with the module: the events load after the first frame (the
+        # engine's own), and nothing before the first frame needs them (docs/performance.md)
+        from mm_tui.core.events import ContextUsage, PermissionRequested, ServerState, TurnEnded
+
         event = message.event
         if not self.app.is_running:  # closing: widgets are going, a cancelled turn still ends
             return
@@ -289,6 +293,8 @@ class MainScreen(Screen[None]):
     def _beside_the_transcript(self, event: Event) -> None:
         """What this agent's events change outside the transcript: the header, the task list,
         whether a plan was made."""
+        from mm_tui.core.events import ModeChanged, ModelChanged, TodoUpdated, TurnEnded
+
         if isinstance(event, ModelChanged):
             self.header.show_model(event.model)
         elif isinstance(event, ModeChanged):

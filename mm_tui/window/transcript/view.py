@@ -20,6 +20,7 @@ import asyncio
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -36,12 +37,13 @@ from mm_tui.window.frame_clock import FrameClock
 from mm_tui.window.theme_style import theme_style
 from mm_tui.window.transcript.line_cache import LineCache
 from mm_tui.window.transcript.painted_rows import KEPT, PaintedRows
-from mm_tui.window.transcript.renderers import Renderers
-from mm_tui.window.transcript.renderers.answer import DARK_CODE_THEME, LIGHT_CODE_THEME
 from mm_tui.window.transcript.renderers.strips import blank, highlighted
 from mm_tui.window.transcript.scrollbar import BAR, ScrollbarPainter
 from mm_tui.window.transcript.store import AnswerItem, Item, ToolItem, Transcript
 from mm_tui.window.transcript.styles import LIGHT_STYLES, STYLES
+
+if TYPE_CHECKING:  # made when the first item is drawn: the first frame's transcript is empty
+    from mm_tui.window.transcript.renderers.by_item import Renderers
 
 SPIN = 0.1  # running tool lines redraw their spinner and time ten times a second
 
@@ -103,6 +105,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self.clock = clock
         self.frames = frames or FrameClock()  # when frames are drawn: docs in frame_clock.py
         self._width = 0  # the width the cache's lines are rendered at; 0: lay out again
+        self._empty = True  # whether the last flush had no item (the first frame draws none)
         self._cache = LineCache()
         self._dirty: set[int] = set()
         # The next frame: an event loop handle, not a Textual timer (a Timer is a task, a
@@ -145,6 +148,8 @@ class TranscriptView(ScrollView, can_focus=True):
         light background. Textual's `ansi-dark` and `ansi-light` draw in the terminal's own 16
         colours (for terminals over SSH without more): their code blocks do too (Rich's ANSI
         styles), not Monokai's 256-colour codes."""
+        from mm_tui.window.transcript.renderers.answer import DARK_CODE_THEME, LIGHT_CODE_THEME
+
         dark = self.app.current_theme.dark
         if self.app.current_theme.name.startswith("ansi-"):
             return "ansi_dark" if dark else "ansi_light"
@@ -152,8 +157,14 @@ class TranscriptView(ScrollView, can_focus=True):
 
     @property
     def renderers(self) -> Renderers:
-        """The item renderers, made at mount (they need the app's console)."""
-        assert self._renderers is not None, "the view renders once mounted"
+        """The item renderers, made when the first item is measured or drawn, not at mount:
+        their modules are 2.5 ms of imports an empty transcript (the first frame's) does not
+        need (docs/performance.md). They need the app's console."""
+        if self._renderers is None:
+            assert self.is_mounted, "the view renders once mounted"
+            from mm_tui.window.transcript.renderers.by_item import Renderers
+
+            self._renderers = Renderers(self.app.console, self.style, self._code_theme())
         return self._renderers
 
     def notify_style_update(self) -> None:
@@ -174,7 +185,6 @@ class TranscriptView(ScrollView, can_focus=True):
         return self._base
 
     def on_mount(self) -> None:
-        self._renderers = Renderers(self.app.console, self.style, self._code_theme())
         self.frames.running = True
         self.anchor()
         self._invalidate_all()
@@ -260,7 +270,7 @@ class TranscriptView(ScrollView, can_focus=True):
         if self._frame is not None:  # called directly: the frame scheduled is this one
             self._frame.cancel()
             self._frame = None
-        if not self.is_mounted or self._renderers is None:
+        if not self.is_mounted:
             return
         start = time.thread_time()
         self.frames.frame_begins()
@@ -284,7 +294,8 @@ class TranscriptView(ScrollView, can_focus=True):
         reflow_from: int | None = None
         if width != self._width:
             self._width = width
-            self.renderers.answer.forget()
+            if self._renderers is not None:  # none yet: nothing drawn to forget
+                self._renderers.answer.forget()
             cache.restart([self._estimate(i) for i in range(count)])
             self._dirty.clear()
             reflow_from = 0
@@ -331,7 +342,10 @@ class TranscriptView(ScrollView, can_focus=True):
         laid_out = True
         if (width, total) != tuple(self.virtual_size):
             laid_out = self._resize_content(Size(width, total))
-        if reflow_from is not None or total != old_total:
+        # An empty view that was empty repaints nothing: its first flush, after the first frame
+        # drew it, only gives it its width.
+        was_empty, self._empty = self._empty, count == 0
+        if (reflow_from is not None and not (was_empty and self._empty)) or total != old_total:
             self.refresh()
         else:
             self._refresh_items(dirty)
@@ -347,9 +361,11 @@ class TranscriptView(ScrollView, can_focus=True):
         """A new virtual size; True when it is in force at once. Setting `virtual_size` lays out
         the whole screen (about a frame of CPU); while an answer grows that would happen at every
         frame. With the width unchanged only the scroll state needs to know (the view draws its
-        own scrollbar), which is what Textual itself does for a size change without layout."""
+        own scrollbar), which is what Textual itself does for a size change without layout. So
+        does an empty transcript's width (the first frame's, set once it is drawn): nothing is
+        drawn from it, and the layout cost the way to ready a repaint of every widget."""
         old = self.virtual_size
-        if old.width == size.width:
+        if old.width == size.width or size.height == old.height == 0:
             self.set_reactive(ScrollView.virtual_size, size)  # pyright: ignore[reportArgumentType] - Textual's descriptor, read through the class
             self._scroll_update(size)
             return True

@@ -4,81 +4,9 @@ Each renderer draws one kind of item as lines (`Strip`s) at a width, estimates i
 without drawing it (so that items far from the screen cost nothing), and says whether a blank
 line sets it apart from what is above (`margin_before`) and whether its lines already carry the
 view's base style (`draws_base`). A new kind of item is a new store class plus a renderer
-registered here; the view does not change.
+registered in `by_item.py`; the view does not change.
+
+The package itself imports nothing: the status line reaches the spinner's frames here, on the way
+to the first frame, and the transcript of the first frame is empty. The renderers load when the
+view first measures or draws an item (docs/performance.md).
 """
-
-from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any, Protocol
-
-from rich.console import Console
-from rich.style import Style
-from textual.strip import Strip
-
-from mm_tui.window.transcript.renderers.answer import DARK_CODE_THEME, Answer
-from mm_tui.window.transcript.renderers.child_header import ChildHeader
-from mm_tui.window.transcript.renderers.notice import NoticeLine
-from mm_tui.window.transcript.renderers.recap import Recap
-from mm_tui.window.transcript.renderers.thought import Thought
-from mm_tui.window.transcript.renderers.tool_line import ToolLine
-from mm_tui.window.transcript.renderers.user_message import UserMessage
-from mm_tui.window.transcript.store import (
-    AgentHeaderItem,
-    AnswerItem,
-    Item,
-    NoticeItem,
-    RecapItem,
-    ThoughtItem,
-    ToolItem,
-    UserItem,
-)
-
-
-class ItemRenderer(Protocol):
-    margin_before: bool
-    draws_base: bool
-
-    def render(self, item: Any, width: int) -> list[Strip]: ...
-
-    def estimate(self, item: Any, width: int) -> int: ...
-
-
-class Renderers:
-    """The renderers for one view, made with its console and its styles (`style(name)`, the
-    theme's style of a part such as `tool--ok`; `base` is the view's own). The tool line's and
-    the answer's renderers are also reached by name: the view draws tool headers live and tells
-    the answer renderer about code themes and streaming rows."""
-
-    def __init__(
-        self,
-        console: Console,
-        style: Callable[[str], Style],
-        code_theme: str = DARK_CODE_THEME,
-    ) -> None:
-        self.tool = ToolLine(console, style)
-        self.answer = Answer(console, style, code_theme=code_theme)
-        self._by_type: dict[type[Item], ItemRenderer] = {
-            UserItem: UserMessage(console, style),
-            AnswerItem: self.answer,
-            ThoughtItem: Thought(console, style),
-            ToolItem: self.tool,
-            RecapItem: Recap(console, style),
-            AgentHeaderItem: ChildHeader(console, style),
-            NoticeItem: NoticeLine(console, style),
-        }
-
-    def of(self, item: Item) -> ItemRenderer:
-        """The renderer of an item, by its type or the nearest registered base (a compaction's
-        line is a tool line). A type without one is a mistake, said at once."""
-        kind = type(item)
-        renderer = self._by_type.get(kind)
-        if renderer is None:
-            for base in kind.__mro__[1:]:
-                renderer = self._by_type.get(base)
-                if renderer is not None:
-                    self._by_type[kind] = renderer
-                    break
-            else:
-                raise LookupError(f"no renderer for {kind.__name__}")
-        return renderer

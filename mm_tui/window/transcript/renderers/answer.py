@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from mm_tui.core.frozen import mutable
 from mm_tui.core.preload import preload
 from mm_tui.core.terminal_text import safe_display
 from mm_tui.window.transcript.renderers.strips import blank, strips, wrapped_lines
@@ -143,7 +144,7 @@ def _marker(item: str) -> str:
     return item[0] if item[0] in "-*+" else item[-1]
 
 
-@dataclass
+@mutable
 class _Kept:
     width: int
     blocks: list[list[Strip]] = field(default_factory=list)  # finished blocks, rendered
