@@ -37,6 +37,16 @@ def _field(schema: dict[str, Any], name: str, **options: Any) -> Any:
     return Field(description=schema["properties"][name]["description"], **options)
 
 
+def _array_sent_as_text(value: Any) -> Any:
+    """Some models send an array as a JSON string: read it rather than refuse the call."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value  # refused by the validation, with its message
+    return value
+
+
 # -- bash -------------------------------------------------------------------------------------------
 
 
@@ -82,13 +92,7 @@ class EditFileArgs(ToolArgs):
     @field_validator("edits", mode="before")
     @classmethod
     def _edits_sent_as_text(cls, value: Any) -> Any:
-        """Some models send the array as a JSON string: read it rather than refuse the call."""
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                return value  # refused by the validation, with its message
-        return value
+        return _array_sent_as_text(value)
 
 
 # -- read_skill -------------------------------------------------------------------------------------
@@ -125,10 +129,4 @@ class TodoArgs(ToolArgs):
     @field_validator("steps", mode="before")
     @classmethod
     def _steps_sent_as_text(cls, value: Any) -> Any:
-        """Some models send the array as a JSON string: read it rather than refuse the call."""
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                return value  # refused by the validation, with its message
-        return value
+        return _array_sent_as_text(value)
