@@ -28,6 +28,7 @@ from mm_tui.engine.undo.store import Manifest
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from mm_tui.core.redact import Redactor
     from mm_tui.engine.recorder import SessionRecorder
     from mm_tui.engine.session import Session
 
@@ -39,6 +40,7 @@ class Engine(Protocol):
     cwd: Path
     undo_note: str | None
     recorder: SessionRecorder
+    redactor: Redactor
 
     @property
     def busy(self) -> bool: ...
@@ -60,7 +62,10 @@ def project_snapshots(engine: Engine) -> Snapshots:
     the state folder are not recorded when they are in the project."""
     state = user_state_dir()
     return Snapshots(
-        engine.cwd, state / "undo" / project_key(engine.cwd), (state, engine.session.folder)
+        engine.cwd,
+        state / "undo" / project_key(engine.cwd),
+        (state, engine.session.folder),
+        secrets=engine.redactor.secrets,
     )
 
 

@@ -142,8 +142,10 @@ async def test_an_unwritable_session_folder_costs_one_warning(tmp_path: Path, ca
         Reply("Let me look.", tool_calls=[call("bash", {"command": BIG_OUTPUT}, id="c1")]),
         Reply("All done."),
     ]
-    # On the full disk the first saves fit, and the save after the big tool output does not.
-    with unwritable(case, folder, room=8192) as how, ScriptedServer(*script) as server:
+    # On the full disk the first saves fit (four pages of tmpfs: the journal, its records before
+    # the tool ran, /undo's snapshot record among them), and the save after the 20 KB output does
+    # not.
+    with unwritable(case, folder, room=16384) as how, ScriptedServer(*script) as server:
         engine = make_engine(tmp_path, server, sessions=folder)
         events = await asyncio.wait_for(turn(engine, "go"), 20)
         warnings = [e for e in of(events, EngineError)]

@@ -14,6 +14,9 @@ Recorded by name only (their path, kind, size and times, not their contents): fi
 `max_size` (5 MB), anything that is not a file, folder or link, and the folders named in
 `SKIPPED_NAMES` (`.git`, `node_modules`, `.venv`…), which are not entered. What `excluded` names
 (the session's own folder, the state folder, when they are in the project) is not recorded.
+A file that holds one of mm's keys (`secrets`: the API key of the configuration or the
+environment, as the redactor knows them) is recorded by name only too: mm writes a key into no
+file of its own, and a copy in the snapshots would be one.
 
 A project too big to record (more than MAX_ENTRIES entries, or more than MAX_NEW_BYTES of
 contents to keep in one snapshot: mm started in a home folder, a data set) stops the walk with
@@ -33,6 +36,7 @@ from mm_tui.engine.undo.store import (
     LARGE,
     LINK,
     OTHER,
+    SECRET,
     SKIPPED,
     SPECIAL,
     Entry,
@@ -82,10 +86,12 @@ def scan(
     *,
     excluded: Iterable[str] = (),
     max_size: int = MAX_SIZE,
+    secrets: Iterable[bytes] = (),
 ) -> Manifest:
     """The project under `root` as it is now; the contents of what changed since `previous`
     are kept in `store`."""
     walk = _Walk(store, previous, frozenset(excluded), max_size)
+    walk.secrets = tuple(s for s in secrets if s)
     fd = open_root(root)
     try:
         walk.folder(fd, "", 0)
@@ -102,6 +108,7 @@ class _Walk:
         self.max_size = max_size
         self.manifest: Manifest = {}
         self.kept = 0  # bytes of contents read to keep
+        self.secrets: tuple[bytes, ...] = ()  # a file holding one is recorded by name only
 
     def _budget(self) -> None:
         if len(self.manifest) > MAX_ENTRIES:
@@ -183,6 +190,8 @@ class _Walk:
         finally:
             os.close(file)
         data = b"".join(chunks)
+        if any(secret in data for secret in self.secrets):
+            return Entry(FILE, *_sig(st), name_only=SECRET)
         self.kept += len(data)
         self._budget()
         digest = self.store.put(data)
@@ -209,3 +218,7 @@ def tree_digest(manifest: Manifest) -> str:
             )
         )
     return h.hexdigest()
+
+
+def _sig(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)

@@ -126,8 +126,15 @@ class Snapshots:
     """The snapshots of one project: `root`, kept in `folder`; `excluded`: folders not recorded
     (the session's, the state folder, when they are in the project)."""
 
-    def __init__(self, root: Path, folder: Path, excluded: Iterable[Path] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        folder: Path,
+        excluded: Iterable[Path] = (),
+        secrets: Iterable[str] = (),
+    ) -> None:
         self.root = root
+        self.secrets = tuple(s.encode() for s in secrets)  # a file holding one: its name only
         self.store = Store(folder)
         real = os.path.realpath(root)
         self.excluded = frozenset(
@@ -146,7 +153,11 @@ class Snapshots:
         previous = self._previous()
         try:
             manifest = scan(
-                self.root, self.store, previous[1] if previous else {}, excluded=self.excluded
+                self.root,
+                self.store,
+                previous[1] if previous else {},
+                excluded=self.excluded,
+                secrets=self.secrets,
             )
         except ProjectTooBig as exc:
             self.too_big = exc.strerror  # not walked again in this session: said once

@@ -31,7 +31,7 @@ FILE, DIR, LINK, OTHER = "f", "d", "l", "o"
 """An entry's kind: a regular file, a folder, a symbolic link, anything else (a pipe, a socket,
 a device: recorded by name only)."""
 
-LARGE, SKIPPED, SPECIAL = "large", "skipped", "special"
+LARGE, SKIPPED, SPECIAL, SECRET = "large", "skipped", "special", "holds a key"
 """Why an entry is recorded by name only: a file over the size limit, a folder passed over by
 name (`.git`, `node_modules`…), not a file mm copies (a pipe, a socket, a device)."""
 
@@ -174,7 +174,7 @@ def _entry(raw: Any) -> Entry | None:
         return None
     if not (data is None or isinstance(data, str)):
         return None
-    if name_only not in (None, LARGE, SKIPPED, SPECIAL):
+    if name_only not in (None, LARGE, SKIPPED, SPECIAL, SECRET):
         return None
     return Entry(kind, *numbers, data=data, name_only=name_only)
 
