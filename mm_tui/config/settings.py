@@ -190,7 +190,9 @@ class Settings(SettingsBase):
     # ask, auto or plan (engine/permissions.py); unset: auto when yolo, else ask
     mode: Literal["ask", "auto", "plan"] | None = None
     bash_tool: bool = True
-    todo_tool: bool = True  # the model's task list, shown to the person (tools/todo.py)
+    # the model's task list, shown to the person (tools/todo.py); auto: declared to a model whose
+    # window is known and at least TODO_WINDOW tokens (a tiny model calls it instead of working)
+    todo_tool: bool | Literal["auto"] = "auto"
     # Variables kept from the commands the model runs (bash, language servers): case-insensitive
     # globs (core/command_env.py). mm's own key variables are kept from them whatever this says.
     command_env_exclude: Annotated[list[str], before(_patterns_of_a_text)] = field(

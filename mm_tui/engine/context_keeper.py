@@ -31,6 +31,9 @@ SUMMARY_QUESTION = (
     "summary only."
 )
 
+TODO_TOOL = "todo"
+TODO_WINDOW = 16384  # tokens: the least window `todoTool: auto` declares the todo tool to
+
 
 class ContextKeeper:
     def __init__(
@@ -65,13 +68,29 @@ class ContextKeeper:
         """The tools' declarations, made again only when the registry changed (an MCP server
         became ready or stopped): the meter measures each list once. Each request of a turn
         declares the tools ready at that moment."""
-        version = (self.registry.version, self.permissions.mode)
+        version = (self.registry.version, self.permissions.mode, self._todo_room())
         if self._declarations is None or version != self._declared:
             hides = self.permissions.hides
+            hidden = set() if version[2] else {TODO_TOOL}
             declared = self.registry.declarations()
-            self._declarations = [d for d in declared if not hides(d["function"]["name"])]
+            self._declarations = [
+                d
+                for d in declared
+                if not hides(d["function"]["name"]) and d["function"]["name"] not in hidden
+            ]
             self._declared = version
         return self._declarations
+
+    def _todo_room(self) -> bool:
+        """Whether the todo tool is declared: `todoTool: auto` only to a model whose window is
+        known and at least TODO_WINDOW tokens. A small local model with a small window spends
+        its turns writing task lists instead of working (measured on SmolLM2-135M: it called
+        todo over and over until the loop detector stopped it), and the declaration costs
+        a few hundred tokens of a window that has few."""
+        if self.settings.todo_tool != "auto":
+            return True
+        window = self.meter.window
+        return window is not None and window.tokens >= TODO_WINDOW
 
     def messages(self) -> list[dict[str, Any]]:
         """The history as the next request sends it: in plan mode, the system message says so

@@ -117,7 +117,7 @@ class ToolRegistry:
             tools.append(ReadFileTool())
             tools.append(WriteFileTool())
             tools.append(EditFileTool())
-        if settings.todo_tool:
+        if settings.todo_tool:  # "auto" too: ContextKeeper declares it when the window allows
             from mm_tui.tools.todo import TodoTool
 
             tools.append(TodoTool())

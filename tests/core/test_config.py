@@ -95,7 +95,7 @@ DEFAULTS: dict[str, Any] = {
     "yolo": True,
     "mode": None,
     "bash_tool": True,
-    "todo_tool": True,
+    "todo_tool": "auto",
     "command_env_exclude": list(DEFAULT_EXCLUDE),
     "sandbox": "auto",
     "sandbox_network": True,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support.engine import make_engine, turn
 from support.scripted_model import ScriptedModel, calls, say
 
@@ -78,3 +79,27 @@ def test_the_last_list_of_a_conversation_is_found_again() -> None:
         TodoStep("b", "pending"),
     )
     assert last_todo_list(messages[:1]) is None
+
+
+@pytest.mark.parametrize(
+    ("setting", "window", "declared"),
+    [
+        ("auto", None, False),  # the window unknown: a small model's, perhaps
+        ("auto", 8192, False),
+        ("auto", 16384, True),
+        (True, None, True),
+        (False, 65536, False),
+    ],
+)
+def test_todo_is_declared_to_a_model_with_room_for_it(
+    tmp_path: Path, setting: object, window: int | None, declared: bool
+) -> None:
+    """`todoTool: auto` declares todo only when the window is known and at least 16k tokens:
+    SmolLM2-135M, offered it, wrote empty task lists until the loop detector stopped it."""
+    from mm_tui.engine.context_window import ContextWindow
+
+    engine = make_engine(tmp_path, ScriptedModel(), todoTool=setting)
+    if window is not None:
+        engine.meter.window = ContextWindow(window, "test")
+    names = [d["function"]["name"] for d in engine.tools()]
+    assert ("todo" in names) == declared
