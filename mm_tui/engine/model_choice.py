@@ -127,8 +127,7 @@ async def switch_model(engine: Engine, name: str, emit: Callable[[Event], None])
     if name == previous:
         return [f"already on {name}"]
     client.model = name
-    engine.session.model = previous  # what the record names as the one before
-    engine.recorder.save(emit, lambda: engine.session.switch_model(name))
+    engine.recorder.save(emit, lambda: engine.session.switch_model(name, previous))
     engine.context.meter.forget_base()  # the last request's count was another tokenizer's
     emit(ModelChanged(model=name, previous=previous, provider=client.provider))
     notes = await engine.learn_context_window()

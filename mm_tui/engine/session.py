@@ -247,9 +247,11 @@ class Session:
         self.errors.append(error)
         self.save_record(error)
 
-    def switch_model(self, model: str) -> None:
-        """`/model`: the requests from now on go to `model`, and so does a resume."""
-        record = ModelRecord(time=now(), model=model, previous=self.model)
+    def switch_model(self, model: str, previous: str | None) -> None:
+        """`/model`: the requests from now on go to `model` (they went to `previous`: the
+        client's, which a resume on another server may have made other than the header's),
+        and so does a resume."""
+        record = ModelRecord(time=now(), model=model, previous=previous)
         self.model = model
         self.save_record(record)
 

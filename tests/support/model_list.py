@@ -42,3 +42,22 @@ def model_server(
         context_window=65536,
         routes=lmstudio_routes(models, windows),
     )
+
+
+async def open_model_list(pilot: Any, app: Any, count: int) -> None:
+    """`/model` typed in the window, until its list shows `count` models."""
+    from textual.widgets import OptionList
+
+    from mm_tui.window.screens.models import ModelsScreen
+    from support.waiting import until
+
+    await pilot.press(*"/model", "enter")
+    await until(
+        lambda: (
+            isinstance(app.screen, ModelsScreen)
+            and app.screen.query(OptionList)
+            and app.screen.query_one(OptionList).option_count == count
+        ),
+        "the list of models",
+        pilot=pilot,
+    )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from support.model_list import model_server as server
+from support.model_list import open_model_list
 from support.scripted_server import Reply, ScriptedServer
 from support.waiting import until
 from support.window_helpers import make_app, painted, painted_soon, settle
@@ -37,16 +38,7 @@ async def test_the_list_shows_the_windows_and_enter_switches(folder: Path) -> No
         app = app_on(scripted, folder)
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot, app)
-            await pilot.press(*"/model", "enter")
-            await until(
-                lambda: (
-                    isinstance(app.screen, ModelsScreen)
-                    and app.screen.query(OptionList)
-                    and app.screen.query_one(OptionList).option_count == 3
-                ),
-                "the list of models",
-                pilot=pilot,
-            )
+            await open_model_list(pilot, app, 3)
             assert option_texts(app) == [
                 "● small-coder  ctx 4,096",
                 "  big-coder  ctx 32,768",
@@ -139,15 +131,7 @@ async def test_names_that_would_need_escaping_are_drawn_escaped_and_not_complete
         app = app_on(scripted, folder)
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot, app)
-            await pilot.press(*"/model", "enter")
-            await until(
-                lambda: (
-                    isinstance(app.screen, ModelsScreen)
-                    and app.screen.query_one(OptionList).option_count == 2
-                ),
-                "the list of models",
-                pilot=pilot,
-            )
+            await open_model_list(pilot, app, 2)
             texts = option_texts(app)
             assert "\x1b" not in "".join(texts) and "\x07" not in "".join(texts)
             assert any("evil\\x1b]0;owned\\x07model" in text for text in texts), texts

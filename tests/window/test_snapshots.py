@@ -341,11 +341,9 @@ def test_permission_box_at_80_by_24(snap_compare, fixed_folder: Path) -> None:
 def test_model_list(snap_compare, fixed_folder: Path) -> None:
     """`/model`: the server's models over the window, each with its context window, the one in
     use marked and highlighted."""
-    from support.model_list import MODELS, model_server
-    from textual.widgets import OptionList
+    from support.model_list import MODELS, model_server, open_model_list
 
     from mm_tui.engine.provider import OpenAIProvider
-    from mm_tui.window.screens.models import ModelsScreen
 
     with model_server() as scripted:
         client = OpenAIProvider(scripted.base_url, "small-coder", provider="lmstudio", retries=0)
@@ -353,15 +351,7 @@ def test_model_list(snap_compare, fixed_folder: Path) -> None:
 
         async def run_before(pilot) -> None:
             await ready(pilot)
-            await pilot.press(*"/model", "enter")
-            await until(
-                lambda: (
-                    isinstance(app.screen, ModelsScreen)
-                    and app.screen.query_one(OptionList).option_count == len(MODELS)
-                ),
-                "the list of models",
-                pilot=pilot,
-            )
+            await open_model_list(pilot, app, len(MODELS))
             await pilot.pause()
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

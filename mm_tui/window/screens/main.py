@@ -330,8 +330,8 @@ class MainScreen(Screen[None]):
         if not self._queued or self.engine is None or self.engine.busy:
             return
         text = self._queued.pop(0)
-        if text.startswith(("/ask ", "/model", "/undo")):
-            self.run_command(text)
+        if text.startswith("/"):  # a command that waited for the turn (a request never does:
+            self.run_command(text)  # one typed with a slash is a command)
         else:
             self.run_turn(text)
 
