@@ -1,11 +1,8 @@
 """Sessions: one journal per session, `<id>.jsonl`, and a small `<id>.meta.json` beside it (the
 format: `session_files.py`). `Session` is one conversation: `messages`, the history exactly as
 mm sends it, and `records`, the journal in memory, everything that happened, in order; each
-change is a record, handed to the journal's writer thread (`journal.py`) at `save`.
-
-Finding sessions and listing them is `session_listing.py`; format 1 (one JSON document),
-converted to a journal the first time it is opened, is `session_v1.py`.
-"""
+change is a record, handed to the journal's writer thread (`journal.py`) at `save`. Finding
+and listing sessions: `session_listing.py`; format 1, converted when opened: `session_v1.py`."""
 
 from __future__ import annotations
 
@@ -248,9 +245,8 @@ class Session:
         self.save_record(error)
 
     def switch_model(self, model: str, previous: str | None) -> None:
-        """`/model`: the requests from now on go to `model` (they went to `previous`: the
-        client's, which a resume on another server may have made other than the header's),
-        and so does a resume."""
+        """`/model`: the requests go to `model` from now on, and a resume's too (`previous`:
+        the client's model, which a resume on another server makes other than the header's)."""
         record = ModelRecord(time=now(), model=model, previous=previous)
         self.model = model
         self.save_record(record)

@@ -400,7 +400,11 @@ def test_undo_box(snap_compare, fixed_folder: Path) -> None:
         await send(pilot, "change the files")
         await until(lambda: len(app.main.engine.session.turns) == 1, "the turn's end", pilot=pilot)
         await pilot.press(*"/undo", "enter")  # the box waits for an answer: no settling
-        await until(lambda: isinstance(app.screen, UndoScreen), "the /undo box", pilot=pilot)
+        await until(
+            lambda: isinstance(app.screen, UndoScreen) and app.screen.query("#undo-plan"),
+            "the /undo box",
+            pilot=pilot,
+        )
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -26,6 +26,11 @@ def plan_text(app: Any) -> str:
     return str(app.screen.query_one("#undo-plan").render())
 
 
+def box_shown(app: Any) -> bool:
+    """The /undo box is up with its plan mounted (pushed is not yet composed)."""
+    return isinstance(app.screen, UndoScreen) and bool(app.screen.query("#undo-plan"))
+
+
 async def run_turn(pilot: Any, app: Any, text: str) -> None:
     ended = len(app.main.engine.session.turns) + 1
     await pilot.press(*text, "enter")
@@ -40,7 +45,7 @@ async def run_turn(pilot: Any, app: Any, text: str) -> None:
 
 async def open_undo(pilot: Any, app: Any, command: str = "/undo") -> None:
     await pilot.press(*command, "enter")
-    await until(lambda: isinstance(app.screen, UndoScreen), "the /undo box", pilot=pilot)
+    await until(lambda: box_shown(app), "the /undo box", pilot=pilot)
     await pilot.pause()
 
 
@@ -109,9 +114,7 @@ async def test_undo_during_a_turn_waits_for_its_end(folder: Path) -> None:
         await pilot.press(*"/undo", "enter")
         await pilot.pause()
         assert any(n.startswith("queued (a turn is running): /undo") for n in notices(app))
-        await until(
-            lambda: isinstance(app.screen, UndoScreen), "the box after the turn", pilot=pilot
-        )
+        await until(lambda: box_shown(app), "the box after the turn", pilot=pilot)
         assert plan_text(app).splitlines() == ["delete     slow.txt"]
         await pilot.press("y")
         await until(lambda: not (folder / "slow.txt").exists(), "undone", pilot=pilot)
