@@ -70,6 +70,7 @@ from mm_tui.core.events import (
     ModelChanged,
     ModelRetrying,
     PermissionRequested,
+    RuleAdded,
     ServerState,
     TextDelta,
     Thinking,
@@ -151,7 +152,7 @@ async def translate(state: AcpSession, event: Event) -> None:
             log.info("%s", event.message)
         case HistoryCompacted():
             log.info("%s", event.title)
-        case ModelChanged() | FilesRestored():
+        case ModelChanged() | FilesRestored() | RuleAdded():
             log.info("%s", event.text)
         case TodoUpdated():
             if not child:

@@ -216,7 +216,8 @@ class AskCall:
             )
         )
         try:
-            decision = await future
+            decision = (await future).decision  # a child's rules are its own: a rule given
+            # here for its call is not kept, and its box offers none (no pattern)
         except asyncio.CancelledError:
             return schema.RequestPermissionResponse(
                 outcome=schema.DeniedOutcome(outcome="cancelled")

@@ -9,7 +9,7 @@ left out, and the rest of the file applies. Which keys, and why each:
 - `mmConfigs`: agents mm starts, each with its own config file and `yolo`;
 - `baseUrl`, `apiKey`: where the conversation and the key go (a project's key would also hide
   which server is asked);
-- `yolo`: whether anything is asked before it runs;
+- `yolo`, `mode`, `permissions`: whether anything is asked before it runs;
 - `bashTool`, `editTools`, `fetchContentTool`: which powers the model gets (a person who turned
   bash off at home is not overruled by a file in the folder);
 - `commandEnvExclude`: which of the person's variables commands see;
@@ -44,6 +44,7 @@ NEEDS_TRUST: tuple[str, ...] = (
     "apiKey",
     "yolo",
     "mode",
+    "permissions",
     "bashTool",
     "editTools",
     "fetchContentTool",

@@ -178,6 +178,39 @@ def _sandbox_mode(value: Any) -> Any:
     return value
 
 
+RuleAction = Literal["allow", "ask", "deny"]
+
+
+def _whole_tools(value: Any) -> Any:
+    """`read_file: allow` is the pattern that matches every call: `{"*": allow}`."""
+    if isinstance(value, dict):
+        return {tool: {"*": v} if isinstance(v, str) else v for tool, v in value.items()}
+    return value
+
+
+def _rule_patterns(value: dict[str, Any]) -> dict[str, Any]:
+    """A bash pattern is shell words (engine/permission_rules.py reads them so); none empty."""
+    import shlex
+
+    from pydantic_core import PydanticCustomError
+
+    for tool, rules in value.items():
+        for pattern in rules:
+            if not pattern.strip():
+                raise PydanticCustomError(
+                    "rule_empty", "a pattern of {tool} is empty", {"tool": tool}
+                )
+            try:
+                shlex.split(pattern) if tool == "bash" else None
+            except ValueError as exc:
+                raise PydanticCustomError(
+                    "rule_words",
+                    "the bash pattern {pattern} is not shell words: {why}",
+                    {"pattern": repr(pattern), "why": str(exc)},
+                ) from None
+    return value
+
+
 @dataclass(init=False, eq=False)
 class Settings(SettingsBase):
     base_url: str | None = None
@@ -190,6 +223,11 @@ class Settings(SettingsBase):
     # ask, auto or plan (engine/permissions.py); unset: auto when yolo, else ask
     mode: Literal["ask", "auto", "plan"] | None = None
     bash_tool: bool = True
+    # per tool allow, ask or deny, or patterns with those (engine/permission_rules.py): bash
+    # lines by their simple commands, the file tools by path globs
+    permissions: Annotated[
+        dict[str, dict[str, RuleAction]], before(_whole_tools), after(_rule_patterns)
+    ] = field(default_factory=lambda: {})
     # the model's task list, shown to the person (tools/todo.py); auto: declared to a model whose
     # window is known and at least TODO_WINDOW tokens (a tiny model calls it instead of working)
     todo_tool: bool | Literal["auto"] = "auto"
@@ -256,6 +294,7 @@ class Settings(SettingsBase):
 ENV_NAMES: dict[str, str] = {
     f"MM_{name.upper()}": yaml_key(name)
     for name in Settings.model_fields
-    if name not in ("lsp", "acp", "mm_configs", "mcp_servers")  # nested keys: files only
+    if name
+    not in ("lsp", "acp", "mm_configs", "mcp_servers", "permissions")  # nested keys: files only
 }
 """Environment variable -> YAML key, for every setting that can come from the environment."""

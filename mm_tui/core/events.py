@@ -33,6 +33,27 @@ class Decision(StrEnum):
 
 
 @frozen
+class RuleToSave:
+    """An allow rule the person gave in a permission box: the pattern (as suggested, or as
+    they edited it) and where it is kept: `project` (the project's `.mm/config.yaml`) or
+    `user` (their own `~/.config/mm/config.yaml`, every project)."""
+
+    tool: str
+    pattern: str
+    place: Literal["project", "user"] = "project"
+
+
+@frozen
+class Answer:
+    """The person's answer to a permission request: the decision, and with it the words a
+    rejection gives the model (`reason`), or the rule an allowing answer adds (`rule`)."""
+
+    decision: Decision
+    reason: str = ""
+    rule: RuleToSave | None = None
+
+
+@frozen
 class Counters:
     """The counters of one turn, as the reference (docs/tools.md) lists them."""
 
@@ -225,6 +246,7 @@ class PermissionRequested(BaseEvent):
     tool: str
     title: str
     details: str
+    pattern: str = ""  # the rule to offer for calls like this one ("" when none fits)
 
 
 @frozen
@@ -422,6 +444,24 @@ class FilesRestored(BaseEvent):
 
 
 @frozen
+class RuleAdded(BaseEvent):
+    """A rule the person gave in a permission box holds for the rest of the session; `path` is
+    the file it was written to, or "" with `warning` saying why it was not."""
+
+    tool: str
+    pattern: str
+    place: Literal["project", "user"]
+    path: str = ""
+    warning: str = ""
+
+    @property
+    def text(self) -> str:
+        """`bash "git log *" is allowed from now on (saved to .mm/config.yaml)`."""
+        said = f'{self.tool} "{self.pattern}" is allowed from now on'
+        return f"{said} (saved to {self.path})" if self.path else f"{said}; {self.warning}"
+
+
+@frozen
 class EngineError(BaseEvent):
     """Something went wrong outside a tool call (the model connection, a guard, the session
     file). `level` is "warning" when the turn goes on regardless (a session file that cannot
@@ -455,6 +495,7 @@ Event = (
     | ModeChanged
     | TodoUpdated
     | FilesRestored
+    | RuleAdded
     | EngineError
 )
 """Every event there is. A front end takes them with `match` and ends with `assert_never`, so

@@ -12,31 +12,31 @@ from __future__ import annotations
 
 import asyncio
 
-from mm_tui.core.events import Decision
+from mm_tui.core.events import Answer, Decision
 
 Key = tuple[str | None, str]  # (the asked agent's name, or None for this agent; the call's id)
 
 
 class Questions:
     def __init__(self) -> None:
-        self._waiting: dict[Key, asyncio.Future[Decision]] = {}
+        self._waiting: dict[Key, asyncio.Future[Answer]] = {}
 
-    def ask(self, agent: str | None, call_id: str) -> asyncio.Future[Decision]:
+    def ask(self, agent: str | None, call_id: str) -> asyncio.Future[Answer]:
         """A question for the call: the future its asker awaits. A question the same call
         already had is withdrawn first (one call, one question)."""
         self.withdraw(agent, call_id)
-        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._waiting[(agent, call_id)] = future
         future.add_done_callback(lambda done: self._forget((agent, call_id), done))
         return future
 
-    def answer(self, agent: str | None, call_id: str, decision: Decision) -> bool:
-        """The person's decision for the call; False when no question of it waits (answered
-        already, withdrawn, or never asked)."""
+    def answer(self, agent: str | None, call_id: str, answer: Decision | Answer) -> bool:
+        """The person's answer for the call (a bare decision, or one with a reason or a rule);
+        False when no question of it waits (answered already, withdrawn, or never asked)."""
         future = self._waiting.pop((agent, call_id), None)
         if future is None or future.done():
             return False
-        future.set_result(decision)
+        future.set_result(answer if isinstance(answer, Answer) else Answer(answer))
         return True
 
     def withdraw(self, agent: str | None, call_id: str) -> None:
@@ -54,6 +54,6 @@ class Questions:
         if future is not None:
             await asyncio.wait({future})
 
-    def _forget(self, key: Key, done: asyncio.Future[Decision]) -> None:
+    def _forget(self, key: Key, done: asyncio.Future[Answer]) -> None:
         if self._waiting.get(key) is done:
             del self._waiting[key]

@@ -49,7 +49,7 @@ class ContextKeeper:
         permissions: Permissions | None = None,
     ) -> None:
         self.settings = settings
-        self.permissions = permissions or Permissions(settings.yolo)
+        self.permissions = permissions or Permissions.from_settings(settings)
         self.client = client
         self.registry = registry
         self.recorder = recorder

@@ -319,3 +319,48 @@ def _path_regex(glob: str) -> re.Pattern[str]:
             out.append(re.escape(glob[i]))
             i += 1
     return re.compile("".join(out), re.DOTALL)
+
+
+SUBCOMMANDS = frozenset(
+    "git npm pnpm yarn bun cargo go docker podman kubectl pip pip3 uv poetry apt apt-get brew "
+    "systemctl gh dotnet mvn gradle rustup conda helm terraform make just deno".split()
+)
+"""Programs whose second word says what they do: a suggested rule keeps it."""
+
+
+def suggested_pattern(
+    tool: str, arguments: Mapping[str, Any], paths: Iterable[str], root: Path | None
+) -> str:
+    """The rule a permission box offers for calls like this one, for the person to keep or
+    edit: `git log *` for `git log --oneline -5`, `src/app/**` for a file in src/app, `*` for
+    a tool without a subject; "" when nothing certain fits (`$CMD …`, a line not read whole)."""
+    if tool == "bash":
+        return _command_pattern(str(arguments.get("command", "")))
+    for path in paths:
+        return _folder_pattern(path, root)
+    return "*"
+
+
+def _command_pattern(line: str) -> str:
+    from mm_tui.engine.shell_commands import simple_commands
+
+    commands = simple_commands(line)
+    if not commands or commands[0].name is None or commands[0].risky:
+        return ""
+    words = commands[0].words
+    kept = [shlex.quote(str(words[0]))]
+    second = words[1] if len(words) > 1 else None
+    if words[0] in SUBCOMMANDS and second and re.fullmatch(r"[A-Za-z][A-Za-z0-9:_-]*", second):
+        kept.append(second)  # `git log *`, not `git *`
+    return " ".join((*kept, "*"))
+
+
+def _folder_pattern(path: str, root: Path | None) -> str:
+    folder = os.path.dirname(os.path.abspath(path))
+    if root is not None:
+        base = str(root).rstrip("/")
+        if folder == base:
+            return os.path.basename(path)
+        if folder.startswith(base + "/"):
+            return f"{os.path.relpath(folder, base)}/**"
+    return f"{folder.rstrip('/')}/**"

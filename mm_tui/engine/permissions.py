@@ -7,11 +7,21 @@ The modes (`--mode`, `mode` in the config, Shift+Tab in the window, ACP's sessio
 - `auto` (yolo): nothing asks;
 - `plan`: the model looks and plans but changes nothing: write_file and edit_file are not
   declared (and refused if called), every bash command asks whatever was answered before, and
-  the system prompt tells the model it is planning (`PLAN_NOTE`)."""
+  the system prompt tells the model it is planning (`PLAN_NOTE`).
+
+Over the modes stand the person's rules (`permission_rules.py`, the config's `permissions`): a
+deny rule refuses in every mode (the caller refuses before asking here), an ask rule asks in
+`ask` and `plan` even after an `s`, an allow rule lets a call run without a question (not a
+bash command in `plan`). `auto` keeps only the deny rules, and asks when one of them might
+match what cannot be known before the run (`$CMD -rf /`, a line the parser cannot read while
+bash has deny rules): the shape of a command is no way around a rule."""
 
 from __future__ import annotations
 
+from mm_tui.config import Settings
 from mm_tui.core.events import Decision, Mode
+from mm_tui.core.text import one_line
+from mm_tui.engine.permission_rules import PermissionRules, Verdict
 
 MODES: tuple[Mode, ...] = ("ask", "auto", "plan")
 PLAN_HIDDEN = frozenset({"write_file", "edit_file"})  # the tools plan mode does not declare
@@ -39,10 +49,32 @@ def plan_refusal(tool: str) -> str:
     )
 
 
+def rule_refusal(rejection: str, tool: str, verdict: Verdict) -> str:
+    """What the model hears for a call a deny rule refuses: which rule, and what it matched
+    (`[command denied by the rule bash "rm *": rm -rf build]`), so that it neither asks
+    again nor tries the same another way."""
+    noun = rejection.removeprefix("[").split(" rejected", 1)[0]
+    subject = one_line(verdict.subject, 120)
+    return f'[{noun} denied by the rule {tool} "{verdict.rule}": {subject}]'
+
+
+def with_reason(rejection: str, reason: str) -> str:
+    """A refusal with the person's words: `[command rejected by the user: not on main]`."""
+    reason = one_line(reason, 500)
+    return f"{rejection.removesuffix(']')}: {reason}]" if reason else rejection
+
+
 class Permissions:
-    def __init__(self, yolo: bool, mode: Mode | None = None) -> None:
+    def __init__(
+        self, yolo: bool, mode: Mode | None = None, rules: PermissionRules | None = None
+    ) -> None:
         self.mode: Mode = mode or ("auto" if yolo else "ask")
+        self.rules = rules or PermissionRules()
         self._remembered: dict[str, Decision] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Permissions:
+        return cls(settings.yolo, settings.mode, PermissionRules.from_config(settings.permissions))
 
     @property
     def yolo(self) -> bool:
@@ -52,15 +84,33 @@ class Permissions:
         """Whether the mode keeps `tool` from the model (not declared, refused when called)."""
         return self.mode == "plan" and tool in PLAN_HIDDEN
 
-    def without_asking(self, tool: str, tool_wants_permission: bool) -> Decision | None:
+    def without_asking(
+        self, tool: str, tool_wants_permission: bool, verdict: Verdict | None = None
+    ) -> Decision | None:
         """The decision that stands for a call without a question: allowed for a tool that never
-        asks and under `auto`, else the one remembered (`s` or `n`) in `ask`; None when the
-        person must be asked (in `plan`, for every bash command whatever was answered)."""
+        asks, under `auto` and by an allow rule, else the one remembered (`s` or `n`) in `ask`;
+        None when the person must be asked (an ask rule; in `plan`, every bash command). A deny
+        verdict is the caller's to refuse before this."""
+        if verdict is not None and verdict.action == "ask":
+            if self.mode != "auto" or self._doubt_in_auto(tool, verdict):
+                return None
+            return Decision.ALLOW_ONCE
         if self.mode == "plan" and tool in PLAN_ASKS:
             return None
-        if not tool_wants_permission or self.mode == "auto":
+        if self.mode == "auto":
             return Decision.ALLOW_ONCE
-        return self._remembered.get(tool)
+        remembered = self._remembered.get(tool)
+        if remembered == Decision.NEVER:
+            return remembered
+        if not tool_wants_permission or (verdict is not None and verdict.action == "allow"):
+            return Decision.ALLOW_ONCE
+        return remembered
+
+    def _doubt_in_auto(self, tool: str, verdict: Verdict) -> bool:
+        """`auto` asks only where a deny rule might match what the rules cannot see."""
+        if verdict.cause == "might":
+            return True
+        return verdict.cause == "unreadable" and self.rules.denies_any(tool)
 
     def record(self, tool: str, decision: Decision) -> None:
         if decision in (Decision.ALLOW_SESSION, Decision.NEVER):

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.config import Settings
+from mm_tui.config.rule_file import save_allow_rule
 from mm_tui.core.events import (
-    Decision,
+    Answer,
     PermissionRequested,
+    RuleAdded,
+    RuleToSave,
     ToolCallFinished,
     ToolCallRunning,
     ToolCallStarted,
@@ -29,7 +32,8 @@ from mm_tui.core.text import one_line
 from mm_tui.engine.context_keeper import ContextKeeper
 from mm_tui.engine.guards import LOOP_WARNING, LoopDetector, loop_stop_message
 from mm_tui.engine.model_stream import ToolCall
-from mm_tui.engine.permissions import Permissions, plan_refusal
+from mm_tui.engine.permission_rules import suggested_pattern
+from mm_tui.engine.permissions import Permissions, plan_refusal, rule_refusal, with_reason
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
 from mm_tui.tools.base import NothingToAsk, Tool, ToolCancelled, ToolContext, ToolResult
@@ -76,7 +80,7 @@ class ToolCalls:
         self.recorder = recorder
         self.context = context
         self.redactor = redactor
-        self.permissions = permissions or Permissions(settings.yolo)
+        self.permissions = permissions or Permissions.from_settings(settings)
         self.questions = questions or Questions()
         self.loop_detector = loop_detector or LoopDetector()
         self.clock = clock
@@ -137,12 +141,12 @@ class ToolCalls:
                 locations=tool.locations(args, batch.ctx),
             ),
         )
-        decision = await self._decide(call, tool, args, batch)
+        refusal = await self._decide(call, tool, args, arguments, batch)
         # the call's time is its run's: the wait for the person's answer is not in it (an
         # `ls` allowed after 6 s took no 6 s), and a rejected call ran for none
         started = self.clock()
-        if decision is not None and not decision.allows:
-            self._finish(call, _Outcome("rejected", tool.rejection()), started, batch)
+        if refusal is not None:
+            self._finish(call, _Outcome("rejected", refusal), started, batch)
             batch.state.count(tool.counter)
             return
         batch.emit(ToolCallRunning(call_id=call.id, tool=tool.name))
@@ -169,26 +173,58 @@ class ToolCalls:
         self._conclude(call, call.arguments, _Outcome("error", reason), started, batch, None)
 
     async def _decide(
-        self, call: ToolCall, tool: Tool, args: Any, batch: _Batch
-    ) -> Decision | None:
-        """The decision that stands, or the person's; None when there is nothing to ask."""
-        decision = self.permissions.without_asking(tool.name, tool.needs_permission(args))
-        if decision is None:
-            decision = await self._ask(call, tool, args, batch)
-            if decision is not None:  # None: nothing to ask (the call fails by itself)
-                self.permissions.record(tool.name, decision)
-        return decision
+        self, call: ToolCall, tool: Tool, args: Any, arguments: dict[str, Any], batch: _Batch
+    ) -> str | None:
+        """What the model hears when the call does not run (a deny rule, the person's refusal),
+        or None when it runs: by the rules, the mode and the session's answers, else the
+        person's answer."""
+        permissions = self.permissions
+        verdict = None
+        if permissions.rules:
+            paths = tool.locations(args, batch.ctx)
+            verdict = permissions.rules.check(tool.name, arguments, paths=paths, root=self.cwd)
+            if verdict is not None and verdict.action == "deny":
+                return rule_refusal(tool.rejection(), tool.name, verdict)
+        decision = permissions.without_asking(tool.name, tool.needs_permission(args), verdict)
+        if decision is not None:
+            return None if decision.allows else tool.rejection()
+        answer = await self._ask(call, tool, args, arguments, batch)
+        if answer is None:  # nothing to ask: the call fails by itself
+            return None
+        permissions.record(tool.name, answer.decision)
+        if answer.rule is not None and answer.decision.allows:
+            self._add_rule(answer.rule, batch.emit)
+        if answer.decision.allows:
+            return None
+        return with_reason(tool.rejection(), answer.reason)
 
-    async def _ask(self, call: ToolCall, tool: Tool, args: Any, batch: _Batch) -> Decision | None:
-        """The person's decision, or None when there is nothing to ask (`NothingToAsk`)."""
+    def _add_rule(self, rule: RuleToSave, emit: Emit) -> None:
+        """The person's rule holds from now on, and is written where they chose."""
+        self.permissions.rules.add(rule.tool, rule.pattern, "allow")
+        path, warning = save_allow_rule(rule, cwd=self.cwd)
+        emit(
+            RuleAdded(
+                tool=rule.tool, pattern=rule.pattern, place=rule.place, path=path, warning=warning
+            )
+        )
+
+    async def _ask(
+        self, call: ToolCall, tool: Tool, args: Any, arguments: dict[str, Any], batch: _Batch
+    ) -> Answer | None:
+        """The person's answer, or None when there is nothing to ask (`NothingToAsk`)."""
         try:
             details = await tool.permission_details(args, batch.ctx)
         except NothingToAsk:
             return None
         future = self.questions.ask(None, call.id)
+        paths = tool.locations(args, batch.ctx)
         batch.emit(
             PermissionRequested(
-                call_id=call.id, tool=tool.name, title=tool.heading(args), details=details
+                call_id=call.id,
+                tool=tool.name,
+                title=tool.heading(args),
+                details=details,
+                pattern=suggested_pattern(tool.name, arguments, paths, self.cwd),
             ),
         )
         try:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from mm_tui.config import Settings
 from mm_tui.core.asking import NO_AGENTS, AgentAsker
 from mm_tui.core.events import (
+    Answer,
     ContextUsage,
     Counters,
     Decision,
@@ -81,7 +82,7 @@ class Engine:
         self.clock = clock
         # AGENTS.md, appended to the system prompt (start-up reads it), read again at /new
         self.instructions = instructions if instructions is not None else Instructions()
-        self.permissions = Permissions(settings.yolo, settings.mode)
+        self.permissions = Permissions.from_settings(settings)
         self.questions = Questions()  # the permission questions waiting for the person
         self.redactor = Redactor(settings.secret_values())
         session.redactor = self.redactor
@@ -184,9 +185,8 @@ class Engine:
             return True
         return False
 
-    def answer(self, agent: str | None, call_id: str, decision: Decision) -> bool:
-        """The person's decision on a `PermissionRequested` (this agent's when `agent` is None,
-        else an asked agent's); False when no question of that call waits any more."""
+    def answer(self, agent: str | None, call_id: str, decision: Decision | Answer) -> bool:
+        """The person's answer to a `PermissionRequested`; False when it no longer waits."""
         return self.questions.answer(agent, call_id, decision)
 
     def redacting(self, emit: Emit) -> Emit:

@@ -39,6 +39,7 @@ from mm_tui.core.events import (
     ModelChanged,
     ModelRetrying,
     PermissionRequested,
+    RuleAdded,
     ServerState,
     TextDelta,
     Thinking,
@@ -223,6 +224,8 @@ class LinePrinter:
                     say(c, f"{prefix}  {MARKS[step.state]} {safe_display(step.step)}", style)
             case FilesRestored():
                 say(c, prefix + safe_display(event.text), "dim")
+            case RuleAdded():
+                say(c, prefix + safe_display(event.text), "yellow" if event.warning else "dim")
             case ModelRetrying():
                 say(c, prefix + safe_display(event.text), "yellow")
             case TurnEnded():

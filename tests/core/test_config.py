@@ -107,6 +107,7 @@ DEFAULTS: dict[str, Any] = {
     "lsp": {"servers": []},
     "mm_configs": {},
     "mcp_servers": {},
+    "permissions": {},
     "max_output": 30000,
     "preview_lines": 5,
     "max_turns": 50,

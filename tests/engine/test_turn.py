@@ -250,6 +250,7 @@ async def test_a_permission_is_answered_by_a_command_with_no_front_end(tmp_path:
         "tool": "bash",
         "title": "bash  echo yes",
         "details": "echo yes",
+        "pattern": "echo *",
     }
     assert not engine.answer(None, "c2", Decision.ALLOW_ONCE)  # no such question
     assert not engine.answer("helper", "c1", Decision.ALLOW_ONCE)  # an asked agent's call c1

@@ -294,6 +294,7 @@ class Transcript:
             ModelChanged,
             ModelRetrying,
             PermissionRequested,
+            RuleAdded,
             ServerState,
             TextDelta,
             Thinking,
@@ -441,6 +442,9 @@ class Transcript:
                 return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
             case ModelChanged() | ModeChanged() | FilesRestored():
                 return [self.add(NoticeItem(agent=agent, text=event.text, level="info"))]
+            case RuleAdded():
+                level = "warning" if event.warning else "info"
+                return [self.add(NoticeItem(agent=agent, text=event.text, level=level))]
             case EngineError():
                 changed = self._close_streams(agent)
                 level = event.level
