@@ -58,6 +58,7 @@ from mm_tui.core import acp_meta as meta
 from mm_tui.core.events import (
     AgentFinished,
     AgentStarted,
+    Answer,
     ComposingToolCall,
     ContextUsage,
     Decision,
@@ -71,6 +72,7 @@ from mm_tui.core.events import (
     ModelRetrying,
     PermissionRequested,
     RuleAdded,
+    RuleToSave,
     ServerState,
     TextDelta,
     Thinking,
@@ -99,6 +101,20 @@ PERMISSION_OPTIONS = [
 ]
 """The four decisions of every front end, one option each; the option id is the Decision's
 letter, so an answer maps back without a table."""
+RULE_OPTION = "p"
+
+
+def permission_options(event: PermissionRequested) -> list[PermissionOption]:
+    """The four, and when the engine offers a rule for calls like this one, a fifth that keeps
+    it in the project's config (`p`, as the window's box; an `allow_always` to the client)."""
+    if not event.pattern or event.agent is not None:
+        return PERMISSION_OPTIONS
+    name = f'Always allow "{event.pattern}" in this project'
+    return [
+        *PERMISSION_OPTIONS[:2],
+        PermissionOption(option_id=RULE_OPTION, name=name, kind="allow_always"),
+        *PERMISSION_OPTIONS[2:],
+    ]
 
 
 async def send_events(state: AcpSession, queue: asyncio.Queue[Event | None]) -> None:
@@ -224,7 +240,7 @@ async def _request_permission(state: AcpSession, event: PermissionRequested) -> 
                 status="pending",
                 content=content or None,
             ),
-            options=PERMISSION_OPTIONS,
+            options=permission_options(event),
         )
     )
     settled = asyncio.ensure_future(questions.settled(event.agent, event.call_id))
@@ -239,7 +255,7 @@ async def _request_permission(state: AcpSession, event: PermissionRequested) -> 
         log.warning("permission request failed (%s): the call is rejected", exc)
         decision = Decision.REJECT
     else:
-        decision = _decision(answer.outcome)
+        decision = _decision(answer.outcome, event)
     state.engine.answer(event.agent, event.call_id, decision)  # allowed: ToolCallRunning next
 
 
@@ -262,11 +278,14 @@ async def _tool_finished(state: AcpSession, event: ToolCallFinished) -> None:
     )
 
 
-def _decision(outcome: Any) -> Decision:
-    """A selected option, by its id (the Decision's letter); a cancelled request, or an id that
-    is none of ours, rejects."""
+def _decision(outcome: Any, event: PermissionRequested) -> Decision | Answer:
+    """A selected option, by its id (the Decision's letter, or the rule's); a cancelled
+    request, or an id that is none of ours, rejects."""
     if not isinstance(outcome, AllowedOutcome):
         return Decision.REJECT
+    if outcome.option_id == RULE_OPTION and event.pattern:
+        rule = RuleToSave(tool=event.tool, pattern=event.pattern, place="project")
+        return Answer(Decision.ALLOW_ONCE, rule=rule)
     try:
         return Decision(outcome.option_id)
     except ValueError:

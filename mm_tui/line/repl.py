@@ -15,8 +15,10 @@ from rich.console import Console
 from rich.text import Text
 
 from mm_tui.core.events import (
+    Answer,
     Decision,
     PermissionRequested,
+    RuleToSave,
 )
 from mm_tui.core.terminal_text import safe_display
 from mm_tui.engine.turn import Emit, Engine
@@ -37,9 +39,39 @@ from mm_tui.line.printer import (
 )
 from mm_tui.startup import new_session_like
 
-PERMISSION_PROMPT = "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [n] never: "
+RULE_PROMPT = '🔐 allow {title}?  [a] once  [s] this session  [p] rule "{pattern}"  [r] reject  [t] say why  [n] never: '
+WORDLESS_PROMPT = (
+    "🔐 allow {title}?  [a] once  [s] this session  [r] reject  [t] say why  [n] never: "
+)
 REQUEST_PROMPT = "› "
-ANSWERS = {"", "a", "s", "r", "n"}  # what a permission question takes (empty: reject)
+ANSWERS = {"", "a", "s", "p", "r", "t", "n"}  # what a permission question takes (empty: reject)
+
+
+def permission_keys(request: PermissionRequested) -> str:
+    """The answers a question takes: `p` only when there is a rule to offer."""
+    return "asprtn" if request.pattern else "asrtn"
+
+
+def permission_prompt(request: PermissionRequested) -> str:
+    title = permission_title(request)
+    if request.pattern:
+        return RULE_PROMPT.format(title=title, pattern=safe_display(request.pattern, exact=True))
+    return WORDLESS_PROMPT.format(title=title)
+
+
+async def worded_answer(
+    key: str, request: PermissionRequested, read: Callable[[str], Awaitable[str | None]]
+) -> Answer | None:
+    """The answer of `key`; `p` asks for the rule (Enter keeps the one offered), `t` for the
+    reason. None: the line was left empty for a rule, so the question is asked again."""
+    if key == "p":
+        typed = (await read(f"rule to allow in this project [{request.pattern}]: ") or "").strip()
+        rule = RuleToSave(tool=request.tool, pattern=typed or request.pattern, place="project")
+        return Answer(Decision.ALLOW_ONCE, rule=rule)
+    if key == "t":
+        reason = (await read("why (the model reads it): ") or "").strip()
+        return Answer(Decision.REJECT, reason=reason)
+    return Answer(Decision(key))
 
 
 class KeyboardReader:
@@ -162,13 +194,14 @@ async def run_line(engine: Engine, console: Console, notes: list[str]) -> int:
     def ask(request: PermissionRequested) -> None:
         async def answer() -> None:
             while engine.questions.waiting(request.agent, request.call_id):
-                title = permission_title(request)
-                line = await keyboard.read(PERMISSION_PROMPT.format(title=title))
+                line = await keyboard.read(permission_prompt(request))
                 key = (line or "r").strip().lower()[:1]
-                if key not in {"a", "s", "r", "n"}:
-                    console.print(Text("answer a, s, r or n", style="yellow"))
+                if key not in permission_keys(request):
+                    console.print(Text(f"answer {', '.join(permission_keys(request))}", "yellow"))
                     continue
-                engine.answer(request.agent, request.call_id, Decision(key))
+                given = await worded_answer(key, request, keyboard.read)
+                if given is not None:
+                    engine.answer(request.agent, request.call_id, given)
 
         pending_answers.append(loop.create_task(answer()))
 

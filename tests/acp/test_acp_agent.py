@@ -368,9 +368,11 @@ async def test_permission_allow_once_and_reject(tmp_path: Path) -> None:
     assert [(o.option_id, o.kind) for o in options] == [
         ("a", "allow_once"),
         ("s", "allow_always"),
+        ("p", "allow_always"),  # the rule offered for calls like it
         ("r", "reject_once"),
         ("n", "reject_always"),
     ]
+    assert options[2].name == 'Always allow "echo *" in this project'
     assert tool_call.tool_call_id == "c1" and tool_call.title == "bash  echo first"
     # allowed: runs once the answer came
     assert client.statuses("c1") == ["pending", "in_progress", "completed"]
@@ -384,6 +386,19 @@ async def test_permission_allow_once_and_reject(tmp_path: Path) -> None:
     # a request the client cancelled counts as a refusal
     assert tool_messages(requests[7])[-1] == "[command rejected by the user]"
     assert client.statuses("c4") == ["pending", "failed"]
+
+
+async def test_the_rule_option_keeps_a_rule_for_calls_like_it(tmp_path: Path) -> None:
+    client = Recorder(["p"])
+    with ScriptedServer(*bash_turn("echo first", "c1"), *bash_turn("echo again", "c2")) as server:
+        async with mm_acp(tmp_path, server, client, "--no-yolo") as (conn, _):
+            session_id = await start(conn, tmp_path)
+            for n in range(2):
+                assert await ask(conn, session_id, f"turn {n}") == "end_turn"
+    assert len(client.permissions) == 1  # the rule answered the second call
+    assert client.statuses("c2") == ["pending", "in_progress", "completed"]
+    config = (tmp_path / ".mm" / "config.yaml").read_text()
+    assert config == 'permissions:\n  bash:\n    "echo *": allow\n'
 
 
 async def test_permission_always_and_never_are_remembered(tmp_path: Path) -> None:

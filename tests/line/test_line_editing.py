@@ -415,3 +415,26 @@ def test_keys_typed_while_an_answer_streams_wait_for_the_next_prompt(tmp_path: P
             tmux("send-keys", "-t", session, "Enter")
             until(session, lambda s: "second" in s, "the typed request sent")
             assert server.requests[-1].messages[-1]["content"] == "typed ahead"
+
+
+@needs_tmux
+def test_p_keeps_a_rule_and_t_gives_the_model_a_reason(tmp_path: Path) -> None:
+    with line_mode(tmp_path, "rules", "--no-yolo") as session:
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        until_screen(session, '🔐 allow bash  ls -la?  [a] once  [s] this session  [p] rule "ls *"')
+        tmux("send-keys", "-t", session, "p", "Enter")
+        until_screen(session, "rule to allow in this project [ls *]:")
+        tmux("send-keys", "-t", session, "Enter")  # the rule as offered
+        saved = 'bash "ls *" is allowed from now on (saved to .mm/config.yaml)'
+        until(session, lambda s: saved in s.replace("\n", ""), "the rule saved")
+        until(session, lambda s: "command(s)" in s and prompt_line(s) == "›", "the first turn")
+        tmux("send-keys", "-t", session, "list the files", "Enter")
+        until(session, lambda s: s.count("command(s)") == 2, "the second turn, unasked")
+        second = screen_of(session).rsplit("› list the files", 1)[1]
+        assert "🛠️  bash: ls -la" in second and "🔐" not in second
+        tmux("send-keys", "-t", session, "run the tests", "Enter")
+        until(session, lambda s: "[t] say why  [n] never:" in s.replace("\n", ""), "the question")
+        tmux("send-keys", "-t", session, "t", "Enter")
+        until_screen(session, "why (the model reads it):")
+        tmux("send-keys", "-t", session, "not now", "Enter")
+        until(session, lambda s: "rejected by the user: not now" in s, "the reason given")

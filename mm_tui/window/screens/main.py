@@ -341,7 +341,7 @@ class MainScreen(Screen[None]):
         follow what the engine says next (`ToolCallRunning`, or the rejected call's end)."""
         request = message.request
         if self.engine is not None:  # a question comes from a running engine
-            self.engine.answer(request.agent, request.call_id, message.decision)
+            self.engine.answer(request.agent, request.call_id, message.answer)
         self.prompt.focus()
 
     @on(TranscriptView.Typed)

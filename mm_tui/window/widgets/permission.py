@@ -2,9 +2,11 @@
 
 It shows the tool, its title and what the call will do (the command; the diff for write_file
 and edit_file; the URL and the file for fetch_content) and waits for a (allow once), s (allow
-this tool for the session), r (reject this call) or n (never this tool this session). The title
-and the a/s/r/n line are docked: in a small terminal the details scroll between them, and the
-choices are always on screen.
+this tool for the session), p (allow calls like it from now on: a rule, as suggested or edited,
+kept in the project's or the person's config), r (reject this call), t (reject, and tell the
+model why) or n (never this tool this session). p and t open a line for their words
+(`permission_entry.py`). The title and the keys' line are docked: in a small terminal the
+details scroll between them, and the choices are always on screen.
 
 Typing is not answering. A box that opens while the person types their next request would
 otherwise take its letters as answers (`yes` allowing bash for the session by its `s`): what
@@ -36,11 +38,12 @@ from mm_tui.core.terminal_text import safe_display
 from mm_tui.core.text import agent_title
 
 if TYPE_CHECKING:  # the engine's events load after the first frame
-    from mm_tui.core.events import Decision, PermissionRequested
+    from mm_tui.core.events import Answer, PermissionRequested
+    from mm_tui.window.widgets.permission_entry import PermissionEntry
 
 
 DIFF_TOOLS = {"write_file", "edit_file", "lsp"}
-ANSWER_KEYS = "asrn"
+ANSWER_KEYS = "asprtn"
 ARMED_AFTER = 0.5
 """Seconds of quiet (since the box opened, since the last key typed to the prompt) before
 a/s/r/n answers: a key within them is taken for typing, and goes to the prompt."""
@@ -85,15 +88,17 @@ class PermissionBox(Widget, can_focus=True):
     BINDINGS = [
         Binding("a", "decide('a')", "allow once"),
         Binding("s", "decide('s')", "allow for the session"),
+        Binding("p", "decide('p')", "allow a rule"),
         Binding("r", "decide('r')", "reject"),
+        Binding("t", "decide('t')", "reject, say why"),
         Binding("n", "decide('n')", "never"),
     ]
 
     class Answered(Message):
-        def __init__(self, request: PermissionRequested, decision: Decision) -> None:
+        def __init__(self, request: PermissionRequested, answer: Answer) -> None:
             super().__init__()
             self.request = request
-            self.decision = decision
+            self.answer = answer
 
     class Typed(Message):
         """A character typed while the box is up, for the prompt: not an answer."""
@@ -137,24 +142,96 @@ class PermissionBox(Widget, can_focus=True):
         title_part, details_part, keys_part = self._parts()
         title_part.update(Text(f"🔐 {safe_display(title, exact=True)}"))
         details_part.update(details_text(request.tool, request.details))
-        tool = safe_display(request.tool, exact=True)  # an MCP server names its tools
-        keys_part.update(
-            Text.assemble(
-                ("a", "bold"),
-                " allow once   ",
-                ("s", "bold"),
-                f" allow {tool} for the session   ",
-                ("r", "bold"),
-                " reject   ",
-                ("n", "bold"),
-                f" never {tool}",
-            )
-        )
+        keys_part.update(self._keys_text())
         self.add_class("-open")
         self.focus()
         self._quiet_since = self.clock()
 
+    def _keys_text(self) -> Text:
+        request = self.request
+        assert request is not None
+        tool = safe_display(request.tool, exact=True)  # an MCP server names its tools
+        keys: list[tuple[str, str]] = [("a", "allow once"), ("s", f"allow {tool} this session")]
+        if request.pattern:
+            keys.append(("p", f'rule "{safe_display(request.pattern, exact=True)}"…'))
+        keys += [("r", "reject"), ("t", "say why…"), ("n", f"never {tool}")]
+        parts: list[tuple[str, str] | str] = []
+        for key, words in keys:
+            parts += [(key, "bold"), f" {words}  "]
+        text = Text.assemble(*parts)
+        text.rstrip()
+        return text
+
+    def _entry_hint(self, entry: PermissionEntry) -> Text:
+        from mm_tui.window.widgets.permission_entry import PLACES
+
+        if entry.kind == "reason":
+            return Text.assemble(
+                ("enter", "bold"), " reject with this reason   ", ("esc", "bold"), " back"
+            )
+        other = "user" if entry.place == "project" else "project"
+        return Text.assemble(
+            ("enter", "bold"),
+            f" allow in {PLACES[entry.place]}   ",
+            ("tab", "bold"),
+            f" {PLACES[other].split(' (')[0]} instead   ",
+            ("esc", "bold"),
+            " back",
+        )
+
+    def _open_entry(self, kind: str) -> None:
+        from mm_tui.window.widgets.permission_entry import PermissionEntry
+
+        request = self.request
+        assert request is not None
+        self._close_entry()
+        entry = PermissionEntry(kind, request.pattern if kind == "rule" else "", id="entry")
+        _, _, keys = self._parts()
+        self.mount(entry, before=keys)
+        keys.update(self._entry_hint(entry))
+        entry.focus()
+
+    def _close_entry(self) -> None:
+        for entry in self.query("#entry"):
+            entry.remove()
+
+    def on_permission_entry_switched(self, message: Message) -> None:
+        from mm_tui.window.widgets.permission_entry import PermissionEntry
+
+        message.stop()
+        for entry in self.query(PermissionEntry):
+            self._parts()[2].update(self._entry_hint(entry))
+
+    def on_permission_entry_back(self, message: Message) -> None:
+        message.stop()
+        self._close_entry()
+        if self.request is not None:
+            self._parts()[2].update(self._keys_text())
+            self.focus()
+            self._quiet_since = self.clock()
+
+    def on_input_submitted(self, message: Message) -> None:
+        from mm_tui.core.events import Answer, Decision, RuleToSave
+        from mm_tui.window.widgets.permission_entry import PermissionEntry
+
+        message.stop()
+        entry = getattr(message, "input", None)
+        request = self.request
+        if request is None or not isinstance(entry, PermissionEntry):
+            return
+        words = entry.value.strip()
+        if entry.kind == "rule":
+            if not words:
+                return  # a rule needs a pattern
+            rule = RuleToSave(tool=request.tool, pattern=words, place=entry.place)  # type: ignore[arg-type]
+            answer = Answer(Decision.ALLOW_ONCE, rule=rule)
+        else:
+            answer = Answer(Decision.REJECT, reason=words)
+        self.close()
+        self.post_message(self.Answered(request, answer))
+
     def close(self) -> None:
+        self._close_entry()
         self.request = None
         self.remove_class("-open")
 
@@ -181,12 +258,20 @@ class PermissionBox(Widget, can_focus=True):
             self.answer(key)
 
     def answer(self, key: str) -> None:
-        """Decide the call: `a`, `s`, `r` or `n`, unguarded."""
+        """Decide the call: `a`, `s`, `r` or `n`, unguarded; `p` and `t` open the line for
+        their words."""
         request = self.request
         if request is None:
             return
-        from mm_tui.core.events import Decision
+        if key == "p" and request.pattern:
+            self._open_entry("rule")
+            return
+        if key == "t":
+            self._open_entry("reason")
+            return
+        if key == "p":
+            return  # nothing certain to offer as a rule
+        from mm_tui.core.events import Answer, Decision
 
-        decision = Decision(key)
         self.close()
-        self.post_message(self.Answered(request, decision))
+        self.post_message(self.Answered(request, Answer(Decision(key))))
