@@ -175,7 +175,7 @@ def test_the_window_in_a_real_terminal_keeps_its_title_and_shows_the_spoof(
             until_screen(session, "Enter to send", "the window")
             tmux("send-keys", "-t", session, "-l", "tidy up")
             tmux("send-keys", "-t", session, "Enter")
-            until_screen(session, "allow bash for the session", "the permission box")
+            until_screen(session, "allow bash this session", "the permission box")
             shown = "rm -f important.txt; echo gone #\\x1b[2K\\x1b[1G\\x1b[1A\\x1b[2Kls -la"
             until_screen(session, shown, "the whole command in the box")
             # a/s/r/n answer once the box has been up a moment without typing (a key at once
