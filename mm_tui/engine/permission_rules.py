@@ -326,6 +326,7 @@ SUBCOMMANDS = frozenset(
     "systemctl gh dotnet mvn gradle rustup conda helm terraform make just deno".split()
 )
 """Programs whose second word says what they do: a suggested rule keeps it."""
+INTERPRETERS = frozenset({"python", "python3"})
 
 
 def suggested_pattern(
@@ -352,6 +353,8 @@ def _command_pattern(line: str) -> str:
     second = words[1] if len(words) > 1 else None
     if words[0] in SUBCOMMANDS and second and re.fullmatch(r"[A-Za-z][A-Za-z0-9:_-]*", second):
         kept.append(second)  # `git log *`, not `git *`
+    elif words[0] in INTERPRETERS and second == "-m" and len(words) > 2 and words[2]:
+        kept += ["-m", shlex.quote(words[2])]  # `python -m pytest *`, not every program
     return " ".join((*kept, "*"))
 
 

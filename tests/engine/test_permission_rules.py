@@ -164,3 +164,35 @@ def test_a_pattern_that_is_not_shell_words_is_named() -> None:
     assert pattern_error("bash", "git log 'oops") is not None
     assert pattern_error("bash", " ") == "a pattern must not be empty"
     assert pattern_error("bash", "git log *") is None
+
+
+@pytest.mark.parametrize(
+    ("command", "offered"),
+    [
+        ("git log --oneline -5", "git log *"),
+        ("ls -la", "ls *"),
+        ("echo yes", "echo *"),
+        ("python -m pytest -q && git commit", "python -m pytest *"),
+        ("npm run test", "npm run *"),
+        ("./build.sh --fast", "./build.sh *"),
+        ("$CMD -rf /", ""),  # nothing certain to offer
+        ("PATH=/x ls", ""),
+        ("echo $(", ""),
+    ],
+)
+def test_the_rule_offered_for_a_command(command: str, offered: str) -> None:
+    from mm_tui.engine.permission_rules import suggested_pattern
+
+    assert suggested_pattern("bash", {"command": command}, (), None) == offered
+
+
+def test_the_rule_offered_for_a_file_is_its_folder(tmp_path: Path) -> None:
+    from mm_tui.engine.permission_rules import suggested_pattern
+
+    def offered(path: Path) -> str:
+        return suggested_pattern("write_file", {}, [str(path)], tmp_path)
+
+    assert offered(tmp_path / "src" / "app" / "x.py") == "src/app/**"
+    assert offered(tmp_path / "README.md") == "README.md"
+    assert offered(Path("/etc/hosts")) == "/etc/**"
+    assert suggested_pattern("fetch_content", {"url": "x"}, (), tmp_path) == "*"

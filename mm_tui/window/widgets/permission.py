@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events
@@ -68,6 +68,35 @@ def details_text(tool: str, details: str) -> Text:
         text.append(line + "\n", style=style)
     text.rstrip()
     return text
+
+
+class _Choices:
+    """The answers' line: laid out at the width it gets, breaking between answers, never
+    inside one (`t say / why…`)."""
+
+    def __init__(self, choices: list[Text]) -> None:
+        self.choices = choices
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        width = options.max_width
+        line = Text()
+        for choice in self.choices:
+            if line and line.cell_len + 2 + choice.cell_len > width:
+                yield line
+                line = Text()
+            if line:
+                line.append("  ")
+            line.append_text(choice)
+        yield line
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        widest = max((c.cell_len for c in self.choices), default=0)
+        return Measurement(widest, sum(c.cell_len + 2 for c in self.choices))
+
+    def __str__(self) -> str:
+        return "  ".join(c.plain for c in self.choices)
 
 
 class PermissionBox(Widget, can_focus=True):
@@ -149,7 +178,7 @@ class PermissionBox(Widget, can_focus=True):
         self.focus()
         self._quiet_since = self.clock()
 
-    def _keys_text(self) -> Text:
+    def _keys_text(self) -> _Choices:
         request = self.request
         assert request is not None
         tool = safe_display(request.tool, exact=True)  # an MCP server names its tools
@@ -157,12 +186,7 @@ class PermissionBox(Widget, can_focus=True):
         if request.pattern:
             keys.append(("p", f'rule "{safe_display(request.pattern, exact=True)}"…'))
         keys += [("r", "reject"), ("t", "say why…"), ("n", f"never {tool}")]
-        parts: list[tuple[str, str] | str] = []
-        for key, words in keys:
-            parts += [(key, "bold"), f" {words}  "]
-        text = Text.assemble(*parts)
-        text.rstrip()
-        return text
+        return _Choices([Text.assemble((key, "bold"), f" {words}") for key, words in keys])
 
     def _entry_hint(self, entry: PermissionEntry) -> Text:
         from mm_tui.window.widgets.permission_entry import PLACES
