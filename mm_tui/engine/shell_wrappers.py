@@ -71,10 +71,12 @@ class Options:
     valued: frozenset[str]
     flags: frozenset[str]
     leading: int = 0
+    line: frozenset[str] = frozenset()  # options whose value is a command line (`su -c`)
 
 
-def _opts(valued: str, flags: str, leading: int = 0) -> Options:
-    return Options(frozenset(valued.split()), frozenset(flags.split()), leading)
+def _opts(valued: str, flags: str, leading: int = 0, line: str = "") -> Options:
+    lines = frozenset(line.split())
+    return Options(frozenset(valued.split()) | lines, frozenset(flags.split()), leading, lines)
 
 
 WRAPPERS: dict[str, Options] = {
@@ -97,6 +99,45 @@ WRAPPERS: dict[str, Options] = {
     "exec": _opts("-a", "-c -l"),
     "builtin": _opts("", ""),
     "command": _opts("", "-p"),
+    "busybox": _opts("", ""),
+    "pkexec": _opts("--user", "--disable-internal-agent --keep-cwd"),
+    "flock": _opts(
+        "-w --wait --timeout -E --conflict-exit-code",
+        "-s --shared -x -e --exclusive -n --nb --nonblock -u --unlock -o --close -F --no-fork "
+        "--verbose",
+        1,
+        "-c --command",
+    ),
+    "chroot": _opts("--userspec --groups", "--skip-chdir", 1),
+    "setpriv": _opts(
+        "--reuid --regid --ruid --rgid --euid --egid --groups --inh-caps --ambient-caps "
+        "--bounding-set --securebits --pdeathsig --selinux-label --apparmor-profile "
+        "--landlock-access --landlock-rule",
+        "--clear-groups --keep-groups --init-groups --no-new-privs --reset-env -d --dump",
+    ),
+    "unshare": _opts(
+        "--propagation --setgroups -S --setuid -G --setgid --map-user --map-group -R --root -w "
+        "--wd",
+        "-m -u -i -n -p -U -C -T -f -r -c --mount --uts --ipc --net --pid --user --cgroup "
+        "--time --fork --map-root-user --map-current-user --mount-proc --kill-child",
+    ),
+    "nsenter": _opts(
+        "-t --target -S --setuid -G --setgid -w --wd -r --root",
+        "-a --all -m --mount -u --uts -i --ipc -n --net -p --pid -C --cgroup -U --user -T "
+        "--time -F --no-fork --preserve-credentials",
+    ),
+    "strace": _opts(
+        "-e -o -p -s -u -E -a -b -I -O -P -S -X",
+        "-f -ff -c -C -d -D -F -h -i -k -q -qq -r -t -tt -ttt -T -v -V -w -x -xx -y -yy -z -Z",
+    ),
+    "ltrace": _opts("-e -o -p -s -u -a -n -l -L", "-f -c -C -d -h -i -r -S -t -tt -ttt -T -V -w"),
+    "taskset": _opts("", "-a --all-tasks -c --cpu-list", 1),
+    "chrt": _opts(
+        "-T -P -D --sched-runtime --sched-period --sched-deadline",
+        "-b -f -i -o -r -d -a -m -R -v --batch --fifo --idle --other --rr --deadline "
+        "--all-tasks --max --reset-on-fork --verbose",
+        1,
+    ),
     "xargs": _opts(
         "-a --arg-file -d --delimiter -E -e --eof -I -i --replace -L -l --max-lines -n "
         "--max-args -P --max-procs -s --max-chars --process-slot-var",
@@ -105,7 +146,33 @@ WRAPPERS: dict[str, Options] = {
     ),
 }
 ENV_OPTIONS = _opts("-u --unset -C --chdir -S --split-string", "-i --ignore-environment -0 --null")
-KEEP = frozenset({"sudo", "doas"})
+KEEP = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "sg", "chroot", "setpriv"})
+# their first word is a user or group, and what follows goes to that user's shell
+USER_SHELLS: dict[str, Options] = {
+    "su": _opts(
+        "-s --shell -g --group -G --supp-group -w --whitelist-environment",
+        "- -l --login -m -p --preserve-environment -P --pty",
+        line="-c --command --session-command",
+    ),
+    "runuser": _opts(
+        "-u --user -s --shell -g --group -G --supp-group -w --whitelist-environment",
+        "- -l --login -m -p --preserve-environment -P --pty",
+        line="-c --command --session-command",
+    ),
+    "sg": _opts("", "", line="-c"),
+}
+WATCH = _opts(
+    "-n --interval -q --equexit",
+    "-t --no-title -b --beep -e --errexit -g --chgexit -c --color -C --no-color -p --precise "
+    "-w --no-wrap -x --exec -r --no-rerun -d --differences",
+)
+SCRIPT = _opts(
+    "-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format -o "
+    "--output-limit",
+    "-a --append -e --return -f --flush --force -q --quiet",
+    line="-c --command",
+)
+PARALLEL = _opts("-j --jobs --halt -N -n --max-args", "-k --keep-order -q --quote -X -m -0 --null")
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
@@ -126,20 +193,28 @@ def inner_command(words: tuple[Word, ...]) -> Inner | None:
         if any(p is None for p in parts):
             return Inner(script_unknown=True)
         return Inner(script=" ".join(p for p in parts if p is not None))
+    special = SPECIAL.get(base)
+    if special is not None:
+        return special(words)
     options = WRAPPERS.get(base)
     if options is None:
         return None
     if base == "command" and any(w in ("-v", "-V") for w in words[1:2]):
         return None  # `command -v x` looks x up, runs nothing
-    rest = _after_options(words[1:], options, numeric=base == "nice")
+    rest, line = _after_options(words[1:], options, numeric=base == "nice")
+    if line is not None:
+        return Inner(keep_wrapper=base in KEEP, script=line)
     if not rest:
         return None  # `sudo -v`, `nice`, `time`: nothing else runs
     return Inner(words=rest, keep_wrapper=base in KEEP, open_end=base == "xargs")
 
 
-def _after_options(words: tuple[Word, ...], options: Options, numeric: bool = False) -> tuple:
-    """The words after the wrapper's options (and its leading words)."""
-    i = 0
+def _after_options(
+    words: tuple[Word, ...], options: Options, numeric: bool = False
+) -> tuple[tuple[Word, ...], str | None]:
+    """The words after the wrapper's options (and its leading words), and the command line an
+    option gave (`flock -c 'line'`)."""
+    i, line = 0, None
     while i < len(words):
         word = words[i]
         if word is None:
@@ -152,11 +227,27 @@ def _after_options(words: tuple[Word, ...], options: Options, numeric: bool = Fa
         if numeric and word[1:].isdigit():  # nice -5
             i += 1
             continue
-        i += _option_width(word, options)
+        width = _option_width(word, options)
+        if word.split("=", 1)[0] in options.line:
+            line = _line_value(words, i, width)
+        i += width
     i += options.leading
     if i > len(words):
         raise Unreadable
-    return words[i:]
+    if line is None and i < len(words) and words[i] in options.line:  # flock FILE -c 'line'
+        line = _line_value(words, i, 2)
+        return (), line
+    return words[i:], line
+
+
+def _line_value(words: tuple[Word, ...], i: int, width: int) -> str:
+    word = words[i]
+    value = words[i + 1] if width == 2 and i + 1 < len(words) else None
+    if width == 1 and word is not None and "=" in word:
+        value = word.split("=", 1)[1]
+    if value is None:
+        raise Unreadable
+    return value
 
 
 def _option_width(word: str, options: Options) -> int:
@@ -165,8 +256,8 @@ def _option_width(word: str, options: Options) -> int:
         return 1
     if word in options.valued:
         return 2
-    if word.startswith("--") and word.split("=", 1)[0] in options.valued:
-        return 1
+    if word.startswith("--") and word.split("=", 1)[0] in options.valued | options.flags:
+        return 1  # --signal=KILL, --mount=/proc/1/ns/mnt
     short = word[:2]
     if not word.startswith("--") and short in options.valued:
         return 1  # -n5, -I{}
@@ -228,3 +319,68 @@ def _shell(words: tuple[Word, ...]) -> Inner | None:
         if "c" in word[1:] and not word.startswith("--"):
             raise Unreadable  # -xc 'line': glued flags with -c
     return Inner(script_unknown=True)
+
+
+def _user_shell(words: tuple[Word, ...]) -> Inner | None:
+    """`su [user] -c 'line'`, `runuser -u user -- cmd`, `sg group -c 'line'`."""
+    base = os.path.basename(str(words[0]))
+    options = USER_SHELLS[base]
+    rest, line = _after_options(words[1:], options)
+    if line is not None:
+        return Inner(keep_wrapper=True, script=line)
+    if base == "runuser" and any(w in ("-u", "--user") for w in words[1:]):
+        return Inner(words=rest, keep_wrapper=True) if rest else None
+    rest = rest[1:]  # the user or group
+    more, line = _after_options(rest, options) if rest else ((), None)
+    if line is not None:
+        return Inner(keep_wrapper=True, script=line)
+    return Inner(keep_wrapper=True, script_unknown=True) if more else None
+
+
+def _watch(words: tuple[Word, ...]) -> Inner | None:
+    """`watch -n 1 'line'`: the rest, joined, goes to `sh -c` (or, with -x, runs itself)."""
+    rest, _ = _after_options(words[1:], WATCH)
+    if not rest:
+        return None
+    if any(w in ("-x", "--exec") for w in words[1:]):
+        return Inner(words=rest)
+    if any(w is None for w in rest):
+        return Inner(script_unknown=True)
+    return Inner(script=" ".join(str(w) for w in rest))
+
+
+def _script(words: tuple[Word, ...]) -> Inner | None:
+    """`script -c 'line' log`: only -c runs a command (else a shell, on the terminal)."""
+    _, line = _after_options(words[1:], SCRIPT)
+    return Inner(script=line) if line is not None else None
+
+
+def _parallel(words: tuple[Word, ...]) -> Inner | None:
+    """`parallel [options] cmd ::: args`: the command, with words that come at run time."""
+    rest, _ = _after_options(words[1:], PARALLEL)
+    end = next((i for i, w in enumerate(rest) if w in (":::", "::::", ":::+")), len(rest))
+    command = rest[:end]
+    if not command:
+        raise Unreadable  # the commands come from the input: nobody knows them
+    return Inner(words=command, open_end=True)
+
+
+def _firejail(words: tuple[Word, ...]) -> Inner | None:
+    """`firejail --net=none --private cmd`: its options are all `--name` or `--name=value`."""
+    i = 1
+    while i < len(words) and (words[i] or "").startswith("--"):
+        i += 1
+    if i < len(words) and words[i] is None:
+        raise Unreadable
+    return Inner(words=words[i:]) if words[i:] else None
+
+
+SPECIAL = {
+    "su": _user_shell,
+    "runuser": _user_shell,
+    "sg": _user_shell,
+    "watch": _watch,
+    "script": _script,
+    "parallel": _parallel,
+    "firejail": _firejail,
+}
