@@ -348,7 +348,7 @@ def _command_pattern(line: str) -> str:
     commands = simple_commands(line)
     if not commands or commands[0].name is None or commands[0].risky:
         return ""
-    words = commands[0].words
+    words = list(commands[0].words)
     kept = [shlex.quote(str(words[0]))]
     second = words[1] if len(words) > 1 else None
     if words[0] in SUBCOMMANDS and second and re.fullmatch(r"[A-Za-z][A-Za-z0-9:_-]*", second):

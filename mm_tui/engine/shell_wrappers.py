@@ -139,13 +139,18 @@ WRAPPERS: dict[str, Options] = {
         1,
     ),
     "xargs": _opts(
-        "-a --arg-file -d --delimiter -E -e --eof -I -i --replace -L -l --max-lines -n "
-        "--max-args -P --max-procs -s --max-chars --process-slot-var",
+        "-a --arg-file -d --delimiter -E -I -J -R -S -L --max-lines -n --max-args -P "
+        "--max-procs -s --max-chars --process-slot-var",
         "-0 --null -o --open-tty -p --interactive -r --no-run-if-empty -t --verbose -x --exit "
-        "--show-limits",
+        "--show-limits -i --replace -e --eof -l",
     ),
+    "coproc": _opts("", ""),
 }
-ENV_OPTIONS = _opts("-u --unset -C --chdir -S --split-string", "-i --ignore-environment -0 --null")
+ENV_OPTIONS = _opts(
+    "-u --unset -C --chdir -S --split-string", "- -i --ignore-environment -0 --null"
+)
+OPTIONAL_VALUE = ("-i", "-e", "-l")  # xargs' options whose value, if any, is glued: -i{}
+SHELL_FLAGS = frozenset("abefhiklmnprstuvxBCEHP")  # bash's one-letter options without a value
 KEEP = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "sg", "chroot", "setpriv"})
 # their first word is a user or group, and what follows goes to that user's shell
 USER_SHELLS: dict[str, Options] = {
@@ -182,18 +187,7 @@ def inner_command(words: tuple[Word, ...]) -> Inner | None:
     if name is None:
         return None
     base = os.path.basename(name)
-    if base == "env":
-        return _env(words)
-    if base == "find":
-        return _find(words)
-    if base in SHELLS:
-        return _shell(words)
-    if base == "eval":
-        parts = words[1:]
-        if any(p is None for p in parts):
-            return Inner(script_unknown=True)
-        return Inner(script=" ".join(p for p in parts if p is not None))
-    special = SPECIAL.get(base)
+    special = _SHELL_LIKE.get(base) or SPECIAL.get(base)
     if special is not None:
         return special(words)
     options = WRAPPERS.get(base)
@@ -206,7 +200,29 @@ def inner_command(words: tuple[Word, ...]) -> Inner | None:
         return Inner(keep_wrapper=base in KEEP, script=line)
     if not rest:
         return None  # `sudo -v`, `nice`, `time`: nothing else runs
+    if base == "xargs":
+        rest = _replaced(rest, _replace_strings(words[1 : len(words) - len(rest)]))
     return Inner(words=rest, keep_wrapper=base in KEEP, open_end=base == "xargs")
+
+
+def _replace_strings(options: tuple[Word, ...]) -> tuple[str, ...]:
+    """What xargs replaces by an input line: `-I R`, `-i[R]`, `--replace[=R]` (`{}` by
+    default)."""
+    found: list[str] = []
+    for i, word in enumerate(options):
+        if word in ("-I", "-J") and i + 1 < len(options) and options[i + 1]:
+            found.append(str(options[i + 1]))
+        elif word and word.startswith(("-I", "-J")) and len(word) > 2:
+            found.append(word[2:])
+        elif word and (word.startswith("-i") or word.startswith("--replace")):
+            glued = word[2:] if word.startswith("-i") else word.partition("=")[2]
+            found.append(glued or "{}")
+    return tuple(found)
+
+
+def _replaced(words: tuple[Word, ...], marks: tuple[str, ...]) -> tuple[Word, ...]:
+    """A word holding a replace string is known only at run time."""
+    return tuple(None if w is None or any(m and m in w for m in marks) else w for w in words)
 
 
 def _after_options(
@@ -261,6 +277,8 @@ def _option_width(word: str, options: Options) -> int:
     short = word[:2]
     if not word.startswith("--") and short in options.valued:
         return 1  # -n5, -I{}
+    if short in OPTIONAL_VALUE and short in options.flags:
+        return 1  # xargs -i{}
     if not word.startswith("--") and all(f"-{c}" in options.flags for c in word[1:]):
         return 1  # -Ei
     raise Unreadable
@@ -274,8 +292,8 @@ def _env(words: tuple[Word, ...]) -> Inner | None:
             raise Unreadable
         if word in ("-S", "--split-string") or word.startswith("--split-string="):
             raise Unreadable  # env -S 'cmd args' splits a string of its own
-        if word.startswith("-") and word != "-":
-            i += 1 if word == "--" else _option_width(word, ENV_OPTIONS)
+        if word.startswith("-"):
+            i += 1 if word in ("--", "-") else _option_width(word, ENV_OPTIONS)
             continue
         if "=" in word:
             assigns = assigns or risky_name(word.split("=", 1)[0])
@@ -304,21 +322,22 @@ def _find(words: tuple[Word, ...]) -> Inner | None:
 
 
 def _shell(words: tuple[Word, ...]) -> Inner | None:
-    """`bash -c 'line'` runs the line; `bash script.sh` a file (itself a command a rule may
-    name); `bash` alone reads stdin: nothing known."""
+    """`bash -c 'line'` (or `-lc`, `-ec`) runs the line; `bash script.sh` and `bash` alone
+    (reading its input) run what nobody sees here: a rule may name the shell, and a deny
+    rule might match what runs."""
     for i, word in enumerate(words[1:], start=1):
         if word is None:
             raise Unreadable
-        if word == "-c":
-            if i + 1 >= len(words):
+        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+            if not set(word[1:]) <= SHELL_FLAGS | {"c"} or i + 1 >= len(words):
                 raise Unreadable
             script = words[i + 1]
             return Inner(script_unknown=True) if script is None else Inner(script=script)
-        if not word.startswith("-"):
-            return None
-        if "c" in word[1:] and not word.startswith("--"):
-            raise Unreadable  # -xc 'line': glued flags with -c
-    return Inner(script_unknown=True)
+        if word in ("-o", "-O", "+o", "+O", "--rcfile", "--init-file"):
+            raise Unreadable  # an option with a value: read no further
+        if not word.startswith(("-", "+")):
+            break
+    return Inner(keep_wrapper=True, script_unknown=True)
 
 
 def _user_shell(words: tuple[Word, ...]) -> Inner | None:
@@ -383,4 +402,47 @@ SPECIAL = {
     "script": _script,
     "parallel": _parallel,
     "firejail": _firejail,
+}
+
+
+def _trap(words: tuple[Word, ...]) -> Inner | None:
+    """`trap 'line' EXIT`: the line runs later, in this shell."""
+    args = [w for w in words[1:] if w != "--"]
+    if not args or args[0] in ("-l", "-p", "-"):
+        return None
+    if args[0] is None:
+        return Inner(keep_wrapper=True, script_unknown=True)
+    return Inner(keep_wrapper=True, script=args[0]) if args[0] else None
+
+
+def _alias(words: tuple[Word, ...]) -> Inner | None:
+    """`alias r=rm`: an alias is code that a later line may run under another name."""
+    bodies = [w.partition("=")[2] if w is not None else None for w in words[1:]]
+    if any(b is None for b in bodies):
+        return Inner(keep_wrapper=True, script_unknown=True)
+    lines = [b for b in bodies if b]
+    return Inner(keep_wrapper=True, script="; ".join(str(b) for b in lines)) if lines else None
+
+
+def _eval(words: tuple[Word, ...]) -> Inner | None:
+    parts = words[1:]
+    if any(p is None for p in parts):
+        return Inner(script_unknown=True)
+    return Inner(script=" ".join(p for p in parts if p is not None))
+
+
+def _source(words: tuple[Word, ...]) -> Inner | None:
+    """`. file`, `source <(…)`: code nobody sees here runs in this shell."""
+    return Inner(keep_wrapper=True, script_unknown=True) if len(words) > 1 else None
+
+
+_SHELL_LIKE = {
+    "env": _env,
+    "find": _find,
+    "eval": _eval,
+    ".": _source,
+    "source": _source,
+    "trap": _trap,
+    "alias": _alias,
+    **{shell: _shell for shell in SHELLS},
 }

@@ -177,6 +177,24 @@ def missing() -> str | None:
     for program in ("bash", "setpriv", "unshare"):
         if shutil.which(program) is None:
             return f"{program} (util-linux or bash) is missing: the shell oracle cannot run lines"
+    return _namespaces_refused()
+
+
+def _namespaces_refused() -> str | None:
+    """Why this machine gives no namespaces to the oracle (a container without the rights),
+    or None: asked once, by making them."""
+    import subprocess
+
+    probe = ["unshare", "--mount", "--pid", "--fork", "--net"]
+    if os.geteuid() != 0:
+        probe[1:1] = ["--user", "--map-root-user"]
+    try:
+        done = subprocess.run([*probe, "true"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare could not run ({exc}): the shell oracle needs namespaces"
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip()
+        return f"this machine gives no namespaces ({why}): the shell oracle needs them"
     return None
 
 
