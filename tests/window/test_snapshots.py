@@ -175,6 +175,25 @@ def test_permission_box_for_bash(snap_compare, fixed_folder: Path) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_permission_box_offering_a_rule(snap_compare, fixed_folder: Path) -> None:
+    """`p` opens the line of the rule offered, to edit; Tab has switched where it is kept."""
+    app = make_app(
+        ScriptedModel(call("bash", {"command": "git log --oneline -5"})), fixed_folder, yolo=False
+    )
+
+    async def run_before(pilot) -> None:
+        await ready(pilot)
+        await pilot.press(*"what changed", "enter")
+        await until(lambda: app.main.box.request is not None, "the question", pilot=pilot)
+        await settle(pilot, app, idle=False)
+        await pilot.press("p")
+        await until(lambda: app.main.box.query("#entry"), "the rule's line", pilot=pilot)
+        await pilot.press("tab")
+        await settle(pilot, app, idle=False)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_permission_box_for_a_spoofed_command(snap_compare, fixed_folder: Path) -> None:
     """A command that erases its own line and writes `ls -la` over it shows whole, every escape
     as `\\x1b`, in the box and in the tool line above it."""

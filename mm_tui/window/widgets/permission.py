@@ -113,6 +113,7 @@ class PermissionBox(Widget, can_focus=True):
     PermissionBox > #title { color: $warning; text-style: bold; height: auto; dock: top; }
     PermissionBox > #details { height: auto; max-height: 16; color: $text; }
     PermissionBox > #keys { color: $text-muted; height: auto; dock: bottom; padding-top: 1; }
+    PermissionBox > #entry-label { color: $text-muted; height: 1; margin-top: 1; }
     """
     BINDINGS = [
         Binding("a", "decide('a')", "allow once"),
@@ -188,22 +189,19 @@ class PermissionBox(Widget, can_focus=True):
         keys += [("r", "reject"), ("t", "say why…"), ("n", f"never {tool}")]
         return _Choices([Text.assemble((key, "bold"), f" {words}") for key, words in keys])
 
-    def _entry_hint(self, entry: PermissionEntry) -> Text:
+    def _entry_hint(self, entry: PermissionEntry) -> _Choices:
         from mm_tui.window.widgets.permission_entry import PLACES
 
         if entry.kind == "reason":
-            return Text.assemble(
-                ("enter", "bold"), " reject with this reason   ", ("esc", "bold"), " back"
-            )
-        other = "user" if entry.place == "project" else "project"
-        return Text.assemble(
-            ("enter", "bold"),
-            f" allow in {PLACES[entry.place]}   ",
-            ("tab", "bold"),
-            f" {PLACES[other].split(' (')[0]} instead   ",
-            ("esc", "bold"),
-            " back",
-        )
+            keys = [("enter", "reject with this reason"), ("esc", "back")]
+        else:
+            other = "user" if entry.place == "project" else "project"
+            keys = [
+                ("enter", f"allow in {PLACES[entry.place]}"),
+                ("tab", f"{PLACES[other].split(' (')[0]} instead"),
+                ("esc", "back"),
+            ]
+        return _Choices([Text.assemble((key, "bold"), f" {words}") for key, words in keys])
 
     def _open_entry(self, kind: str) -> None:
         from mm_tui.window.widgets.permission_entry import PermissionEntry
@@ -211,15 +209,21 @@ class PermissionBox(Widget, can_focus=True):
         request = self.request
         assert request is not None
         self._close_entry()
+        tool = safe_display(request.tool, exact=True)
+        label = (
+            f"allow the {tool} calls this rule matches:"
+            if kind == "rule"
+            else "why you reject it (the model reads this):"
+        )
         entry = PermissionEntry(kind, request.pattern if kind == "rule" else "", id="entry")
         _, _, keys = self._parts()
-        self.mount(entry, before=keys)
+        self.mount(Static(label, id="entry-label", markup=False), entry, before=keys)
         keys.update(self._entry_hint(entry))
         entry.focus()
 
     def _close_entry(self) -> None:
-        for entry in self.query("#entry"):
-            entry.remove()
+        for part in self.query("#entry, #entry-label"):
+            part.remove()
 
     def on_permission_entry_switched(self, message: Message) -> None:
         from mm_tui.window.widgets.permission_entry import PermissionEntry

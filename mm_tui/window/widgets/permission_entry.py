@@ -10,7 +10,7 @@ from textual.widgets import Input
 
 PLACES = {
     "project": "this project (.mm/config.yaml)",
-    "user": "every project (your ~/.config/mm/config.yaml)",
+    "user": "every project (your own config.yaml)",
 }
 
 
