@@ -11,6 +11,7 @@ then trusted too, and nothing that a command wrote into the file before is trust
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,7 +64,8 @@ def tilde(path: Path, home: Path | None) -> str:
 def _save_in_project(
     path: Path, rule: RuleToSave, cwd: Path, home: Path | None, environ: Mapping[str, str] | None
 ) -> None:
-    from mm_tui.config.project import read_project, trust_project
+    from mm_tui.config.project import read_project
+    from mm_tui.core.trust import digest, record_path, remember
 
     try:
         before = read_project(cwd, home=home, environ=environ)
@@ -73,15 +75,15 @@ def _save_in_project(
         raise RuleNotSaved(
             f"{PROJECT_CONFIG} holds keys you have not trusted; run mm here to review it"
         )
-    _write(path, rule)
-    after = read_project(cwd, home=home, environ=environ)
-    if after is not None:
-        warning = trust_project(after, home=home, environ=environ)
-        if warning:
-            raise RuleNotSaved(warning)
+    written = _write(path, rule)
+    # the bytes mm wrote, not the file read again: a command running meanwhile could have
+    # changed it, and its bytes are not the person's
+    warning = remember(record_path(home, environ), os.path.realpath(path), digest(written))
+    if warning:
+        raise RuleNotSaved(warning)
 
 
-def _write(path: Path, rule: RuleToSave) -> None:
+def _write(path: Path, rule: RuleToSave) -> bytes:
     import yaml
 
     old = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -96,7 +98,9 @@ def _write(path: Path, rule: RuleToSave) -> None:
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    write_atomically(path, new.encode("utf-8"), mode=mode)
+    data = new.encode("utf-8")
+    write_atomically(path, data, mode=mode)
+    return data
 
 
 def expected(data: dict[str, Any], tool: str, pattern: str) -> dict[str, Any]:

@@ -159,3 +159,21 @@ def test_rules_go_where_they_belong_in_a_file() -> None:
         "        '*': allow\ntheme: x\n"
     )
     assert added("permissions: {bash: {ls *: allow}}\n") is None  # a flow mapping: by hand
+
+
+def test_a_trusted_project_file_gets_the_rule_and_stays_trusted(tmp_path: Path) -> None:
+    from mm_tui.config import trust_project
+
+    config = tmp_path / ".mm" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text("yolo: false  # ask first\n")
+    before = read_project(tmp_path)
+    assert before is not None and before.untrusted and not before.trusted
+    assert trust_project(before) is None  # the person said "trust"
+    path, warning = save_allow_rule(RuleToSave(tool="bash", pattern="make *"), cwd=tmp_path)
+    assert (path, warning) == (".mm/config.yaml", "")
+    assert config.read_text() == (
+        'yolo: false  # ask first\npermissions:\n  bash:\n    "make *": allow\n'
+    )
+    after = read_project(tmp_path)
+    assert after is not None and after.trusted
