@@ -172,6 +172,8 @@ def word_value(node: Any) -> Word:
         text = _text(node)
         if any(c in text for c in "*?[") or text.startswith("~"):
             return None  # a glob or a home folder: expanded by the shell
+        if "{" in text and "}" in text:
+            return None  # a brace expansion: `r{m,} x` is `rm r x`
         return _unescaped(text)
     if kind == "raw_string":
         return _text(node)[1:-1]

@@ -107,6 +107,9 @@ def test_a_line_not_read_whole_is_none_and_asks(line: str) -> None:
         ("git push origin main", "deny"),
         ("git push", "deny"),
         ("$CMD -rf /", "ask"),  # might be rm
+        ("r{m,} -rf x", "ask"),  # brace expansion: rm r -rf x
+        ("rm${IFS}-rf${IFS}x", "ask"),
+        ("$'rm' x", "ask"),
         ("git $SUB origin", "ask"),  # might be git push
         ("./ls -la", "ask"),  # an allow names the very program
         ("ls -la > /etc/motd", "ask"),  # output outside the project
