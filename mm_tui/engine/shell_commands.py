@@ -180,6 +180,9 @@ def word_value(node: Any) -> Word:
     if kind == "string":
         return _string_value(node)
     if kind == "concatenation":
+        bare = "".join(_text(c) for c in node.children if c.type == "word")
+        if "{" in bare and "}" in bare:
+            return None  # a brace expansion split into parts: `r{m,}`
         parts = [word_value(child) for child in node.children]
         return None if any(p is None for p in parts) else "".join(p for p in parts if p)
     return None  # expansions, substitutions, $'…', arithmetic

@@ -107,9 +107,6 @@ def test_a_line_not_read_whole_is_none_and_asks(line: str) -> None:
         ("git push origin main", "deny"),
         ("git push", "deny"),
         ("$CMD -rf /", "ask"),  # might be rm
-        ("r{m,} -rf x", "ask"),  # brace expansion: rm r -rf x
-        ("rm${IFS}-rf${IFS}x", "ask"),
-        ("$'rm' x", "ask"),
         ("git $SUB origin", "ask"),  # might be git push
         ("./ls -la", "ask"),  # an allow names the very program
         ("ls -la > /etc/motd", "ask"),  # output outside the project
@@ -219,3 +216,22 @@ def test_the_rule_offered_for_a_file_is_its_folder(tmp_path: Path) -> None:
     assert offered(tmp_path / "README.md") == "README.md"
     assert offered(Path("/etc/hosts")) == "/etc/**"
     assert suggested_pattern("fetch_content", {"url": "x"}, (), tmp_path) == "*"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "r{m,} -rf x",  # brace expansion: rm r -rf x
+        "{rm,-rf,x}",
+        "rm${IFS}-rf${IFS}x",
+        "$'rm' x",
+        "$(echo rm) x",
+        "`echo rm` x",
+        '"$CMD" x',
+        "x=rm; $x -rf y",
+    ],
+)
+def test_what_only_might_be_a_denied_command_is_never_allowed(line: str) -> None:
+    rules = PermissionRules.from_config({"bash": {"rm *": "deny", "*": "allow"}})
+    verdict = rules.check("bash", {"command": line})
+    assert verdict is not None and verdict.action != "allow", verdict
