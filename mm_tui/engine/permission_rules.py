@@ -104,6 +104,10 @@ class PermissionRules:
         for tool, value in (section or {}).items():
             given: dict[str, Any] = {"*": value} if isinstance(value, str) else dict(value)
             tools[tool] = tuple(_pattern(tool, p, a) for p, a in given.items())
+        if tools.get("bash"):  # the grammar's import (60 ms) while the person types
+            from mm_tui.core.preload import preload
+
+            preload("mm-shell-grammar", "tree_sitter", "tree_sitter_bash")
         return cls(tools)
 
     def __bool__(self) -> bool:
