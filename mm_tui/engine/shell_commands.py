@@ -28,14 +28,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from mm_tui.core.frozen import frozen
-from mm_tui.engine.shell_wrappers import (
-    NESTING,
-    SAFE_TARGETS,
-    Unreadable,
-    Word,
-    inner_command,
-    risky_name,
-)
+from mm_tui.engine.shell_options import NESTING, SAFE_TARGETS, Unreadable, Word, risky_name
+from mm_tui.engine.shell_wrappers import inner_command
 
 
 @frozen
