@@ -135,7 +135,7 @@ async def _create(asker: Any, root: str, kept: KeptWindow) -> None:
     if answer is not None and answer[0] == 200:
         kept.notes.append(
             f"Ollama runs {kept.model} as {copy}, a copy with num_ctx {n} that shares its "
-            f"weights: every request keeps the {n:,}-token window, with no reload"
+            f"weights: every request asks for the same {n:,}-token window, and the model loads once"
         )
         return
     kept.served = kept.model

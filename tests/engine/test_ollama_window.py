@@ -15,6 +15,7 @@ from support.scripted_server import OllamaModels, ScriptedServer
 
 from mm_tui.config import Settings
 from mm_tui.core.events import EngineError, Event
+from mm_tui.engine.model_choice import switch_model
 from mm_tui.engine.ollama_window import copy_name, keep_window
 from mm_tui.engine.turn import Engine
 from mm_tui.startup import Started, start
@@ -62,7 +63,7 @@ async def test_a_session_loads_the_model_once_with_the_configured_window(tmp_pat
         made = await started(server, tmp_path)
         assert (
             f"Ollama runs {MODEL} as {COPY}, a copy with num_ctx 32768 that shares its weights: "
-            "every request keeps the 32,768-token window, with no reload"
+            "every request asks for the same 32,768-token window, and the model loads once"
         ) in made.notes
         assert "context window: 32,768 tokens (contextWindow in the config)" in made.notes
         assert made.warnings == []
@@ -237,3 +238,18 @@ async def test_a_server_down_at_start_up_is_asked_after_its_first_answer(tmp_pat
         assert models(server).loads == [(f"{MODEL}:latest", 4096), (f"{COPY}:latest", 16384)]
         assert len(warnings_of(events)) == 1
         await engine.aclose()
+
+
+async def test_a_model_switched_to_gets_its_own_copy(tmp_path: Path) -> None:
+    with ollama_server(models=(MODEL, "other-model")) as server:
+        made = await started(server, tmp_path)
+        await session(made, 1)
+        notes = await switch_model(made.engine, "other-model", lambda event: None)
+        assert any("as other-model-mm32768" in note for note in notes)
+        await session(made, 2)
+        assert [body["model"] for body in server.bodies] == [COPY] + ["other-model-mm32768"] * 2
+        assert models(server).loads == [
+            (f"{COPY}:latest", 32768),
+            ("other-model-mm32768:latest", 32768),
+        ]
+        await made.engine.aclose()
