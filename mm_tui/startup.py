@@ -231,6 +231,7 @@ async def start(
         engine.registry.add_source(pool)
         engine.registry.start()
     notes.extend(await engine.learn_context_window())
+    warnings.extend(engine.context.window_warnings)  # contextWindow that Ollama cannot keep
     notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)
     notes.extend(instruction_notes(instructions))

@@ -259,7 +259,8 @@ class Settings(SettingsBase):
     max_turns: Annotated[int, bound(ge=1)] = 50
     watchdog_timeout: Annotated[float, bound(gt=0)] = 120
     # The model's context in tokens, when the server does not say it (or says it wrong): it
-    # overrides what mm reads from the server at start-up.
+    # overrides what mm reads from the server at start-up. Ollama is asked to run the model
+    # with it (engine/ollama_window.py).
     context_window: Annotated[int | None, bound(ge=512)] = None
     acp: AcpSettings = field(default_factory=lambda: AcpSettings())
     theme: str = "mm-dark"

@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import Settings
-from mm_tui.core.events import ContextUsage, HistoryCompacted, HistoryShortened, Thinking
+from mm_tui.core.events import (
+    ContextUsage,
+    EngineError,
+    HistoryCompacted,
+    HistoryShortened,
+    Thinking,
+)
 from mm_tui.core.redact import Redactor
 from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
 from mm_tui.engine.context_window import ContextWindow, window_from_error
@@ -20,6 +26,9 @@ from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.turn_state import Emit, StopTurn
 from mm_tui.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from mm_tui.engine.ollama_window import KeptWindow
 
 UNKNOWN_WINDOW = (
     "the model's context window is unknown: mm learns it from the server's first refusal of a "
@@ -58,6 +67,8 @@ class ContextKeeper:
         self.system_prompt = system_prompt
         self.meter = ContextMeter()
         self.window_unread = False  # the server did not answer at start-up: ask it later
+        self.kept: KeptWindow | None = None  # what Ollama was asked to keep (contextWindow)
+        self.window_warnings: list[str] = []  # the last learn_window's notes that are warnings
         self._declarations: list[dict[str, Any]] | None = None
         self._declared: object = None  # the registry's version the declarations are of
         # the system message and its plan-mode copy, made once (the request body encodes a
@@ -109,12 +120,16 @@ class ContextKeeper:
     # -- the window ----------------------------------------------------------------------------
 
     async def learn_window(self) -> list[str]:
-        """Ask the server for the model's context window (the config's `contextWindow` wins);
-        returns the start-up notes that say what was learned."""
+        """Ask the server for the model's context window (the config's `contextWindow` wins,
+        and Ollama is asked to keep it: `_keep_window`); returns the start-up notes that say
+        what was learned (those that are warnings also in `window_warnings`)."""
+        self.window_warnings = []
+        kept: list[str] = []
         if self.settings.context_window:
             self.meter.window = ContextWindow(
                 self.settings.context_window, "contextWindow in the config"
             )
+            kept = await self._keep_window(self.settings.context_window)
         else:
             reader = getattr(self.client, "read_context_window", None)
             if reader is None:  # the demo model: no window to keep
@@ -132,7 +147,47 @@ class ContextKeeper:
         notes = [f"context window: {window.tokens:,} tokens ({window.source})"]
         if window.note:
             notes.append(window.note)
-        return notes
+        return notes + kept
+
+    async def _keep_window(self, tokens: int) -> list[str]:
+        """Ollama runs a model with its own default context unless told, and a request that
+        tells it otherwise reloads the model: it is asked to keep `tokens` for the session
+        (engine/ollama_window.py). The notes, and the window lowered to what Ollama has."""
+        from mm_tui.engine.ollama_window import keep_window
+
+        served = getattr(self.client, "served", None)
+        if not isinstance(served, dict) or self.server.answering is False:
+            self.window_unread = isinstance(served, dict)  # Ollama asked after an answer
+            return []
+        model, base_url = self.client.model, self.client.base_url
+        kept = await keep_window(
+            base_url, model, tokens, api_key=getattr(self.client, "api_key", None)
+        )
+        self.kept = kept
+        if kept is None:
+            served.pop(model, None)
+            return []
+        served[model] = kept.served
+        self._lower_to(kept)
+        self.window_warnings = list(kept.warnings)
+        return kept.notes + kept.warnings
+
+    def _lower_to(self, kept: KeptWindow) -> None:
+        """What Ollama really runs the model with, when less than the config's window."""
+        if kept.loaded is not None and kept.loaded < kept.tokens:
+            self.meter.window = ContextWindow(kept.loaded, "Ollama /api/ps")
+        elif kept.tokens < (self.settings.context_window or 0):
+            self.meter.window = ContextWindow(kept.tokens, "Ollama /api/show")
+
+    async def _check_kept(self, kept: KeptWindow, emit: Emit | None) -> None:
+        """After the first answer: whether the runner it loaded has the window (once)."""
+        from mm_tui.engine.ollama_window import check_loaded
+
+        api_key = getattr(self.client, "api_key", None)
+        warning = await check_loaded(self.client.base_url, kept, api_key=api_key)
+        self._lower_to(kept)
+        if warning is not None and emit is not None:
+            emit(EngineError("context window", f"[warning: {warning}]", level="warning"))
 
     def usage(self) -> ContextUsage | None:
         """How full the model's context is now, or None while the window is unknown (the
@@ -150,12 +205,15 @@ class ContextKeeper:
         if usage is not None and emit is not None:
             emit(usage)
 
-    async def observed(self, prompt_tokens: int, sent: int) -> None:
+    async def observed(self, prompt_tokens: int, sent: int, emit: Emit | None = None) -> None:
         """An answer came for a request of `sent` characters that the server counted as
-        `prompt_tokens`; the window is asked now if the server was down at start-up."""
+        `prompt_tokens`; the window is asked now if the server was down at start-up, and
+        Ollama's loaded window checked if start-up found the model not loaded."""
         if self.window_unread:
             self.window_unread = False
             await self.learn_window()
+        elif self.kept is not None and self.kept.unchecked:  # (an answer of the copy's)
+            await self._check_kept(self.kept, emit)
         self.meter.observed(prompt_tokens, sent)
 
     def count_from_journal(self) -> None:

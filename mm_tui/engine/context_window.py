@@ -23,7 +23,17 @@ from mm_tui.core.frozen import frozen
 if TYPE_CHECKING:
     pass
 
-__all__ = ["ContextWindow", "known_window", "read_context_window", "window_from_error"]
+__all__ = [
+    "ContextWindow",
+    "known_window",
+    "looks_like_ollama_show",
+    "ollama_model_max",
+    "ollama_names",
+    "ollama_num_ctx",
+    "read_context_window",
+    "server_root",
+    "window_from_error",
+]
 
 
 @frozen
@@ -147,7 +157,7 @@ def _positive(value: Any) -> int | None:
     return None
 
 
-def _root(base_url: str) -> str:
+def server_root(base_url: str) -> str:
     """The server's root: the OpenAI-compatible base without its /v1 (Docker Model Runner's
     /engines/v1 and /engines/<backend>/v1 included), where the native endpoints live."""
     parts = urlsplit(base_url.strip().rstrip("/"))
@@ -166,7 +176,7 @@ def _entry(data: Any, model: str) -> dict[str, Any] | None:
     return None
 
 
-def _ollama_names(model: str) -> set[str]:
+def ollama_names(model: str) -> set[str]:
     """The spellings Ollama uses for one model: `llama3.2` is `llama3.2:latest`."""
     names = {model}
     if ":" not in model.rsplit("/", 1)[-1]:
@@ -193,7 +203,8 @@ def _props_window(data: Any) -> int | None:
     return n // slots or None
 
 
-def _ollama_model_max(show: Any) -> int | None:
+def ollama_model_max(show: Any) -> int | None:
+    """The context the model was trained for, from /api/show: Ollama runs it with no more."""
     info = show.get("model_info") if isinstance(show, dict) else None
     if not isinstance(info, dict):
         return None
@@ -213,7 +224,8 @@ def _ollama_model_max(show: Any) -> int | None:
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.M)
 
 
-def _ollama_num_ctx(show: Any) -> int | None:
+def ollama_num_ctx(show: Any) -> int | None:
+    """The `num_ctx` of the model's Modelfile, from /api/show, or None when it sets none."""
     params = show.get("parameters") if isinstance(show, dict) else None
     if not isinstance(params, str):
         return None
@@ -228,14 +240,14 @@ def _ollama_loaded(ps: Any, model: str) -> int | None:
     models = ps.get("models") if isinstance(ps, dict) else None
     if not isinstance(models, list):
         return None
-    names = _ollama_names(model)
+    names = ollama_names(model)
     for item in models:
         if isinstance(item, dict) and (item.get("name") in names or item.get("model") in names):
             return _positive(item.get("context_length"))
     return None
 
 
-def _looks_like_ollama_show(show: Any) -> bool:
+def looks_like_ollama_show(show: Any) -> bool:
     """A 200 from a web app that answers every path is not Ollama's /api/show."""
     return isinstance(show, dict) and (
         isinstance(show.get("model_info"), dict)
@@ -245,7 +257,7 @@ def _looks_like_ollama_show(show: Any) -> bool:
 
 
 def _ollama_window(model: str, show: Any, ps: Any) -> ContextWindow | None:
-    model_max = _ollama_model_max(show)
+    model_max = ollama_model_max(show)
     loaded = _ollama_loaded(ps, model)
     if loaded:
         note = ""
@@ -257,9 +269,9 @@ def _ollama_window(model: str, show: Any, ps: Any) -> ContextWindow | None:
                 "or set num_ctx in a Modelfile"
             )
         return ContextWindow(loaded, "Ollama /api/ps", note)
-    if not _looks_like_ollama_show(show):
+    if not looks_like_ollama_show(show):
         return None
-    num_ctx = _ollama_num_ctx(show)
+    num_ctx = ollama_num_ctx(show)
     if num_ctx:
         tokens = min(num_ctx, model_max) if model_max else num_ctx
         note = ""
@@ -322,7 +334,7 @@ async def read_context_window(
 
     base = base_url.strip().rstrip("/")
     try:
-        root = _root(base)
+        root = server_root(base)
         trust_env = not is_loopback(base)
     except ValueError:  # not a URL at all ("http://[::1"): nothing to ask but the table
         return _from_table(model)

@@ -89,6 +89,9 @@ class OpenAIProvider:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
+        # The name a model's requests go out under, when not its own: Ollama's copy with the
+        # configured window (engine/ollama_window.py). Shared with siblings: one server.
+        self.served: dict[str, str] = {}
         self.provider = provider or provider_name(self.base_url)
         self.temperature = temperature
         self.body = RequestBody()  # what it sends, and what the server refused of it
@@ -134,6 +137,11 @@ class OpenAIProvider:
         if self._owns_client:
             twin._http, twin.paced = None, None
         return twin
+
+    @property
+    def wire_model(self) -> str:
+        """The name the requests name: the model's own, or the copy `served` maps it to."""
+        return self.served.get(self.model, self.model)
 
     @property
     def api_key(self) -> str | None:
@@ -250,7 +258,7 @@ class OpenAIProvider:
         """A streamed answer, its tries one after the other: the assembler lives across them,
         so that a retried answer shows only what the person has not seen yet."""
         payload = self.body.make(
-            messages, tools, True, choice, model=self.model, temperature=self.temperature
+            messages, tools, True, choice, model=self.wire_model, temperature=self.temperature
         )
         answer = ChunkAssembler()
         attempt = 0
@@ -330,7 +338,7 @@ class OpenAIProvider:
         import httpx
 
         payload = self.body.make(
-            messages, tools, False, choice, model=self.model, temperature=self.temperature
+            messages, tools, False, choice, model=self.wire_model, temperature=self.temperature
         )
         headers = {**self._headers, "Accept": "application/json"}
         attempt = 0

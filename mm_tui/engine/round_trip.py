@@ -136,7 +136,7 @@ class RoundTrip:
                 "error", "[error: the model's answer ended without a final chunk]", "provider"
             )
         state.usage = state.usage + end.usage
-        await self.context.observed(end.usage.prompt_tokens, sent)
+        await self.context.observed(end.usage.prompt_tokens, sent, emit)
         session = self.recorder.session
         message: dict[str, Any] = {"role": "assistant", "content": "".join(answer.text) or None}
         calls = distinct_ids(end.tool_calls, session.messages) if end.tool_calls else ()

@@ -212,14 +212,17 @@ class JsonAsker:
 
     async def json(self, url: str, body: Any = None) -> Any:
         """The JSON of a 200 answer to GET `url` (POST `body` when given), else None."""
+        answer = await self.exchange(url, body)
+        return answer[1] if answer is not None and answer[0] == 200 else None
+
+    async def exchange(self, url: str, body: Any = None) -> tuple[int, Any] | None:
+        """The status and JSON (None when not JSON) of the answer to GET `url` (POST `body`
+        when given), or None when no answer came: a refusal's own words are worth saying."""
         if plain_local(url):
             try:
-                status, data = await local_json(
-                    url, body=body, headers=self.headers, timeout=self.timeout
-                )
+                return await local_json(url, body=body, headers=self.headers, timeout=self.timeout)
             except (OSError, TimeoutError, ValueError):
                 return None
-            return data if status == 200 else None
         import httpx
 
         from mm_tui.engine.tls import tls_context
@@ -236,9 +239,12 @@ class JsonAsker:
                 r = await self._client.get(url)
             else:
                 r = await self._client.post(url, json=body)
-            return r.json() if r.status_code == 200 else None
         except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError):
             return None
+        try:
+            return r.status_code, r.json()
+        except ValueError:
+            return None if r.status_code == 200 else (r.status_code, None)
 
 
 async def list_models(base_url: str, api_key: str | None = None, timeout: float = 5.0) -> list[str]:

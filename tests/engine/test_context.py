@@ -370,8 +370,11 @@ async def test_the_config_overrides_the_server(tmp_path: Path) -> None:
         settings = Settings(baseUrl=server.base_url, model="scripted-model", contextWindow=4096)
         started = await start(settings, tmp_path)
         assert "context window: 4,096 tokens (contextWindow in the config)" in started.notes
-        # the window was not asked for: only the start-up check's GET /models reached the server
-        assert [(r.method, r.path) for r in server.lookups] == [("GET", "/v1/models")]
+        # the window was not asked for: only the start-up check's GET /models reached the
+        # server, and the question whether it is Ollama, which is asked to keep the window
+        # (test_ollama_window.py)
+        lookups = [(r.method, r.path) for r in server.lookups]
+        assert lookups == [("GET", "/v1/models"), ("POST", "/api/show")]
         await started.engine.aclose()
 
 

@@ -67,13 +67,18 @@ A context window, enforced and served, for the code that learns the window from 
   `context_window` when `loaded`), "vllm" (the /models entries gain `max_model_len`), "lmstudio"
   (GET /api/v0/models with `max_context_length` = `model_max` and, when `loaded`,
   `loaded_context_length` = `context_window`). `model_max` defaults to `context_window`.
+- `ollama=OllamaModels(...)` plays Ollama itself (`ollama.py`): its models, /api/tags, /api/show,
+  /api/ps, /api/create, /api/generate, /api/chat and /v1/models, and its scheduler, which loads
+  the model for each chat request with the context Ollama would give it and counts each load
+  (`loads`), a reload whenever a request's context differs from the loaded one's.
 - `routes={("GET", "/props"): answer}` overrides any route but chat completions: a dict or list is
   sent as JSON, str or bytes as they are (status 200), an `Error` as its error, `Delayed(seconds,
   answer)` after a wait. Requests other than chat completions are recorded in `lookups`.
 
 The package: `script.py` is the script language (the answers a test queues, the requests it
 reads back), `sse.py` builds the chunks and frames them as SSE, `context.py` and `native.py`
-are the context window's refusals and the servers' own endpoints, `server.py` serves them.
+are the context window's refusals and the servers' own endpoints, `ollama.py` Ollama's models
+and scheduler, `server.py` serves them.
 
 Run it by hand: `PYTHONPATH=tests python -m support.scripted_server "Hello there"` prints its
 base URL and answers every request with that text.
@@ -82,6 +87,7 @@ base URL and answers every request with that text.
 from __future__ import annotations
 
 from .context import context_error, scripted_prompt_tokens, scripted_tokens
+from .ollama import OllamaModels
 from .script import (
     SSE,
     Call,
@@ -117,6 +123,7 @@ __all__ = [
     "Delayed",
     "EmptyBody",
     "Error",
+    "OllamaModels",
     "Raw",
     "Received",
     "Reply",

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from .context import CONTEXT_STYLES, SERVES, context_error, scripted_prompt_tokens
 from .native import _llama_props, _lmstudio_entry, _ollama_name, _ollama_ps_entry, _ollama_show
+from .ollama import OllamaModels
 from .script import SSE, Completion, Delayed, EmptyBody, Error, Raw, Received, Reply, Response
 from .sse import DEFAULT_MODEL, encode_sse, usage_chunk
 
@@ -163,6 +164,12 @@ class _Handler(BaseHTTPRequestHandler):
             owner._record(req)
             self._send_json(400, {"error": {"message": "the body is not JSON"}})
             return
+        if owner.ollama is not None:  # the model loaded (or reloaded) as Ollama would
+            refused = owner.ollama.chat_completion(body)
+            if refused is not None:
+                owner._record(req)
+                self._send_json(*refused)
+                return
         if owner.context_window is not None and owner.context_style is not None:
             refused = context_error(owner.context_style, owner.context_window, body)
             if refused is not None:
@@ -300,6 +307,8 @@ class ScriptedServer:
     `on_empty(request)` answers when the script is used up (default: the text "ok").
     `context_window`, `context_style`, `report_usage`, `serves`, `model_max`, `ollama_num_ctx`,
     `llama_slots`, `loaded` and `routes`: the context window, as the module docstring says.
+    `ollama`: Ollama's models and scheduler (`ollama.py`), which then answer every native route
+    and load the model for each chat request.
     """
 
     def __init__(
@@ -319,6 +328,7 @@ class ScriptedServer:
         llama_slots: int = 1,
         loaded: bool = True,
         routes: dict[tuple[str, str], Any] | None = None,
+        ollama: OllamaModels | None = None,
     ) -> None:
         self.models = list(models) if models is not None else None
         self.model_name = self.models[0] if self.models else DEFAULT_MODEL
@@ -346,6 +356,7 @@ class ScriptedServer:
             (method.upper(), path.rstrip("/") or "/"): answer
             for (method, path), answer in (routes or {}).items()
         }
+        self.ollama = ollama
         self.lookups: list[Received] = []  # requests other than chat completions
         self.requests: list[Received] = []
         self.models_requests = 0
@@ -505,6 +516,8 @@ class ScriptedServer:
 
     def _native(self, method: str, path: str, body: Any) -> Any:
         """What the server named by `serves` answers at its root, or None (no such route)."""
+        if self.ollama is not None:
+            return self.ollama.answer(method, path, body)
         names = self.models or [self.model_name]
         if self.serves == "llama.cpp" and (method, path) == ("GET", "/props"):
             return _llama_props(self.model_name, self.context_window or 0, self.llama_slots)
