@@ -135,6 +135,7 @@ class ToolCalls:
                 arguments=arguments,
                 display=tool.display(args),
                 locations=tool.locations(args, batch.ctx),
+                from_text=call.from_text,
             ),
         )
         decision = await self._decide(call, tool, args, batch)
@@ -163,6 +164,7 @@ class ToolCalls:
                 kind="other",
                 arguments={},
                 display=f"⚠ {call.name}: {short}",
+                from_text=call.from_text,
             ),
         )
         batch.state.titles[call.id] = f"{call.name}  {short}"
