@@ -7,7 +7,8 @@ let through then), or it is one (everything after it is held to the end of the r
 the turn reads the calls of the whole text).
 
 The text-only path costs one regular-expression search per piece: a piece without `<`, `[`,
-a backtick or `{` goes through at once. No I/O."""
+a backtick or `{` goes through at once. A held block is searched for its end only in what is
+new, so a long call held costs what its length costs. No I/O."""
 
 from __future__ import annotations
 
@@ -15,14 +16,34 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from mm_tui.engine.loose_json import value_close
+from mm_tui.core.frozen import mutable
 from mm_tui.engine.text_calls import MARKERS, FoundCalls, find_calls
 
 _TRIGGER = re.compile(r"[<\[`{]")
+_FENCE_END = re.compile(r"\n[ \t]*```[ \t]*(\n|$)")
 _PARTIAL = "partial"
 _FENCE_NAMES = ("json", "json5", "tool_call", "tool_code")
-# what may follow a marker in a call; anything else (prose that names the tag) is let through
-_BODIES = {"<tool_call>": ("{", "[", "<function=", "```"), "<|python_tag|>": ("{", "[")}
+# what may follow an opening for it to be a call; anything else (prose that names the tag, a
+# list of links) is let through
+_BODIES = {
+    "<tool_call>": ("{", "[", "<function=", "```"),
+    "<|python_tag|>": ("{", "["),
+    "{": ('"', "'", "}"),
+    "[": ("{",),
+}
+_CLOSINGS = {"<tool_call>": "</tool_call>", "<function=": "</function>"}
+
+
+@mutable
+class _Block:
+    """A held block whose end is looked for: its form, how far it was searched, and for JSON
+    the depth and the open string at that point."""
+
+    kind: str
+    scanned: int = 0
+    depth: int = 0
+    quote: str = ""
+    body_seen: bool = False  # what follows the opening was looked at, and may be a call
 
 
 class CallGate:
@@ -32,8 +53,8 @@ class CallGate:
     def __init__(self, tools: Sequence[dict[str, Any]]) -> None:
         self.tools = tools
         self.held = ""  # text not shown yet, from where it started to look like a call
-        self.kind: str | None = None  # the form `held` opens with, once known
-        self.committed = False  # `held` holds a call: hold the rest to the end
+        self.block: _Block | None = None  # the form `held` opens with, once known
+        self.after: list[str] | None = None  # a call was found: the rest, held to the end
         self.blank = True  # nothing but blanks let through yet: a `{` opens a call here
         self.shown = 0  # characters let through
 
@@ -50,16 +71,18 @@ class CallGate:
         """The reply has ended, and `found` are its calls (None: none). What is still to show:
         everything held when it held no call; else what is left of the answer around the
         calls and not shown yet."""
-        held, self.held = self.held, ""
+        held = self.held + "".join(self.after or ())
+        self.held, self.after = "", None
         if found is None:
             return held
         after = found.rest[self.shown :].strip()
         return f"\n\n{after}" if after and self.shown else after
 
     def _held_back(self, piece: str) -> str:
-        self.held += piece
-        if self.committed:
+        if self.after is not None:
+            self.after.append(piece)
             return ""
+        self.held += piece
         out = self._settle()
         if self.blank and not out.isspace():
             self.blank = not out
@@ -69,7 +92,7 @@ class CallGate:
         """Let through what cannot open a call; keep what may, until it is decided."""
         out: list[str] = []
         while self.held:
-            if self.kind is None:
+            if self.block is None:
                 trigger = _TRIGGER.search(self.held)
                 if trigger is None:
                     out.append(self.held)
@@ -84,41 +107,34 @@ class CallGate:
                     out.append(self.held[0])
                     self.held = self.held[1:]
                     continue
-                self.kind = kind
-            if not self._decided(out):
+                self.block = _Block(kind)
+            if not self._decided(self.block, out):
                 break
         return "".join(out)
 
-    def _decided(self, out: list[str]) -> bool:
+    def _decided(self, block: _Block, out: list[str]) -> bool:
         """Whether the block `held` opens with is decided; one that is no call is let
         through into `out`."""
-        if self._not_a_body(out):
-            return True
-        end = _block_end(self.kind, self.held)
+        if not block.body_seen:
+            body = _body_fits(block.kind, self.held)
+            if body is None:
+                return False
+            if not body:  # the opening is let through; what follows it is looked at afresh
+                out.append(self.held[: len(block.kind)])
+                self.held = self.held[len(block.kind) :]
+                self.block = None
+                return True
+            block.body_seen = True
+        end = _block_end(block, self.held)
         if end is None:
             return False
-        block = self.held[:end]
-        if find_calls(block, self.tools) is not None:
-            self.committed = True
+        text = self.held[:end]
+        if find_calls(text, self.tools) is not None:
+            self.after = []
             return False
-        out.append(block)
+        out.append(text)
         self.held = self.held[end:]
-        self.kind = None
-        return True
-
-    def _not_a_body(self, out: list[str]) -> bool:
-        """Whether what follows the marker in `held` cannot be a call: the marker is then let
-        through into `out`, and the text after it looked at afresh."""
-        kind = self.kind
-        bodies = _BODIES.get(kind or "")
-        if kind is None or bodies is None:
-            return False
-        body = self.held[len(kind) :].lstrip()
-        if not body or any(body.startswith(b) or b.startswith(body) for b in bodies):
-            return False
-        out.append(kind)
-        self.held = self.held[len(kind) :]
-        self.kind = None
+        self.block = None
         return True
 
 
@@ -131,7 +147,7 @@ def _opening(text: str, at_start: bool) -> str | None:
         if marker.startswith(text):
             return _PARTIAL
     if at_start and text[0] in "{[":
-        return "json"
+        return text[0]
     if not text.startswith("```"):
         return _PARTIAL if "```".startswith(text) else None
     newline = text.find("\n")
@@ -139,28 +155,68 @@ def _opening(text: str, at_start: bool) -> str | None:
         return _PARTIAL
     name = text[3:newline].strip().lower()
     if name in _FENCE_NAMES:
-        return "fence"
+        return "```"
     if name:
         return None
     body = text[newline + 1 :].lstrip()
     if not body:
         return _PARTIAL
-    return "fence" if body[0] in "{[" else None
+    return "```" if body[0] in "{[" else None
 
 
-def _block_end(kind: str | None, text: str) -> int | None:
-    """Where the block of `kind` that `text` opens with ends, None while it is open. Mistral's
-    and Llama's markers take the rest of the reply: they never close before its end."""
-    if kind == "<tool_call>":
-        end = text.find("</tool_call>")
-        return None if end < 0 else end + len("</tool_call>")
-    if kind == "<function=":
-        end = text.find("</function>")
-        return None if end < 0 else end + len("</function>")
-    if kind == "json":
-        end = value_close(text, 0)
-        return None if end < 0 else end
-    if kind == "fence":
-        close = re.search(r"\n[ \t]*```[ \t]*(\n|$)", text[3:])
-        return None if close is None else 3 + close.end()
+def _body_fits(kind: str, text: str) -> bool | None:
+    """Whether what follows the opening `kind` in `text` may be a call; None until enough of
+    it has come to tell."""
+    bodies = _BODIES.get(kind)
+    if bodies is None:
+        return True
+    body = text[len(kind) : len(kind) + 64].lstrip()
+    if not body:
+        return None
+    if any(body.startswith(b) for b in bodies):
+        return True
+    return None if any(b.startswith(body) for b in bodies) else False
+
+
+def _block_end(block: _Block, text: str) -> int | None:
+    """Where the block that `text` opens with ends, None while it is open; `block` keeps how
+    far it was searched. Mistral's and Llama's markers take the rest of the reply: they never
+    close before its end."""
+    kind = block.kind
+    if kind == "{" or kind == "[":
+        return _json_end(block, text)
+    closing = _CLOSINGS.get(kind)
+    start = max(block.scanned - 16, 0)
+    block.scanned = len(text)
+    if closing is not None:
+        end = text.find(closing, start)
+        return None if end < 0 else end + len(closing)
+    if kind == "```":
+        close = _FENCE_END.search(text, max(start, 3))
+        return None if close is None else close.end()
+    return None
+
+
+def _json_end(block: _Block, text: str) -> int | None:
+    """The end of the JSON object or array `text` opens with, searched from where the last
+    search stopped (strings in either quote skipped)."""
+    i, depth, quote, n = block.scanned, block.depth, block.quote, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch == '"' or ch == "'":
+            quote = ch
+        elif ch == "{" or ch == "[":
+            depth += 1
+        elif ch == "}" or ch == "]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    block.scanned, block.depth, block.quote = i, depth, quote
     return None

@@ -253,3 +253,21 @@ def test_the_text_after_a_call_is_shown_at_the_end() -> None:
     shown, gate = streamed(text, 4)
     assert shown == ""
     assert gate.finish(find_calls(text, TOOLS)) == "That lists them."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[Bob's notes](notes.md) say it's done.",
+        "{x} is a set; {'a'} too.",
+        "```json\nnot JSON, it's prose\n```\nafter",
+        "<|python_tag|>import os",
+    ],
+)
+def test_what_opens_like_a_call_but_cannot_be_one_is_not_held_to_the_end(text: str) -> None:
+    """An apostrophe after a `[` that opens the reply would make it look like an open string
+    to the end: what follows an opening is looked at first."""
+    shown, gate = streamed(text, 3)
+    rest = gate.finish(None)
+    assert shown + rest == text
+    assert len(rest) <= 3, rest
