@@ -155,8 +155,8 @@ class RoundTrip:
         await self.context.observed(end.usage.prompt_tokens, sent)
         session = self.recorder.session
         calls, content = end.tool_calls, "".join(answer.text)
-        if not calls and answer.gate is not None:
-            calls, content = _text_calls(content, tools, answer.gate, emit)
+        if answer.gate is not None:
+            calls, content = _text_calls(content, calls, tools, answer.gate, emit)
         message: dict[str, Any] = {"role": "assistant", "content": content or None}
         calls = distinct_ids(calls, session.messages) if calls else ()
         if calls:
@@ -189,16 +189,20 @@ class RoundTrip:
 
 
 def _text_calls(
-    text: str, tools: list[dict[str, Any]], gate: CallGate, emit: Emit
+    text: str,
+    structured: tuple[ToolCall, ...],
+    tools: list[dict[str, Any]],
+    gate: CallGate,
+    emit: Emit,
 ) -> tuple[tuple[ToolCall, ...], str]:
-    """The calls the reply wrote as text, and the answer's text without them; what the gate
-    held and is still to be shown, shown."""
-    found = find_calls(text, tools)
+    """A reply without structured calls: the calls it wrote as text, and its text without
+    them. Either way, what the gate held and is still to be shown, shown."""
+    found = None if structured else find_calls(text, tools)
     rest = gate.finish(found)
     if rest:
         emit(TextDelta(text=rest))
     if found is None:
-        return (), text
+        return structured, text
     calls = tuple(
         ToolCall(
             f"text_call_{n}",

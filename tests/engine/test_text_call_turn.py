@@ -108,3 +108,19 @@ async def test_text_held_back_is_shown_when_the_stream_fails(tmp_path: Path) -> 
     shown = "".join(e.text for e in of(events, TextDelta))
     assert shown.startswith("Look: ```json")
     assert isinstance(events[-1], TurnEnded) and events[-1].stop_reason == "error"
+
+
+async def test_held_text_beside_structured_calls_is_shown(tmp_path: Path) -> None:
+    """Text that looked like a call, in a reply whose calls are structured: the text is the
+    answer's and is shown; only the structured call runs."""
+    from support.scripted_server import call
+
+    text = 'Like this:\n```json\n{"name": "bash", "arguments": {"command": "echo no"}}'
+    with ScriptedServer() as server:
+        server.script(Reply(text, tool_calls=[call("bash", {"command": "echo yes"})]), Reply("ok"))
+        engine = make_engine(tmp_path, server, yolo=True)
+        events = await run(engine, "go")
+    assert "".join(e.text for e in of(events, TextDelta)) == text + "ok"
+    assert [(s.title, s.from_text) for s in of(events, ToolCallStarted)] == [
+        ("bash  echo yes", False)
+    ]
