@@ -6,8 +6,9 @@ fence), the text is held back until it is decided: the block closes and is not a
 let through then), or it is one (everything after it is held to the end of the reply, when
 the turn reads the calls of the whole text).
 
-The text-only path costs one regular-expression search per piece: a piece without `<`, `[`,
-a backtick or `{` goes through at once. A held block is searched for its end only in what is
+The text-only path costs one regular-expression search per piece: a piece in which no marker
+or fence can begin (`<t`, `<f`, `<|`, `[T`, three backticks, or their first characters at its
+end) goes through at once. A held block is searched for its end only in what is
 new, so a long call held costs what its length costs. No I/O."""
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from typing import Any
 from mm_tui.core.frozen import mutable
 from mm_tui.engine.text_calls import MARKERS, FoundCalls, find_calls
 
-_TRIGGER = re.compile(r"[<\[`{]")
+# where a marker or a fence may begin (or begins at the end of the text so far, to be known
+# with the next piece); a `{` or `[` opens a call only at the reply's start (_START)
+_TRIGGER = re.compile(r"<(?:[tf|]|$)|\[(?:T|$)|`(?:``|`?$)")
+_START = re.compile(r"\s*[{\[]")
 _FENCE_END = re.compile(r"\n[ \t]*```[ \t]*(\n|$)")
 _PARTIAL = "partial"
 _FENCE_NAMES = ("json", "json5", "tool_call", "tool_code")
@@ -31,6 +35,7 @@ _BODIES = {
     "{": ('"', "'", "}"),
     "[": ("{",),
 }
+_LONGEST = max(len(marker) for marker in MARKERS)
 _CLOSINGS = {"<tool_call>": "</tool_call>", "<function=": "</function>"}
 
 
@@ -93,13 +98,13 @@ class CallGate:
         out: list[str] = []
         while self.held:
             if self.block is None:
-                trigger = _TRIGGER.search(self.held)
-                if trigger is None:
+                at = self._trigger()
+                if at < 0:
                     out.append(self.held)
                     self.held = ""
                     break
-                out.append(self.held[: trigger.start()])
-                self.held = self.held[trigger.start() :]
+                out.append(self.held[:at])
+                self.held = self.held[at:]
                 kind = _opening(self.held, self.blank and all(p.isspace() for p in out if p))
                 if kind == _PARTIAL:
                     break
@@ -111,6 +116,16 @@ class CallGate:
             if not self._decided(self.block, out):
                 break
         return "".join(out)
+
+    def _trigger(self) -> int:
+        """Where in `held` a call may open (-1: nowhere): a `{` or `[` first in the reply, or
+        a marker or a fence."""
+        if self.blank:
+            start = _START.match(self.held)
+            if start is not None:
+                return start.end() - 1
+        found = _TRIGGER.search(self.held)
+        return -1 if found is None else found.start()
 
     def _decided(self, block: _Block, out: list[str]) -> bool:
         """Whether the block `held` opens with is decided; one that is no call is let
@@ -141,13 +156,13 @@ class CallGate:
 def _opening(text: str, at_start: bool) -> str | None:
     """The form `text` (which starts with a trigger) opens, _PARTIAL when it is too short to
     tell, None when it opens none. `at_start`: only blanks came before it in the reply."""
-    for marker in MARKERS:
-        if text.startswith(marker):
-            return marker
-        if marker.startswith(text):
-            return _PARTIAL
-    if at_start and text[0] in "{[":
-        return text[0]
+    if text.startswith(MARKERS):
+        return next(marker for marker in MARKERS if text.startswith(marker))
+    if len(text) < _LONGEST and any(marker.startswith(text) for marker in MARKERS):
+        return _PARTIAL
+    first = text[0]
+    if first != "`":
+        return first if at_start and first in "{[" else None
     if not text.startswith("```"):
         return _PARTIAL if "```".startswith(text) else None
     newline = text.find("\n")
