@@ -72,16 +72,17 @@ class CallGate:
         self.shown += len(out)
         return out
 
-    def finish(self, found: FoundCalls | None) -> str:
-        """The reply has ended, and `found` are its calls (None: none). What is still to show:
-        everything held when it held no call; else what is left of the answer around the
-        calls and not shown yet."""
+    def finish(self, found: FoundCalls | None, text: str = "") -> str:
+        """The reply (`text`) has ended, and `found` are its calls (None: none). What is
+        still to show: everything held when it held no call; else what is left of the answer
+        around the calls and not shown yet (the answer before the calls was shown)."""
         held = self.held + "".join(self.after or ())
         self.held, self.after = "", None
         if found is None:
             return held
-        after = found.rest[self.shown :].strip()
-        return f"\n\n{after}" if after and self.shown else after
+        shown = text[: self.shown].rstrip()
+        after = found.rest[len(shown) :].strip() if found.rest.startswith(shown) else ""
+        return f"\n\n{after}" if after and shown else after
 
     def _held_back(self, piece: str) -> str:
         if self.after is not None:

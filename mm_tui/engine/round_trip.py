@@ -198,7 +198,7 @@ def _text_calls(
     """A reply without structured calls: the calls it wrote as text, and its text without
     them. Either way, what the gate held and is still to be shown, shown."""
     found = None if structured else find_calls(text, tools)
-    rest = gate.finish(found)
+    rest = gate.finish(found, text)
     if rest:
         emit(TextDelta(text=rest))
     if found is None:

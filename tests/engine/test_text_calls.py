@@ -252,7 +252,12 @@ def test_the_text_after_a_call_is_shown_at_the_end() -> None:
     text = '```json\n{"name": "bash", "arguments": {"command": "ls -la"}}\n```\nThat lists them.'
     shown, gate = streamed(text, 4)
     assert shown == ""
-    assert gate.finish(find_calls(text, TOOLS)) == "That lists them."
+    assert gate.finish(find_calls(text, TOOLS), text) == "That lists them."
+    before = "Listing.\n\n\n\n"  # more blank lines than the answer keeps between its parts
+    text = before + text
+    shown, gate = streamed(text, 4)
+    assert shown == before
+    assert gate.finish(find_calls(text, TOOLS), text) == "\n\nThat lists them."
 
 
 @pytest.mark.parametrize(
