@@ -100,7 +100,9 @@ class ToolCalls:
         formed; a call whose line is already shown is closed as cancelled."""
         for call in state.pending:
             title = state.titles.get(call.id)
-            tool = ToolRecord(status="cancelled", elapsed=0.0, title=title)
+            tool = ToolRecord(
+                status="cancelled", elapsed=0.0, title=title, from_text=call.from_text or None
+            )
             self.recorder.tool_result(call.id, output, tool)
             if title is not None:
                 emit(
@@ -258,6 +260,7 @@ class ToolCalls:
             title=state.titles.get(call.id),
             display=display,
             diff=diff,
+            from_text=call.from_text or None,
         )
         self.recorder.tool_result(call.id, output, tool)
         self.context.fair_share(call.name, batch.emit)

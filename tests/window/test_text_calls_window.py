@@ -75,3 +75,29 @@ def test_the_event_carries_it_to_the_store() -> None:
     store.apply(TextDelta(text="after"))
     tools = [i for i in store.items if isinstance(i, ToolItem)]
     assert [t.from_text for t in tools] == [True]
+
+
+async def test_a_session_drawn_again_keeps_the_mark(folder: Path) -> None:
+    """The journal keeps that a call was read from the text: `--resume` draws its line as it
+    was, and an ordinary call's line without the mark."""
+    from support.engine import make_engine
+    from support.engine import turn as run
+    from support.scripted_model import call
+
+    from mm_tui.engine.journal import flush_all
+    from mm_tui.engine.session import Session
+    from mm_tui.window.transcript.store import transcript_from_records
+
+    model = ScriptedModel(streamed(REPLY), call("bash", {"command": "echo plain"}), say("Done."))
+    engine = make_engine(folder, model, yolo=True)
+    await run(engine, "go")
+    flush_all()
+    session = engine.session
+    records = Session.load(session.folder, session.id).records
+    store = Transcript(clock=lambda: 0.0)
+    transcript_from_records(store, records)
+    tools = [i for i in store.items if isinstance(i, ToolItem)]
+    assert [(t.title, t.from_text) for t in tools] == [
+        ("bash  echo from-text", True),
+        ("bash  echo plain", False),
+    ]

@@ -571,6 +571,7 @@ def _call_item(call: Call) -> ToolItem:
         output=result.shown,
         diff=result.diff,
         elapsed=result.elapsed,
+        from_text=result.from_text,
     )
     return item
 
