@@ -205,6 +205,8 @@ async def _tool_started(state: AcpSession, event: ToolCallStarted) -> None:
     extra: dict[str, Any] = {"tool": event.tool}
     if event.agent:
         extra["agent"] = event.agent
+    if event.from_text:
+        extra["from_text"] = True
     await state.send(
         ToolCallStart(
             session_update="tool_call",

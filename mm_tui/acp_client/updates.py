@@ -137,6 +137,7 @@ class AskCall:
                 display=display,
                 locations=tuple(loc.path for loc in update.locations or ()),
                 agent=self.name,
+                from_text=mine.get("from_text") is True,
             )
         )
 

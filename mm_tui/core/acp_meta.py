@@ -11,7 +11,8 @@ The agreement, one place for both sides:
 - `InitializeResponse._meta["mm"]` and `NewSessionResponse._meta["mm"]`:
   `{"title": acp.title, "model": model name, "provider": provider name}`.
 - the `tool_call` update that starts a call, `_meta["mm"]`: `{"tool": tool name}` (the ACP title
-  is the engine's title, `bash  <command>`).
+  is the engine's title, `bash  <command>`), and `"from_text": true` for a call the model wrote
+  in its answer's text (`ToolCallStarted.from_text`).
 - the `tool_call_update` that ends a call, `_meta["mm"]`:
   `{"status": "ok" | "error" | "rejected" | "cancelled", "elapsed": seconds}`.
 """

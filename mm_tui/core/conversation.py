@@ -59,6 +59,7 @@ class CallResult:
     diff: str | None = None
     elapsed: float | None = None  # seconds, when the journal kept them
     title: str | None = None  # the call's line as it was shown, when the journal kept it
+    from_text: bool = False  # the model wrote the call in its answer's text
 
 
 UNFINISHED = CallResult(status="cancelled", output=INTERRUPTED, shown=INTERRUPTED)
@@ -262,6 +263,7 @@ def _result(message: Mapping[str, Any], kept: ToolRecord) -> CallResult:
         diff=kept.diff,
         elapsed=None if kept.elapsed is None else float(kept.elapsed),
         title=kept.title or None,
+        from_text=kept.from_text is True,
     )
 
 

@@ -175,10 +175,15 @@ class ThoughtDelta(BaseEvent):
     text: str
 
 
+FROM_TEXT = "read from the answer's text"
+"""What every front end says beside a call the model wrote in its text (`ToolCallStarted.from_text`)."""
+
+
 @frozen
 class ToolCallStarted(BaseEvent):
     """The model asked for a tool call, now complete: its title, kind, arguments, display
-    line and the files it touches."""
+    line and the files it touches. `from_text`: the model wrote the call in its answer's text
+    and mm read it from there (engine/text_calls.py); front ends say so beside the call."""
 
     call_id: str
     tool: str
@@ -187,6 +192,7 @@ class ToolCallStarted(BaseEvent):
     arguments: dict[str, Any]
     display: str = ""
     locations: tuple[str, ...] = ()
+    from_text: bool = False
 
 
 @frozen

@@ -123,6 +123,7 @@ class ToolRecord(_Json):
     title: str | None = field(default=None, metadata=TEXT)
     display: str | None = field(default=None, metadata=TEXT)  # shown instead of the output
     diff: str | None = field(default=None, metadata=TEXT)
+    from_text: bool | None = field(default=None, metadata=FLAG)  # the model wrote it as text
 
 
 @frozen

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from mm_tui.core.events import Usage
@@ -375,7 +376,7 @@ def distinct_ids(
             n += 1
             new = f"{call.id}-{n}"
         taken.add(new)
-        out.append(call if new == call.id else ToolCall(new, call.name, call.arguments))
+        out.append(call if new == call.id else replace(call, id=new))
     return tuple(out)
 
 

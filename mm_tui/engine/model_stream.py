@@ -38,11 +38,13 @@ class ToolCallChunk:
 
 @frozen
 class ToolCall:
-    """A whole tool call: its id, the tool's name and the arguments as JSON text."""
+    """A whole tool call: its id, the tool's name and the arguments as JSON text. `from_text`:
+    the model wrote it in its answer's text, and mm read it from there (engine/text_calls.py)."""
 
     id: str
     name: str
     arguments: str  # raw JSON text, exactly as the model wrote it
+    from_text: bool = False
 
 
 @frozen

@@ -1,12 +1,15 @@
 """One model round trip: the request (with the tools ready now, after room is made for it), the
 streamed answer passed on as it comes, the watchdog that stops a silent server, the provider's
 retries said, a refusal of a request too big learned from and asked once more, and the answer
-recorded with its tool calls (each under an id of its own). What the model said before a
-failure stays in the history."""
+recorded with its tool calls (each under an id of its own). A reply without structured calls
+may hold calls written as text (engine/text_calls.py): they become calls like the others, and
+the stream's gate (engine/call_gate.py) keeps such a reply from being shown as an answer first.
+What the model said before a failure stays in the history."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import field
 from typing import Any
 
@@ -19,6 +22,7 @@ from mm_tui.core.events import (
     ThoughtDelta,
 )
 from mm_tui.core.frozen import mutable
+from mm_tui.engine.call_gate import CallGate
 from mm_tui.engine.chunk_assembly import distinct_ids
 from mm_tui.engine.context_keeper import ContextKeeper
 from mm_tui.engine.guards import RunawayDetector
@@ -35,6 +39,7 @@ from mm_tui.engine.model_stream import (
 )
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.server_watch import ServerWatch
+from mm_tui.engine.text_calls import find_calls
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
 
 BUSY = "Waiting for the server: it may still be writing the cancelled answer"
@@ -46,6 +51,7 @@ class _Answer:
     text: list[str] = field(default_factory=list)
     thought: list[str] = field(default_factory=list)
     end: StreamEnd | None = None
+    gate: CallGate | None = None  # None: no tools declared, no call to read from the text
 
 
 class RoundTrip:
@@ -76,13 +82,14 @@ class RoundTrip:
                 raise StopTurn("error", f"[error: {refused.message}]", "provider")
             return await self.generate(emit, state)
         state.overflowed = False
-        return await self._record(emit, state, answer, sent)
+        return await self._record(emit, state, answer, sent, tools)
 
     async def _stream(
         self, emit: Emit, state: TurnState, answer: _Answer, tools: list[dict[str, Any]]
     ) -> ModelError | None:
         """Read the answer into `answer` under the watchdog. Returns the server's refusal of a
         request too big when it may be asked again; any other failure ends the turn."""
+        answer.gate = CallGate(tools) if tools else None
         reading = _Reading(self, emit, answer)
         stream = self.client.stream(self.context.messages(), tools)
         try:
@@ -107,6 +114,10 @@ class RoundTrip:
                 self.server.busy = True
             raise
         finally:
+            if answer.end is None and answer.gate is not None:  # failed: show what was held
+                held = answer.gate.finish(None)
+                if held:
+                    emit(TextDelta(text=held))
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await asyncio.shield(aclose())
@@ -125,7 +136,12 @@ class RoundTrip:
         return exc
 
     async def _record(
-        self, emit: Emit, state: TurnState, answer: _Answer, sent: int
+        self,
+        emit: Emit,
+        state: TurnState,
+        answer: _Answer,
+        sent: int,
+        tools: list[dict[str, Any]],
     ) -> list[ToolCall]:
         """The answer in the history, with its calls; the context counted from the server's
         usage."""
@@ -138,8 +154,11 @@ class RoundTrip:
         state.usage = state.usage + end.usage
         await self.context.observed(end.usage.prompt_tokens, sent, emit)
         session = self.recorder.session
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(answer.text) or None}
-        calls = distinct_ids(end.tool_calls, session.messages) if end.tool_calls else ()
+        calls, content = end.tool_calls, "".join(answer.text)
+        if answer.gate is not None:
+            calls, content = _text_calls(content, calls, tools, answer.gate, emit)
+        message: dict[str, Any] = {"role": "assistant", "content": content or None}
+        calls = distinct_ids(calls, session.messages) if calls else ()
         if calls:
             message["tool_calls"] = [
                 {
@@ -167,6 +186,33 @@ class RoundTrip:
                 reason=retrying.reason,
             ),
         )
+
+
+def _text_calls(
+    text: str,
+    structured: tuple[ToolCall, ...],
+    tools: list[dict[str, Any]],
+    gate: CallGate,
+    emit: Emit,
+) -> tuple[tuple[ToolCall, ...], str]:
+    """A reply without structured calls: the calls it wrote as text, and its text without
+    them. Either way, what the gate held and is still to be shown, shown."""
+    found = None if structured else find_calls(text, tools)
+    rest = gate.finish(found, text)
+    if rest:
+        emit(TextDelta(text=rest))
+    if found is None:
+        return structured, text
+    calls = tuple(
+        ToolCall(
+            f"text_call_{n}",
+            call.name,
+            json.dumps(call.arguments, ensure_ascii=False),
+            from_text=True,
+        )
+        for n, call in enumerate(found.calls)
+    )
+    return calls, found.rest
 
 
 class _Reading:
@@ -202,7 +248,10 @@ class _Reading:
         answer = self.answer
         if isinstance(chunk, TextChunk):
             answer.text.append(chunk.text)
-            self.emit(TextDelta(text=chunk.text))
+            gate = answer.gate
+            shown = chunk.text if gate is None else gate.feed(chunk.text)
+            if shown:
+                self.emit(TextDelta(text=shown))
         elif isinstance(chunk, ReasoningChunk):
             answer.thought.append(chunk.text)
             self.emit(ThoughtDelta(text=chunk.text))

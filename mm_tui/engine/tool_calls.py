@@ -104,7 +104,9 @@ class ToolCalls:
         formed; a call whose line is already shown is closed as cancelled."""
         for call in state.pending:
             title = state.titles.get(call.id)
-            tool = ToolRecord(status="cancelled", elapsed=0.0, title=title)
+            tool = ToolRecord(
+                status="cancelled", elapsed=0.0, title=title, from_text=call.from_text or None
+            )
             self.recorder.tool_result(call.id, output, tool)
             if title is not None:
                 emit(
@@ -139,6 +141,7 @@ class ToolCalls:
                 arguments=arguments,
                 display=tool.display(args),
                 locations=tool.locations(args, batch.ctx),
+                from_text=call.from_text,
             ),
         )
         refusal = await self._decide(call, tool, args, arguments, batch)
@@ -167,6 +170,7 @@ class ToolCalls:
                 kind="other",
                 arguments={},
                 display=f"⚠ {call.name}: {short}",
+                from_text=call.from_text,
             ),
         )
         batch.state.titles[call.id] = f"{call.name}  {short}"
@@ -292,6 +296,7 @@ class ToolCalls:
             title=state.titles.get(call.id),
             display=display,
             diff=diff,
+            from_text=call.from_text or None,
         )
         self.recorder.tool_result(call.id, output, tool)
         self.context.fair_share(call.name, batch.emit)

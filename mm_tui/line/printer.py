@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mm_tui.core.events import (
+    FROM_TEXT,
     AgentFinished,
     AgentStarted,
     ComposingToolCall,
@@ -176,7 +177,10 @@ class LinePrinter:
         match event:
             case ToolCallStarted():
                 if event.display:  # ask_agent has none: its line comes with AgentStarted
-                    c.print(Text(prefix + safe_display(event.display, exact=True)))
+                    line = Text(prefix + safe_display(event.display, exact=True))
+                    if event.from_text:
+                        line.append(f"  · {FROM_TEXT}", style="dim")
+                    c.print(line)
             case PermissionRequested():
                 if event.details and event.details not in event.title:
                     lines = safe_display(event.details, exact=True).rstrip("\n").split("\n")

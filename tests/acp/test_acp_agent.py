@@ -844,3 +844,21 @@ async def test_a_name_both_pools_make_stays_the_configured_servers(
         "[warning: MCP server t__echo: its tool loud is offered as t__echo__loud_2 — "
         "t__echo__loud is the name of t's tool echo__loud]" in text
     )
+
+
+async def test_a_call_written_as_text_says_so_in_its_meta(tmp_path: Path) -> None:
+    """A call the model wrote in its text is a tool call for the editor like any other; its
+    `_meta["mm"]` says it was read from the answer's text, and the text is not a message."""
+    (tmp_path / "notes.txt").write_text("the notes\n")
+    client = Recorder()
+    reply = '<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n</tool_call>'
+    with ScriptedServer(Reply(reply), Reply("done")) as server:
+        async with mm_acp(tmp_path, server, client) as (conn, _):
+            session_id = await start(conn, tmp_path)
+            assert await ask(conn, session_id, "read") == "end_turn"
+        second = server.requests[1]
+    assert "the notes" in tool_messages(second)[0]
+    [started] = client.starts()
+    assert started.field_meta == {"mm": {"tool": "read_file", "from_text": True}}
+    assert started.title == "read_file  notes.txt"
+    assert client.text() == "done"

@@ -133,6 +133,7 @@ class ToolItem(Item):
         "elapsed",
         "folded",
         "waiting",
+        "from_text",
     )
 
     def __init__(
@@ -150,6 +151,7 @@ class ToolItem(Item):
         elapsed: float | None = None,
         folded: bool = True,
         waiting: bool = False,  # a permission request is pending
+        from_text: bool = False,  # the model wrote the call in its text (events.FROM_TEXT)
         **base: Any,
     ) -> None:
         super().__init__(**base)
@@ -165,6 +167,7 @@ class ToolItem(Item):
         self.elapsed = elapsed
         self.folded = folded
         self.waiting = waiting
+        self.from_text = from_text
 
     @property
     def foldable(self) -> bool:
@@ -370,6 +373,7 @@ class Transcript:
                     kind=event.kind,
                     arguments=dict(event.arguments),
                     started=self.clock(),
+                    from_text=event.from_text,
                 )
                 self._tools[(agent, event.call_id)] = item
                 if agent is None:
@@ -571,6 +575,7 @@ def _call_item(call: Call) -> ToolItem:
         output=result.shown,
         diff=result.diff,
         elapsed=result.elapsed,
+        from_text=result.from_text,
     )
     return item
 

@@ -1,5 +1,5 @@
 """ToolLine: one tool call as one line, `‣ bash  <command>`, its status mark and elapsed time at
-the right, and its output (a coloured diff for the tools that change files) folded beneath. A
+the right (a call mm read from the answer's text says so after the title, dim), and its output (a coloured diff for the tools that change files) folded beneath. A
 command of several lines shows its first and how many more; unfolded, the rest above the output.
 The title (a command, a path) and the output are drawn through `safe_display`: an escape
 sequence from the model or the command shows as `\\x1b[…`."""
@@ -63,6 +63,10 @@ class ToolLine:
         left = Text.assemble(("‣ ", self.style("tool--bullet")), (title, title_style))
         if rest:
             left.append(more_lines(len(rest)), style=self.style("tool--time"))
+        if item.from_text:  # the events module is not loaded before the first frame
+            from mm_tui.core.events import FROM_TEXT
+
+            left.append(f"  · {FROM_TEXT}", style=self.style("tool--time"))
         if item.running:
             elapsed = now - item.started
             if item.waiting:
