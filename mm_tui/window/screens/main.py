@@ -127,7 +127,6 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield AgentHeader(id="header")
         yield TranscriptView(self.transcript, clock=self.clock, frames=self.frames, id="transcript")
-        yield PermissionBox(id="permission")
         yield StatusLine(self.clock, id="status")
         yield PromptStandIn(id="prompt")  # the prompt comes right after the first frame
         yield KeyBar(id="keys")
@@ -186,7 +185,19 @@ class MainScreen(Screen[None]):
 
     @property
     def box(self) -> PermissionBox:
-        return self._widget(PermissionBox)
+        """The permission box, mounted the first time it is wanted, above the status line:
+        mounted hidden in the first frame, it cost that frame 0.5% (docs/performance.md), for a
+        box most sessions never open."""
+        box = self._widgets.get(PermissionBox)
+        if box is None:
+            box = self._widgets[PermissionBox] = PermissionBox(id="permission")
+            self.mount(box, before=self.status)
+        return box
+
+    def _asking(self) -> bool:
+        """Whether the permission box holds a question (without mounting it to ask)."""
+        box = self._widgets.get(PermissionBox)
+        return box is not None and box.request is not None
 
     def _widget(self, kind: type[W]) -> W:
         """A widget of this screen, found once: events ask for them thousands of times."""
@@ -304,7 +315,7 @@ class MainScreen(Screen[None]):
         if isinstance(event, PermissionRequested):
             self.box.ask(event)
         if isinstance(event, TurnEnded) and event.agent is None:
-            if self.box.request is not None:
+            if self._asking():
                 self.box.close()
             if self._queued:
                 self.run_queued()
@@ -642,7 +653,7 @@ class MainScreen(Screen[None]):
             self.notice(f"taken back: {one_line(text, 60)}", "info")
         elif self.engine is not None and self.engine.busy:
             self.engine.cancel()
-        elif self.box.request is not None:
+        elif self._asking():
             self.box.answer("r")
 
     def interrupt_key(self) -> None:
