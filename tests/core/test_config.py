@@ -740,14 +740,16 @@ def test_settings_made_in_code_still_take_the_python_names() -> None:
     assert Settings(max_output=3, base_url="http://h/v1").max_output == 3
 
 
-def loaded_modules(setup: str, home: Path, proj: Path) -> str:
-    """Which of pydantic and pydantic-settings a fresh process has loaded once it has read the
-    settings (`setup` runs first, in the project's folder)."""
+def loaded_modules(
+    setup: str, home: Path, proj: Path, modules: tuple[str, ...] = ("pydantic", "pydantic_settings")
+) -> str:
+    """Which of `modules` (pydantic and pydantic-settings) a fresh process has loaded once it
+    has read the settings (`setup` runs first, in the project's folder)."""
     code = (
         f"import os, sys; from pathlib import Path; {setup}; "
         "from mm_tui.config import load_settings; "
         f"load_settings(cwd=Path({str(proj)!r}), home=Path({str(home)!r}), environ=os.environ); "
-        "print(sorted(m for m in ('pydantic', 'pydantic_settings') if m in sys.modules))"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))"
     )
     # this checkout's mm, whichever one is installed: the code runs in the home folder
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(ROOT)}
@@ -781,6 +783,19 @@ def test_a_place_to_read_is_validated_by_pydantic(home: Path, proj: Path, setup:
     (docs/performance.md); pydantic validates what they give."""
     setup = f"os.chdir({str(home)!r}); {setup}"
     assert loaded_modules(setup, home, proj) == "['pydantic']"
+
+
+@pytest.mark.parametrize(
+    ("text", "loaded"),
+    [("theme: nord\nmaxOutput: 5  # short\n", "[]"), ("maxOutput: 5\nyolo: yes\n", "['yaml']")],
+)
+def test_a_file_of_plain_keys_is_read_without_pyyaml(
+    home: Path, proj: Path, text: str, loaded: str
+) -> None:
+    """`key: value` lines are read as PyYAML reads them (`core/flat_yaml.py`), without it; a
+    file that is more than that (here YAML 1.1's `yes`) goes to PyYAML."""
+    setup = f"os.chdir({str(home)!r}); {PERSONAL_FILE}.write_text({text!r})"
+    assert loaded_modules(setup, home, proj, ("yaml",)) == loaded
 
 
 def test_a_nested_mapping_is_merged_by_pydantic_settings(home: Path, proj: Path) -> None:
