@@ -143,7 +143,7 @@ def parse_flags(argv: list[str] | None) -> argparse.Namespace:
     flags of PLAIN_FLAGS) are read here: importing argparse, building the parser and parsing
     cost window mode's first frame about 1% of a bare Textual app's (docs/performance.md).
     Anything else (a value, a prefix, --help, a mistake) goes to argparse, which says what it
-    says. `tests/program/test_cli.py` holds the two to the same namespace."""
+    says. `tests/program/test_startup.py` holds the two to the same namespace."""
     words = sys.argv[1:] if argv is None else argv
     if not all(word in PLAIN_FLAGS for word in words):
         return parser().parse_args(argv)

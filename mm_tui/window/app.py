@@ -121,9 +121,10 @@ class MMApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
             event = named_key(event)  # xterm's form of Shift+Enter, before any binding
-        if self._held is not None and isinstance(event, events.Key | events.Paste):
-            if not event.is_forwarded:
-                self._held.append(event)
+        held = self._held
+        if held is not None and isinstance(event, events.Key | events.Paste):
+            if not event.is_forwarded:  # from the terminal, not on its way to a widget
+                held.append(event)
                 return
         await super().on_event(event)
 

@@ -2,8 +2,8 @@
 Textual's TextArea.
 
 The prompt is a TextArea (`prompt.py`): importing it (its documents, its themes, tree-sitter's
-binding) and mounting it (its eight component classes, its document and wrapping) cost about a
-twentieth of a bare Textual app's way to its first frame (docs/performance.md). So the first
+binding) and mounting it (its eight component classes, its document and wrapping) cost 6% of a
+bare Textual app's way to its first frame, in instructions (docs/performance.md). So the first
 frame draws `PromptStandIn`, which paints what the empty, focused prompt paints (its border and
 title, the cursor's cell), and the main screen swaps the real prompt in right after the first
 frame (`MainScreen.take_prompt`), in the same place; the app holds the keys and pastes that
@@ -71,7 +71,7 @@ class PromptStandIn(Widget, can_focus=True):
     """The empty prompt as the first frame shows it. Its stylesheet is the prompt's and
     TextArea's, for what an empty prompt shows: the box, and the cursor's colours in a dark
     theme, a light one and ANSI colours (`tests/window/test_prompt_stand_in.py` holds it to the
-    prompt's picture in every theme). It takes no key: the app holds them until the prompt is
+    prompt's picture in seven themes). It takes no key: the app holds them until the prompt is
     there."""
 
     DEFAULT_CSS = """
