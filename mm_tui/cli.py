@@ -7,7 +7,6 @@ one line on stderr and exit 2.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import os
@@ -15,41 +14,54 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from mm_tui import __version__
 from mm_tui.core.terminal_text import safe_display
 
 if TYPE_CHECKING:
+    import argparse
+
     from mm_tui.config import ProjectConfig
     from mm_tui.startup import Started
 
 
-class _Version(argparse.Action):
-    """`--version`: the installed distribution's version (importlib.metadata, read only when
-    asked: its import is not paid at every start), the source's when mm runs uninstalled."""
+def _version_action() -> type[argparse.Action]:
+    import argparse
 
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: object):
-        super().__init__(option_strings, dest, nargs=0, help="print mm's version and exit")
+    class _Version(argparse.Action):
+        """`--version`: the installed distribution's version (importlib.metadata, read only
+        when asked: its import is not paid at every start), the source's when mm runs
+        uninstalled."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+        def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: object):
+            super().__init__(option_strings, dest, nargs=0, help="print mm's version and exit")
 
-        try:
-            number = version("mm-tui")
-        except PackageNotFoundError:
-            number = __version__
-        print(f"mm {number}")
-        parser.exit()
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: object,
+            option_string: str | None = None,
+        ) -> None:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                number = version("mm-tui")
+            except PackageNotFoundError:
+                number = __version__
+            print(f"mm {number}")
+            parser.exit()
+
+    return _Version
 
 
 def parser() -> argparse.ArgumentParser:
+    """mm's flags. argparse is imported here, not with the module: most starts are read by
+    `parse_flags` without it."""
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="mm",
         description="mm: a terminal coding agent for OpenAI-compatible model servers.",
@@ -96,8 +108,50 @@ def parser() -> argparse.ArgumentParser:
         help="ask before changes, auto (run everything, as --yolo), or plan (look and plan only)",
     )
     p.add_argument("--theme", help="window theme")
-    p.add_argument("--version", action=_Version)
+    p.add_argument("--version", action=_version_action())
     return p
+
+
+PLAIN_FLAGS = {
+    "--window": ("window", True),
+    "--demo": ("demo", True),
+    "--yolo": ("yolo", True),
+    "--no-yolo": ("yolo", False),
+}
+"""The flags `parse_flags` reads itself: each alone, no value, no other flag it excludes."""
+DEFAULTS: dict[str, object] = {
+    "window": False,
+    "line": False,
+    "prompt": None,
+    "acp": False,
+    "ask": None,
+    "demo": False,
+    "config": None,
+    "model": None,
+    "base_url": None,
+    "resume": None,
+    "yolo": None,
+    "mode": None,
+    "theme": None,
+    "version": None,
+}
+"""What `parser()` gives a flag that is not there."""
+
+
+def parse_flags(argv: list[str] | None) -> argparse.Namespace:
+    """The flags as `parser().parse_args` reads them. `mm`, `mm --demo` and the like (only
+    flags of PLAIN_FLAGS) are read here: importing argparse, building the parser and parsing
+    cost window mode's first frame about 1% of a bare Textual app's (docs/performance.md).
+    Anything else (a value, a prefix, --help, a mistake) goes to argparse, which says what it
+    says. `tests/program/test_startup.py` holds the two to the same namespace."""
+    words = sys.argv[1:] if argv is None else argv
+    if not all(word in PLAIN_FLAGS for word in words):
+        return parser().parse_args(argv)
+    values = dict(DEFAULTS)
+    for word in words:
+        name, value = PLAIN_FLAGS[word]
+        values[name] = value
+    return cast("argparse.Namespace", SimpleNamespace(**values))
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -117,7 +171,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     _without_httpx_command_line()
-    args = parser().parse_args(argv)
+    args = parse_flags(argv)
     if not (sys.stdout.encoding or "").lower().replace("-", "").startswith("utf"):
         from mm_tui.terminal.ascii_terminal import use_ascii_where_needed
 

@@ -8,7 +8,8 @@
   `~/.config/mm/config.yaml`, the project's `.mm/config.yaml`, the file `--config` names, MM_*
   variables and flags, later ones winning; the one-line `ConfigError` that names the place
   that brought a bad key, with a "did you mean" for a misspelt one.
-- `sources.py`: those places as pydantic-settings sources, and their merge.
+- `places.py`: each of those places read into layers, and their merge when no layer holds a
+  mapping; `sources.py`: the merge of layers with nested mappings, by pydantic-settings.
 - `files.py`: reading a config file's bytes and YAML.
 - `project.py`: the keys a project's file gives only once the person trusted it, and why each.
 - `folders.py`: the folders of a project's sessions.

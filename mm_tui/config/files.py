@@ -50,8 +50,9 @@ _loader: type | None = None
 
 def _unique_key_loader() -> type:
     """A SafeLoader that refuses a key given twice: PyYAML keeps the last of two equal keys; in
-    a config file that hides a mistake. Made at the first file read: without a config file, mm
-    never loads PyYAML (docs/performance.md)."""
+    a config file that hides a mistake. Made at the first file read that is more than flat
+    `key: value` lines (`core/flat_yaml.py` reads those): without such a file, mm never loads
+    PyYAML (docs/performance.md)."""
     global _loader
     if _loader is not None:
         return _loader
@@ -100,6 +101,11 @@ def parse_yaml(raw: bytes, label: str) -> Layer:
         line = raw.count(b"\n", 0, exc.start) + 1
         reason = f"not valid UTF-8: line {line}, byte 0x{raw[exc.start]:02x}"
         raise ConfigError(label, reason) from None
+    from mm_tui.core.flat_yaml import read_flat_yaml
+
+    flat = read_flat_yaml(text, unique=True)
+    if flat is not None:  # plain keys, read as PyYAML reads them, without its import
+        return Layer(label, flat)
     import yaml
 
     try:

@@ -71,24 +71,28 @@ def load_settings(
             vars(settings)["_read_keys"] = read_keys
         return settings
 
-    from mm_tui.config.sources import Environment, Given, Source, YamlFile, merged
+    from mm_tui.config.places import environment_layers, file_layers, given_layers, overlay
 
-    places: list[Source] = [
+    read = [
         # lowest: the key of OpenAI's own clients counts only where no other place gives one
-        Environment({"OPENAI_API_KEY": "apiKey"}, environ),
-        YamlFile(personal, shown_path(personal, home), required=False),
+        *environment_layers({"OPENAI_API_KEY": "apiKey"}, environ),
+        *file_layers(personal, shown_path(personal, home), required=False),
     ]
     if project is not None:
-        places.append(Given(project_data, project.label))
+        read += given_layers(project_data, project.label)
     if config_file is not None:
         path = cwd / Path(config_file).expanduser()
-        places.append(YamlFile(path, str(config_file), required=True))
-    places += [
-        Environment(ENV_NAMES, environ),
-        Given(flags, "flag --{key}", one_key=True),
+        read += file_layers(path, str(config_file), required=True)
+    read += [
+        *environment_layers(ENV_NAMES, environ),
+        *given_layers(flags, "flag --{key}", one_key=True),
     ]
-    settings_data = merged(places)
-    layers = [layer for place in places for layer in place.layers() if layer.data]
+    settings_data = overlay(read)
+    if settings_data is None:  # a nested mapping, merged key by key
+        from mm_tui.config.sources import merged
+
+        settings_data = merged(read)
+    layers = [layer for layer in read if layer.data]
     read_keys = tuple(
         _secret_text(data["apiKey"])
         for data in [*(layer.data for layer in layers), *left_out]

@@ -114,15 +114,17 @@ def known_window(model: str) -> int | None:
 #       the max context size (2048 tokens). skipping"; the JSON error carries "n_ctx" beside it.
 #   LM Studio: "Trying to keep the first 2100 tokens when context the overflows. However, the model
 #       is loaded with context length of only 2048 tokens, which is not enough. ..."
-_ERROR_PATTERNS = [
-    re.compile(r"exceeds? context window of\s+(\d+)", re.I),
-    re.compile(r"maximum context length is\s+(\d+)", re.I),
-    re.compile(r"available context size \((\d+) tokens?\)", re.I),
-    re.compile(r"max(?:imum)? context size \((\d+) tokens?\)", re.I),
-    re.compile(r"loaded with context length of only\s+(\d+)", re.I),
-    re.compile(r"context length is only\s+(\d+)", re.I),
-]
-_N_CTX_FIELD = re.compile(r"""["']n_ctx["']\s*:\s*(\d+)""")
+# Compiled at their first use (`re`'s cache), not with the module: they read a refusal, which
+# most sessions never meet, and compiling them cost the way to ready about 1 ms.
+_ERROR_PATTERNS = (
+    r"exceeds? context window of\s+(\d+)",
+    r"maximum context length is\s+(\d+)",
+    r"available context size \((\d+) tokens?\)",
+    r"max(?:imum)? context size \((\d+) tokens?\)",
+    r"loaded with context length of only\s+(\d+)",
+    r"context length is only\s+(\d+)",
+)
+_N_CTX_FIELD = r"""["']n_ctx["']\s*:\s*(\d+)"""
 
 
 def window_from_error(text: str) -> int | None:
@@ -134,10 +136,10 @@ def window_from_error(text: str) -> int | None:
     if not text:
         return None
     for pattern in _ERROR_PATTERNS:
-        m = pattern.search(text)
+        m = re.search(pattern, text, re.I)
         if m:
             return _positive(int(m.group(1)))
-    m = _N_CTX_FIELD.search(text)
+    m = re.search(_N_CTX_FIELD, text)
     if m:
         return _positive(int(m.group(1)))
     return None
@@ -221,7 +223,7 @@ def ollama_model_max(show: Any) -> int | None:
     return None
 
 
-_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.M)
+_NUM_CTX = r"^\s*num_ctx\s+(\d+)\s*$"  # compiled at its first use, as _ERROR_PATTERNS
 
 
 def ollama_num_ctx(show: Any) -> int | None:
@@ -229,7 +231,7 @@ def ollama_num_ctx(show: Any) -> int | None:
     params = show.get("parameters") if isinstance(show, dict) else None
     if not isinstance(params, str):
         return None
-    m = _NUM_CTX.search(params)
+    m = re.search(_NUM_CTX, params, re.M)
     return _positive(int(m.group(1))) if m else None
 
 

@@ -20,7 +20,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from mm_tui.window.screens.main import MainScreen
 from mm_tui.window.terminal_keys import named_key
-from mm_tui.window.widgets.prompt import COMMANDS
+from mm_tui.window.widgets.prompt_stand_in import COMMANDS
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -114,11 +114,32 @@ class MMApp(App[int]):
         self.engine_ready = asyncio.Event()
         self.ready_at: float | None = None
         self.exit_message: str | None = None
+        # The keys and pastes that come before the prompt replaces its stand-in, in order
+        # (`_let_keys_through`); None once it has.
+        self._held: list[events.Event] | None = []
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
             event = named_key(event)  # xterm's form of Shift+Enter, before any binding
+        held = self._held
+        if held is not None and isinstance(event, events.Key | events.Paste):
+            if not event.is_forwarded:  # from the terminal, not on its way to a widget
+                held.append(event)
+                return
         await super().on_event(event)
+
+    async def _let_keys_through(self) -> None:
+        """The prompt is there: the keys and pastes held until now go where they would have
+        gone, in order, before any that came after them (this runs as one of the app's
+        messages, so none is handled meanwhile). Each is handled before the next goes: a
+        priority binding (Shift+Enter's new line) runs at the app at once, and would otherwise
+        come before the keys ahead of it that wait in the prompt's queue."""
+        held, self._held = self._held or [], None
+        for event in held:
+            await super().on_event(event)
+            handled = asyncio.Event()
+            if self.focused is not None and self.focused.call_later(handled.set):
+                await handled.wait()
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -169,6 +190,12 @@ class MMApp(App[int]):
 
     @work(exclusive=True, group="boot", exit_on_error=False)
     async def _boot(self) -> None:
+        """The prompt in place of its stand-in, then the boot. Not side by side: the boot
+        resumes the garbage collector as it ends, and the prompt made after that cost more."""
+        try:
+            await self.main.take_prompt()
+        finally:
+            self.call_later(self._let_keys_through)
         try:
             started = await self.boot()
         except Exception as exc:  # noqa: BLE001 - shown after the window closes

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mm_tui.config import (
     ENV_NAMES,
@@ -18,7 +20,11 @@ from mm_tui.config import (
     read_project,
     resolve_dir,
 )
+from mm_tui.config.files import Layer
+from mm_tui.config.places import environment_layers, overlay
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SECRET = "sk-test-0123456789-very-secret"
 
@@ -672,20 +678,82 @@ def test_snake_case_is_refused_in_a_nested_mapping_too(load, proj: Path) -> None
     )
 
 
+_keys = st.sampled_from(["model", "theme", "maxOutput", "apiKey", "yolo", "x", "sandboxDeny"])
+_flat_values = st.one_of(
+    st.text(max_size=5), st.integers(), st.booleans(), st.none(), st.lists(st.integers())
+)
+_flat_layers = st.lists(
+    st.builds(Layer, st.text(max_size=3), st.dictionaries(_keys, _flat_values, max_size=4)),
+    max_size=5,
+)
+
+
+@given(_flat_layers)
+def test_flat_layers_are_laid_over_each_other_as_pydantic_settings_lays_them(
+    layers: list[Layer],
+) -> None:
+    """`places.overlay`, mm's merge of layers that hold no mapping (docs/performance.md), gives
+    what pydantic-settings' merge gives them: the same keys, values and order."""
+    from mm_tui.config.sources import merged
+
+    laid = overlay(layers)
+    assert laid is not None
+    assert list(laid.items()) == list(merged(layers).items())
+
+
+def test_a_mapping_is_left_to_pydantic_settings() -> None:
+    assert overlay([Layer("a", {"model": "m"}), Layer("b", {"lsp": {"servers": []}})]) is None
+
+
+_variables = st.dictionaries(
+    st.sampled_from(["MM_MODEL", "MM_THEME", "MM_MAX_OUTPUT", "mm_model", "OTHER"]),
+    st.one_of(st.sampled_from(["", " ", "null", '{"a": 1}', "[1, 2]", " 5 "]), st.text()),
+)
+
+
+@given(_variables)
+def test_variables_are_read_as_pydantic_settings_environment_source_reads_them(
+    environ: dict[str, str],
+) -> None:
+    """`places.environment_layers` reads mm's variables as the library's environment source
+    does for fields of any type: by the exact name, the text as it is, an empty one unset."""
+    from pydantic import create_model
+    from pydantic_settings import BaseSettings, EnvSettingsSource
+    from pydantic_settings.sources.utils import parse_env_vars
+
+    names = {"MM_MODEL": "model", "MM_THEME": "theme", "MM_MAX_OUTPUT": "maxOutput"}
+    fields: Any = {name: (Any, None) for name in names}
+    model = create_model("Variables", __base__=BaseSettings, **fields)
+
+    class Library(EnvSettingsSource):
+        def _load_env_vars(self) -> Any:
+            return parse_env_vars(environ, True, True, None)
+
+    read = Library(model, case_sensitive=True, env_ignore_empty=True)()
+    layers = environment_layers(names, environ)
+    assert [next(iter(layer.data.items())) for layer in layers] == [
+        (names[var], value) for var, value in read.items()
+    ]
+    assert [layer.label for layer in layers] == [f"environment {var}" for var in read]
+
+
 def test_settings_made_in_code_still_take_the_python_names() -> None:
     assert Settings(max_output=3, base_url="http://h/v1").max_output == 3
 
 
-def loaded_modules(setup: str, home: Path, proj: Path) -> str:
-    """Which of pydantic and pydantic-settings a fresh process has loaded once it has read the
-    settings (`setup` runs first, in the project's folder)."""
+def loaded_modules(
+    setup: str, home: Path, proj: Path, modules: tuple[str, ...] = ("pydantic", "pydantic_settings")
+) -> str:
+    """Which of `modules` (pydantic and pydantic-settings) a fresh process has loaded once it
+    has read the settings (`setup` runs first, in the project's folder)."""
     code = (
         f"import os, sys; from pathlib import Path; {setup}; "
         "from mm_tui.config import load_settings; "
         f"load_settings(cwd=Path({str(proj)!r}), home=Path({str(home)!r}), environ=os.environ); "
-        "print(sorted(m for m in ('pydantic', 'pydantic_settings') if m in sys.modules))"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))"
     )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    # this checkout's mm, whichever one is installed: the code runs in the home folder
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
@@ -698,17 +766,41 @@ def test_nothing_to_read_loads_neither_pydantic_nor_pydantic_settings(
     assert loaded_modules("pass", home, proj) == "[]"
 
 
+PERSONAL_FILE = "Path('.config/mm').mkdir(parents=True); Path('.config/mm/config.yaml')"
+
+
 @pytest.mark.parametrize(
     "setup",
     [
-        "Path('.config/mm').mkdir(parents=True); Path('.config/mm/config.yaml').write_text('')",
+        f"{PERSONAL_FILE}.write_text('')",
+        f"{PERSONAL_FILE}.write_text('theme: nord\\nmaxOutput: 5\\n')",
         "os.environ['MM_THEME'] = 'nord'",
         "os.environ['OPENAI_API_KEY'] = 'k'",
     ],
-    ids=["a personal file, even empty", "an MM_ variable", "OpenAI's variable"],
+    ids=["a personal file, even empty", "keys", "an MM_ variable", "OpenAI's variable"],
 )
-def test_a_place_to_read_is_read_by_pydantic_settings(home: Path, proj: Path, setup: str) -> None:
+def test_a_place_to_read_is_validated_by_pydantic(home: Path, proj: Path, setup: str) -> None:
+    """Places whose keys hold no mapping are laid over each other without pydantic-settings
+    (docs/performance.md); pydantic validates what they give."""
     setup = f"os.chdir({str(home)!r}); {setup}"
+    assert loaded_modules(setup, home, proj) == "['pydantic']"
+
+
+@pytest.mark.parametrize(
+    ("text", "loaded"),
+    [("theme: nord\nmaxOutput: 5  # short\n", "[]"), ("maxOutput: 5\nyolo: yes\n", "['yaml']")],
+)
+def test_a_file_of_plain_keys_is_read_without_pyyaml(
+    home: Path, proj: Path, text: str, loaded: str
+) -> None:
+    """`key: value` lines are read as PyYAML reads them (`core/flat_yaml.py`), without it; a
+    file that is more than that (here YAML 1.1's `yes`) goes to PyYAML."""
+    setup = f"os.chdir({str(home)!r}); {PERSONAL_FILE}.write_text({text!r})"
+    assert loaded_modules(setup, home, proj, ("yaml",)) == loaded
+
+
+def test_a_nested_mapping_is_merged_by_pydantic_settings(home: Path, proj: Path) -> None:
+    setup = f"os.chdir({str(home)!r}); {PERSONAL_FILE}.write_text('lsp: {{servers: []}}\\n')"
     assert loaded_modules(setup, home, proj) == "['pydantic', 'pydantic_settings']"
 
 
@@ -758,7 +850,7 @@ def test_pydantic_settings_debugging_shows_no_api_key(
     """The library logs what each source read when PYDANTIC_SETTINGS_DEBUG is set: each
     source hides the key from the moment it reads it."""
     monkeypatch.setenv("PYDANTIC_SETTINGS_DEBUG", "1")
-    home_file(home, f"apiKey: {SECRET}1\n")
+    home_file(home, f"apiKey: {SECRET}1\nlsp: {{servers: []}}\n")  # merged by the library
     with caplog.at_level(logging.DEBUG, logger="pydantic_settings"):
         load(environ={"MM_API_KEY": SECRET + "2", "OPENAI_API_KEY": SECRET + "3"})
     assert "Resolving settings" in caplog.text and SECRET not in caplog.text

@@ -6,6 +6,7 @@ and running it load."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import ssl
 import subprocess
@@ -18,7 +19,7 @@ from support.scripted_server import ScriptedServer, closed_port_url
 from support.waiting import until
 from support.window_helpers import all_text, settle
 
-from mm_tui.cli import _playground_meanwhile, parser, window_boot
+from mm_tui.cli import PLAIN_FLAGS, _playground_meanwhile, parse_flags, parser, window_boot
 from mm_tui.config import Settings
 from mm_tui.core.paths import PLAYGROUND_PREFIX
 from mm_tui.core.sandbox import landlock_abi
@@ -161,7 +162,8 @@ def test_the_first_frame_loads_only_what_it_draws() -> None:
     """The window's first frame (an empty transcript, the boot not yet begun) loads neither the
     engine (its events, the configuration, the tools, the HTTP client, pydantic) nor the
     transcript's renderers (Rich's Markdown among them), nor importlib.resources for mm's own
-    themes: they load after it, or when first needed (docs/performance.md)."""
+    themes, nor Textual's TextArea (a stand-in draws the empty prompt): they load after it, or
+    when first needed (docs/performance.md)."""
     code = (
         "import asyncio, json, sys\n"
         "from mm_tui.window.app import MMApp\n"
@@ -195,8 +197,13 @@ def test_the_first_frame_loads_only_what_it_draws() -> None:
         "httpx",
         "pydantic",
         "yaml",
+        "mm_tui.window.widgets.prompt",
+        "textual.widgets._text_area",
+        "textual.document",
+        "tree_sitter",
     )
-    assert [m for m in loaded if m.startswith(kept_off)] == []
+    stand_in = "mm_tui.window.widgets.prompt_stand_in"
+    assert [m for m in loaded if m.startswith(kept_off) and m != stand_in] == []
 
 
 def test_the_program_loads_no_command_line_client_of_httpx(work: Path) -> None:
@@ -276,3 +283,33 @@ async def test_commands_run_unconfined_is_a_warning_of_start_up(
         assert started.notes.count(sandbox[0]) == 1
     finally:
         await started.engine.aclose()
+
+
+def test_plain_flags_are_read_as_argparse_reads_them() -> None:
+    """`parse_flags` reads `mm`, `mm --demo`, `mm --no-yolo --demo` and the like without
+    argparse (docs/performance.md), to the namespace argparse gives, in any order and
+    repeated; anything else is argparse's to read: a prefix, a value, flags that exclude each
+    other, --help."""
+    for count in range(4):
+        for words in itertools.product(PLAIN_FLAGS, repeat=count):
+            argv = list(words)
+            assert vars(parse_flags(argv)) == vars(parser().parse_args(argv)), argv
+    assert parse_flags(["--dem"]).demo is True  # argparse takes a prefix
+    assert parse_flags(["--demo", "--theme", "x"]).theme == "x"
+    with pytest.raises(SystemExit):
+        parse_flags(["--window", "--line"])
+    with pytest.raises(SystemExit):
+        parse_flags(["--yolo=1"])
+
+
+def test_reading_plain_flags_loads_no_argparse() -> None:
+    code = (
+        "import sys\n"
+        "from mm_tui.cli import parse_flags\n"
+        "parse_flags(['--demo', '--no-yolo'])\n"
+        "print('argparse' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"

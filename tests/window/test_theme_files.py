@@ -163,6 +163,7 @@ FLAT_SAMPLES = [
     'name: x  # trailing\ndark: false\nprimary: "#010203"\n\n   # indented comment\n',
     "primary: '#010203'\nprimary: '#040506'\n",  # the last one wins, as in PyYAML
     "dark: true \nname: a.b-c_d\n",
+    "maxOutput: 20000\npreviewLines: 0  # none\n",
 ]
 NOT_FLAT_SAMPLES = [
     "primary: '#010203'\nvariables:\n  footer-key-foreground: red\n",
@@ -173,6 +174,11 @@ NOT_FLAT_SAMPLES = [
     "primary:\t'#010203'\n",
     "\ufeffprimary: '#010203'\n",
     "primary: 'it''s'\n",
+    "n: 007\n",  # YAML 1.1's octal
+    "n: 1_000\n",
+    "n: -5\n",
+    "n: 0x1f\n",
+    "n: 12:30\n",  # YAML 1.1's sexagesimal
     'primary: "a\\tb"\n',
     "",
 ]
@@ -191,9 +197,16 @@ def test_other_files_are_left_to_pyyaml(text: str) -> None:
     assert read_flat_yaml(text) is None
 
 
+def test_a_key_given_twice_is_left_to_pyyaml_when_asked() -> None:
+    """A config file's reader refuses a key given twice (config/files.py): PyYAML says where."""
+    assert read_flat_yaml("a: 1\na: 2\n") == {"a": 2}
+    assert read_flat_yaml("a: 1\na: 2\n", unique=True) is None
+
+
 _KEYS = ["name", "dark", "primary", "on", "No", "x_y", "é", "_a", "a-b", "1"]
 _SEPARATORS = [": ", ":  ", ":\t", ":", ": \t"]
 _VALUES = ["true", "false", "yes", "True", "Null", "~", "mm-dark", "a.b", "0", "1.5", "é", "-a"]
+_VALUES += ["20000", "007", "1_000", "+5", "-5", "0x1f", "12:30", "1e5", "190:20:30", "0b1"]
 _VALUES += ["a b", "a  b ", "Skill: x", "a {b} [c] *d* &e !f", "a-b_c %d @e `f`", "y", "n", "On"]
 _VALUES += [
     "'#010203'",

@@ -209,7 +209,7 @@ async def test_typing_while_a_permission_box_is_up_goes_to_the_prompt(
     now = [0.0]
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        box = app.screen.query_one(PermissionBox)
+        box = app.main.box  # mounted the first time it is wanted
         box.clock = lambda: now[0]
         await asked(pilot, app, "go")
         await pilot.press("r")  # the box opened a moment ago: typing, not a rejection
@@ -235,6 +235,20 @@ async def test_typing_while_a_permission_box_is_up_goes_to_the_prompt(
         await settle(pilot, app)
         assert tools(app)[1].status == "cancelled"
         assert tools(app)[1].output != "again\n"
+
+
+async def test_the_permission_box_is_mounted_at_the_first_question(folder: Path) -> None:
+    """No box in the first frame nor until a call asks (docs/performance.md); the first
+    question mounts it between the transcript and the status line."""
+    app = make_app(two_bash_calls(), folder, yolo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert not app.main.query(PermissionBox)
+        await asked(pilot, app, "go")
+        box = app.screen.query_one(PermissionBox)
+        assert box.has_focus
+        assert box.region.y == app.main.view.region.bottom
+        assert box.region.bottom == app.main.status.region.y
 
 
 @pytest.mark.parametrize("how", ["escape", "ctrl+c", "/abort"])

@@ -33,7 +33,7 @@ from mm_tui.window.transcript.view import TranscriptView
 from mm_tui.window.widgets.agent_header import AgentHeader
 from mm_tui.window.widgets.key_bar import KeyBar
 from mm_tui.window.widgets.permission import PermissionBox
-from mm_tui.window.widgets.prompt import Prompt
+from mm_tui.window.widgets.prompt_stand_in import ArgumentsWanted, PromptStandIn, Submitted
 from mm_tui.window.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from mm_tui.engine.session import Session
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
+    from mm_tui.window.widgets.prompt import Prompt
 
 W = TypeVar("W", bound=Widget)
 
@@ -126,10 +127,26 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield AgentHeader(id="header")
         yield TranscriptView(self.transcript, clock=self.clock, frames=self.frames, id="transcript")
-        yield PermissionBox(id="permission")
         yield StatusLine(self.clock, id="status")
-        yield Prompt(id="prompt")
+        yield PromptStandIn(id="prompt")  # the prompt comes right after the first frame
         yield KeyBar(id="keys")
+
+    async def take_prompt(self) -> None:
+        """The prompt in place of its stand-in, right after the first frame: the same place,
+        the same picture (no frame shows the change), the focus where the stand-in had it
+        (`prompt_stand_in.py` says why; the app holds the keys meanwhile)."""
+        from mm_tui.window.widgets.prompt import Prompt
+
+        stand_in = self.query_one(PromptStandIn)
+        prompt = Prompt(id="prompt")
+        focused = self.focused is stand_in
+        with self.app.batch_update():
+            if focused:
+                self.set_focus(None, scroll_visible=False)
+            await stand_in.remove()
+            await self.mount(prompt, after=self.status)
+            if focused:
+                self.set_focus(prompt, scroll_visible=False)
 
     def on_mount(self) -> None:
         # the status line's spinner moves in the transcript's frames while there are any
@@ -161,11 +178,26 @@ class MainScreen(Screen[None]):
 
     @property
     def prompt(self) -> Prompt:
+        """The prompt, from right after the first frame on (`take_prompt`)."""
+        from mm_tui.window.widgets.prompt import Prompt
+
         return self._widget(Prompt)
 
     @property
     def box(self) -> PermissionBox:
-        return self._widget(PermissionBox)
+        """The permission box, mounted the first time it is wanted, above the status line:
+        mounted hidden in the first frame, it cost that frame 0.5% (docs/performance.md), for a
+        box most sessions never open."""
+        box = self._widgets.get(PermissionBox)
+        if box is None:
+            box = self._widgets[PermissionBox] = PermissionBox(id="permission")
+            self.mount(box, before=self.status)
+        return box
+
+    def _asking(self) -> bool:
+        """Whether the permission box holds a question (without mounting it to ask)."""
+        box = self._widgets.get(PermissionBox)
+        return box is not None and box.request is not None
 
     def _widget(self, kind: type[W]) -> W:
         """A widget of this screen, found once: events ask for them thousands of times."""
@@ -283,7 +315,7 @@ class MainScreen(Screen[None]):
         if isinstance(event, PermissionRequested):
             self.box.ask(event)
         if isinstance(event, TurnEnded) and event.agent is None:
-            if self.box.request is not None:
+            if self._asking():
                 self.box.close()
             if self._queued:
                 self.run_queued()
@@ -354,9 +386,9 @@ class MainScreen(Screen[None]):
         """Typed while the box is up: kept in the prompt; the box keeps the focus."""
         self.prompt.insert(message.character)
 
-    @on(Prompt.ArgumentsWanted)
+    @on(ArgumentsWanted)
     @work(group="arguments", exit_on_error=False)
-    async def on_prompt_arguments_wanted(self, message: Prompt.ArgumentsWanted) -> None:
+    async def on_prompt_arguments_wanted(self, message: ArgumentsWanted) -> None:
         """`/model ` typed: the server's model names, for the prompt to complete. A name that
         would need escaping to be shown cannot be typed either: it is left out."""
         from mm_tui.core.terminal_text import safe_display
@@ -371,8 +403,8 @@ class MainScreen(Screen[None]):
         self.prompt.arguments[message.command] = [n for n in names if safe_display(n) == n]
         self.prompt.update_suggestion()
 
-    @on(Prompt.Submitted)
-    def on_prompt_submitted(self, message: Prompt.Submitted) -> None:
+    @on(Submitted)
+    def on_prompt_submitted(self, message: Submitted) -> None:
         self.view.action_scroll_end()  # what the request starts shows at the bottom
         text = message.text
         if text.startswith("/"):
@@ -621,7 +653,7 @@ class MainScreen(Screen[None]):
             self.notice(f"taken back: {one_line(text, 60)}", "info")
         elif self.engine is not None and self.engine.busy:
             self.engine.cancel()
-        elif self.box.request is not None:
+        elif self._asking():
             self.box.answer("r")
 
     def interrupt_key(self) -> None:

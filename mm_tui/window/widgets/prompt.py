@@ -5,31 +5,25 @@ it is typed (the rest shows dimmed; Tab or Right takes it), and so does a model'
 
 A paste is text from anywhere (a web page, a terminal's scrollback): its control characters go
 in in their visible form (`safe_display`: ESC as `\\x1b`), so that the prompt never sends them
-to the terminal, and shows what the request will say."""
+to the terminal, and shows what the request will say.
+
+The first frame shows a stand-in for it (`prompt_stand_in.py`, which says why); this module is
+imported once that frame is drawn."""
 
 from __future__ import annotations
 
 from textual import events
-from textual.binding import Binding
-from textual.message import Message
 from textual.widgets import TextArea
 
 from mm_tui.core.terminal_text import safe_display
-
-COMMANDS = (
-    "/new",
-    "/compact",
-    "/abort",
-    "/ask",
-    "/model",
-    "/mode",
-    "/undo",
-    "/sessions",
-    "/theme",
-    "/help",
-    "/quit",
+from mm_tui.window.widgets.prompt_stand_in import (
+    BINDINGS,
+    BORDER_TITLE,
+    COMMANDS,
+    COMPLETED_ARGUMENTS,
+    ArgumentsWanted,
+    Submitted,
 )
-COMPLETED_ARGUMENTS = ("/model", "/mode")  # commands whose argument completes from a list
 
 
 class Prompt(TextArea):
@@ -45,35 +39,14 @@ class Prompt(TextArea):
     Prompt:focus { border: round $accent; }
     Prompt > .text-area--cursor-line { background: $surface; }
     """
-    BINDINGS = [
-        # Not a priority binding: a priority binding runs at the app as the key arrives, before
-        # the keys typed just ahead of it reach the prompt, so text and Enter in one burst (a
-        # paste, SSH, `tmux send-keys "text" Enter`) sent nothing. `_on_key` takes Enter in turn.
-        Binding("enter", "submit", "Send", show=True),
-        Binding("shift+enter,alt+enter,ctrl+j", "newline", "New line", show=False, priority=True),
-        Binding("tab", "complete", "Complete", show=False),
-        # the prompt is a few lines high: paging it would do nothing, the transcript pages
-        Binding("pageup", "transcript('page_up')", "Page up", show=False),
-        Binding("pagedown", "transcript('page_down')", "Page down", show=False),
-    ]
+    BINDINGS = BINDINGS
+    Submitted = Submitted  # the messages live beside the stand-in, which names them too
+    ArgumentsWanted = ArgumentsWanted
 
     def action_transcript(self, action: str) -> None:
         """PageUp/PageDown while typing: the transcript scrolls, the prompt keeps the focus."""
         view = self.screen.query("TranscriptView").first()
         getattr(view, f"action_{action}")()
-
-    class Submitted(Message):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
-    class ArgumentsWanted(Message):
-        """The person typed `command ` and its arguments are not known yet: whoever knows them
-        sets `Prompt.arguments[command]` (then `update_suggestion`)."""
-
-        def __init__(self, command: str) -> None:
-            super().__init__()
-            self.command = command
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's spelling
         super().__init__(
@@ -94,7 +67,7 @@ class Prompt(TextArea):
         self._draft = ""
 
     def on_mount(self) -> None:
-        self.border_title = "› Enter to send · Shift+Enter new line · /help"
+        self.border_title = BORDER_TITLE
 
     def update_suggestion(self) -> None:
         text = self.text
