@@ -40,6 +40,7 @@ from mm_tui.engine.model_stream import (
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.text_calls import find_calls
+from mm_tui.engine.think_tags import ThinkSplitter
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
 
 BUSY = "Waiting for the server: it may still be writing the cancelled answer"
@@ -52,6 +53,7 @@ class _Answer:
     thought: list[str] = field(default_factory=list)
     end: StreamEnd | None = None
     gate: CallGate | None = None  # None: no tools declared, no call to read from the text
+    think: ThinkSplitter | None = None  # None once the reply's start showed no `<think>`
 
 
 class RoundTrip:
@@ -90,6 +92,7 @@ class RoundTrip:
         """Read the answer into `answer` under the watchdog. Returns the server's refusal of a
         request too big when it may be asked again; any other failure ends the turn."""
         answer.gate = CallGate(tools) if tools else None
+        answer.think = ThinkSplitter()
         reading = _Reading(self, emit, answer)
         stream = self.client.stream(self.context.messages(), tools)
         try:
@@ -98,6 +101,7 @@ class RoundTrip:
                 async for chunk in stream:
                     reading.take(chunk)
         except TimeoutError:
+            reading.settle_thinking()
             self.recorder.keep_partial(answer.text, answer.thought)
             raise StopTurn(
                 "error",
@@ -107,8 +111,10 @@ class RoundTrip:
                 "generation",
             ) from None
         except ModelError as exc:
+            reading.settle_thinking()
             return self._failed(exc, emit, state, answer)
         except asyncio.CancelledError:
+            reading.settle_thinking()
             self.recorder.keep_partial(answer.text, answer.thought)
             if answer.end is None:
                 self.server.busy = True
@@ -247,14 +253,15 @@ class _Reading:
         self._alive(watchdog)
         answer = self.answer
         if isinstance(chunk, TextChunk):
-            answer.text.append(chunk.text)
-            gate = answer.gate
-            shown = chunk.text if gate is None else gate.feed(chunk.text)
-            if shown:
-                self.emit(TextDelta(text=shown))
+            think = answer.think
+            if think is None:
+                self._text(chunk.text)
+            else:
+                self._split(think.feed(chunk.text))
+                if think.done:
+                    answer.think = None
         elif isinstance(chunk, ReasoningChunk):
-            answer.thought.append(chunk.text)
-            self.emit(ThoughtDelta(text=chunk.text))
+            self._thought(chunk.text)
         elif isinstance(chunk, ToolCallChunk):
             problem = self.runaway.check(chunk.arguments)
             if problem:
@@ -264,7 +271,29 @@ class _Reading:
                 ComposingToolCall(index=chunk.index, name=chunk.name, chars=len(chunk.arguments))
             )
         elif isinstance(chunk, StreamEnd):
+            self.settle_thinking()
             answer.end = chunk
+
+    def _text(self, text: str) -> None:
+        self.answer.text.append(text)
+        gate = self.answer.gate
+        shown = text if gate is None else gate.feed(text)
+        if shown:
+            self.emit(TextDelta(text=shown))
+
+    def _thought(self, text: str) -> None:
+        self.answer.thought.append(text)
+        self.emit(ThoughtDelta(text=text))
+
+    def _split(self, pieces: list[tuple[bool, str]]) -> None:
+        for thinking, piece in pieces:
+            self._thought(piece) if thinking else self._text(piece)
+
+    def settle_thinking(self) -> None:
+        """The reply ended (or broke off): what `<think>` held is said as what it was."""
+        think, self.answer.think = self.answer.think, None
+        if think is not None:
+            self._split(think.finish())
 
     def _alive(self, watchdog: asyncio.Timeout) -> None:
         """A chunk came: the watchdog counts again, and the status line says "Thinking" again
