@@ -88,8 +88,9 @@ class RoundTrip:
                 reading.arm(watchdog)
                 async for chunk in stream:
                     reading.take(chunk)
-        except TimeoutError:
+        except TimeoutError:  # a whole answer may just be long: the server goes on with it
             self.recorder.keep_partial(answer.text, answer.thought)
+            self.server.cancelled(reading.loop.time(), reading.first_word)
             raise StopTurn("error", reading.silence(), "generation") from None
         except ModelError as exc:
             return self._failed(exc, emit, state, answer)

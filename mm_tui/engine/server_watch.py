@@ -37,7 +37,8 @@ class ServerWatch:
         emit(ServerState(answering=answering, message=message))
 
     def cancelled(self, now: float, first_word: float | None) -> None:
-        """A request was cancelled before its answer's end: the server may go on with it."""
+        """A request was cancelled before its answer's end, or stopped by the watchdog: the
+        server may go on with it."""
         self.cancelled_at = now
         self.first_word = first_word
 

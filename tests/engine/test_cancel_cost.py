@@ -47,11 +47,14 @@ class Turn:
         return [e.message for e in self.events if isinstance(e, EngineError)]
 
 
-async def cancelled_turn(engine: Engine, server: ScriptedServer | None = None) -> Turn:
-    """A turn cancelled once its first words came, or once `server` has its second request."""
+async def cancelled_turn(
+    engine: Engine, server: ScriptedServer | None = None, words: str = "Once upon"
+) -> Turn:
+    """A turn cancelled once the `words` shown came, or once `server` has its second
+    request."""
     first = Turn(engine, "a long answer")
     if server is None:
-        await until(lambda: first.said(), "the first words")
+        await until(lambda: first.said() == words, "the words shown")
     else:
         await until(lambda: len(server.requests) == 2, "the request sent whole")
     assert engine.cancel()
@@ -164,7 +167,7 @@ async def test_a_server_that_stopped_the_cancelled_answer_is_not_said_to_finish_
     with ScriptedServer(hanging, Reply("next answer"), Reply("third answer")) as server:
         engine = make_engine(tmp_path, server, watchdogTimeout=30, **NO_TOOLS)
         try:
-            await cancelled_turn(engine)
+            await cancelled_turn(engine, words="never")
             assert engine.server.cancelled_at is not None
             second = Turn(engine, "next")
             ended: TurnEnded = await asyncio.wait_for(second.task, 30)
@@ -172,3 +175,25 @@ async def test_a_server_that_stopped_the_cancelled_answer_is_not_said_to_finish_
             assert second.finishing() == [] and engine.server.cancelled_at is None
         finally:
             await engine.aclose()
+
+
+async def test_a_request_the_watchdog_stopped_counts_as_cancelled(tmp_path: Path) -> None:
+    """The watchdog stops a whole answer that is merely long as well (nothing comes before its
+    end): the server goes on with it, and the next request waiting behind it says so."""
+    generating = Generating()
+    with ScriptedServer(EmptyBody(), generating, Reply("next answer")) as server:
+        engine = make_engine(tmp_path, server, watchdogTimeout=0.3, **NO_TOOLS)
+        engine.server.slow_floor = SLOW
+        engine.server.finish_watchdogs = 300
+        try:
+            first = Turn(engine, "a long answer")
+            assert (await asyncio.wait_for(first.task, 30)).stop_reason == "error"
+            assert "turn stopped by the watchdog" in first.errors()[0]
+            second = Turn(engine, "next")
+            await until(lambda: second.finishing(), "the server said to be finishing")
+            generating.finish()
+            ended = await asyncio.wait_for(second.task, 30)
+        finally:
+            generating.finish()
+            await engine.aclose()
+    assert (ended.stop_reason, second.said()) == ("end_turn", "next answer")
