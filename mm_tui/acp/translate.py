@@ -9,7 +9,7 @@
 | `ToolCallFinished` | `tool_call_update` completed (ok) or failed (error, rejected, cancelled): the output as text, a file change as diff content |
 | `EngineError` | an `agent_message_chunk` with the message, so an editor shows it; also logged |
 | `ContextUsage` | `usage_update`: `used` tokens of the window's `size` (sent when the window is known) |
-| `HistoryShortened`, `HistoryCompacted`, `ModelRetrying`, `ServerState` | nothing but a line in the log: ACP has no notice (see below) |
+| `HistoryShortened`, `HistoryCompacted`, `ModelRetrying`, `ServerState`, `ServerFinishing` | nothing but a line in the log: ACP has no notice (see below) |
 | `ToolProgress` | nothing: a spinner, which is the client's |
 | `TurnEnded` | the prompt's stop reason (see `STOP_REASONS` in `mm_agent.py`) |
 
@@ -73,6 +73,7 @@ from mm_tui.core.events import (
     PermissionRequested,
     RuleAdded,
     RuleToSave,
+    ServerFinishing,
     ServerState,
     TextDelta,
     Thinking,
@@ -180,7 +181,7 @@ async def translate(state: AcpSession, event: Event) -> None:
                         session_update="current_mode_update", current_mode_id=event.mode
                     )
                 )
-        case ModelRetrying():
+        case ModelRetrying() | ServerFinishing():
             log.info("%s", event.text)
         case ServerState():
             if not event.answering:

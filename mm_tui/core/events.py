@@ -151,6 +151,24 @@ class ServerState(BaseEvent):
     message: str = ""
 
 
+FINISHING = "the server is still finishing the last answer"
+
+
+@frozen
+class ServerFinishing(BaseEvent):
+    """The request after a cancelled one waits for its first word longer than the server took
+    before: the server is taken to be still writing the cancelled answer, unread (as
+    llama-cpp-python does with a non-streamed one), and the watchdog waits for it. Said
+    instead of the waiting text until the first word; `seconds` is how long mm waits at most
+    before the watchdog stops the turn."""
+
+    seconds: float
+
+    @property
+    def text(self) -> str:
+        return FINISHING
+
+
 @frozen
 class ComposingToolCall(BaseEvent):
     """A tool call whose arguments are still streaming; `chars` is how much arrived so far."""
@@ -483,6 +501,7 @@ Event = (
     | Thinking
     | ModelRetrying
     | ServerState
+    | ServerFinishing
     | ComposingToolCall
     | TextDelta
     | ThoughtDelta

@@ -17,6 +17,7 @@ from mm_tui.config import Settings
 from mm_tui.core.events import (
     ComposingToolCall,
     ModelRetrying,
+    ServerFinishing,
     TextDelta,
     Thinking,
     ThoughtDelta,
@@ -42,9 +43,6 @@ from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.text_calls import find_calls
 from mm_tui.engine.think_tags import ThinkSplitter
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
-
-BUSY = "Waiting for the server: it may still be writing the cancelled answer"
-"""The status while the request after a cancelled one waits for its first word."""
 
 
 @mutable
@@ -97,33 +95,29 @@ class RoundTrip:
         stream = self.client.stream(self.context.messages(), tools)
         try:
             async with asyncio.timeout(reading.timeout) as watchdog:
-                reading.watchdog = watchdog
+                reading.arm(watchdog)
                 async for chunk in stream:
                     reading.take(chunk)
-        except TimeoutError:
+        except TimeoutError:  # a whole answer may just be long: the server goes on with it
             reading.settle_thinking()
             self.recorder.keep_partial(answer.text, answer.thought)
-            raise StopTurn(
-                "error",
-                f"[error: the model sent nothing for {reading.timeout:g}s — turn stopped by the "
-                "watchdog; check that the model server is still running, or raise "
-                "watchdogTimeout for a slow model]",
-                "generation",
-            ) from None
+            self.server.cancelled(reading.loop.time(), reading.first_word)
+            raise StopTurn("error", reading.silence(), "generation") from None
         except ModelError as exc:
             reading.settle_thinking()
             return self._failed(exc, emit, state, answer)
         except asyncio.CancelledError:
             reading.settle_thinking()
             self.recorder.keep_partial(answer.text, answer.thought)
-            if answer.end is None:
-                self.server.busy = True
+            if answer.end is None:  # the server may go on writing it (server_watch.py)
+                self.server.cancelled(reading.loop.time(), reading.first_word)
             raise
         finally:
             if answer.end is None and answer.gate is not None:  # failed: show what was held
                 held = answer.gate.finish(None)
                 if held:
                     emit(TextDelta(text=held))
+            reading.disarm()
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await asyncio.shield(aclose())
@@ -137,6 +131,8 @@ class RoundTrip:
             self.server.say(False, exc.message, emit)
         elif exc.status is not None and self.server.answering is not True:
             self.server.say(True, "", emit)  # it answered, if only with an error
+        if exc.status is not None:
+            self.server.answered()
         if not (exc.overflow and not answer.text and not state.overflowed):
             raise StopTurn("error", f"[error: {exc.message}]", "provider") from None
         return exc
@@ -223,8 +219,9 @@ def _text_calls(
 
 class _Reading:
     """One request's stream as it is read: each chunk passed on, and the watchdog moved on by
-    every sign of life. After a cancelled request the first word may take twice as long (the
-    server finishes the old answer first: `BUSY`)."""
+    every sign of life. After a cancelled request whose answer may not have ended, a first
+    word slow to come means the server is finishing the old answer (server_watch.py): said
+    (`ServerFinishing`), and the watchdog waits for that answer's end too, within a bound."""
 
     def __init__(self, trip: RoundTrip, emit: Emit, answer: _Answer) -> None:
         self.trip = trip
@@ -234,13 +231,51 @@ class _Reading:
         self.runaway = RunawayDetector()
         self.watchdog: asyncio.Timeout | None = None
         self.timeout = trip.settings.watchdog_timeout
-        self.busy = trip.server.busy
+        self.started = self.loop.time()
+        self.first_word: float | None = None  # seconds from the request to its first chunk
+        self.finishing = False  # ServerFinishing said, no word since
         self.retried = False
-        if self.busy:
-            emit(Thinking(state=BUSY))
-            self.timeout += trip.settings.watchdog_timeout
-        else:
-            emit(Thinking(state="Thinking"))
+        self._slow: asyncio.TimerHandle | None = None
+        emit(Thinking(state="Thinking"))
+
+    def arm(self, watchdog: asyncio.Timeout) -> None:
+        """The watchdog, and after a cancel the timer of a first word slow to come."""
+        self.watchdog = watchdog
+        slow = self.trip.server.slow_after(self.started, self.timeout)
+        if slow is not None:
+            self._slow = self.loop.call_later(slow, self._behind)
+
+    def disarm(self) -> None:
+        if self._slow is not None:
+            self._slow.cancel()
+            self._slow = None
+
+    def _behind(self) -> None:
+        """No first word yet: the request waits behind the cancelled answer. The watchdog
+        waits for that answer's end, at most until the bound of `finish_deadline`."""
+        self._slow = None
+        watchdog = self.watchdog
+        assert watchdog is not None
+        deadline = max(self.trip.server.finish_deadline(self.timeout), watchdog.when() or 0.0)
+        watchdog.reschedule(deadline)
+        self.finishing = True
+        self.emit(ServerFinishing(seconds=round(deadline - self.started)))
+
+    def silence(self) -> str:
+        """The watchdog's words: the silence it ended, and behind what."""
+        if self.finishing:
+            waited = self.loop.time() - self.started
+            return (
+                f"[error: the model sent nothing for {waited:.0f}s after a cancelled answer, "
+                "the longest mm waits for the server to finish one — turn stopped by the "
+                "watchdog; check that the model server is still running, or raise "
+                "watchdogTimeout for a slow model]"
+            )
+        return (
+            f"[error: the model sent nothing for {self.timeout:g}s — turn stopped by the "
+            "watchdog; check that the model server is still running, or raise "
+            "watchdogTimeout for a slow model]"
+        )
 
     def take(self, chunk: ModelChunk) -> None:
         watchdog = self.watchdog
@@ -299,10 +334,12 @@ class _Reading:
         """A chunk came: the watchdog counts again, and the status line says "Thinking" again
         after a retry or the wait behind a cancelled answer."""
         server = self.trip.server
-        if self.busy:  # answering at last: the wait behind the old answer is over
-            self.busy = server.busy = False
-            self.timeout = self.trip.settings.watchdog_timeout
-            self.retried = True
+        if self.first_word is None:  # the server is free: no old answer before this one
+            self.first_word = self.loop.time() - self.started
+            self.disarm()
+            server.answered()
+            self.retried |= self.finishing
+            self.finishing = False
         watchdog.reschedule(self.loop.time() + self.timeout)
         if self.retried:
             self.retried = False

@@ -38,7 +38,7 @@ from mm_tui.engine.model_stream import ModelClient
 from mm_tui.engine.permissions import Permissions
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.redacting import redacting
-from mm_tui.engine.round_trip import BUSY, RoundTrip
+from mm_tui.engine.round_trip import RoundTrip
 from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.session import Session
 from mm_tui.engine.tool_calls import ToolCalls
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from mm_tui.engine.undo.snapshots import Snapshots, UndoDone
     from mm_tui.engine.undoing import PendingUndo
 
-__all__ = ["BUSY", "DEFAULT_SYSTEM_PROMPT", "UNKNOWN_WINDOW", "Emit", "Engine"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "UNKNOWN_WINDOW", "Emit", "Engine"]
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are mm, a coding agent working in a terminal, in the folder {cwd}.

@@ -41,6 +41,7 @@ from mm_tui.core.events import (
     ModelRetrying,
     PermissionRequested,
     RuleAdded,
+    ServerFinishing,
     ServerState,
     TextDelta,
     Thinking,
@@ -231,6 +232,8 @@ class LinePrinter:
             case RuleAdded():
                 say(c, prefix + safe_display(event.text), "yellow" if event.warning else "dim")
             case ModelRetrying():
+                say(c, prefix + safe_display(event.text), "yellow")
+            case ServerFinishing():  # the wait that follows would look like a hang
                 say(c, prefix + safe_display(event.text), "yellow")
             case TurnEnded():
                 if event.agent is None:

@@ -351,31 +351,3 @@ async def test_a_server_known_dead_is_not_retried_for_seconds(tmp_path: Path) ->
     said = str(down.value)
     assert said.startswith("mm: could not connect to the model server") and said.endswith(".")
     assert "--model" not in said
-
-
-async def test_the_request_after_a_cancelled_one_says_the_server_may_still_be_busy(
-    tmp_path: Path,
-) -> None:
-    """A request cancelled before its answer ended may leave the server writing it
-    (llama-cpp-python finishes a non-streamed answer nobody reads): the next request says so
-    in the status line until its first word, and is given the watchdog's time twice; the one
-    after is an ordinary request again."""
-    from support.engine import turn
-    from support.scripted_server import silence_after, text_chunks
-
-    from mm_tui.engine.turn import BUSY
-
-    hanging = silence_after(0, text_chunks("never"))
-    with ScriptedServer(hanging, Reply("next answer"), Reply("third answer")) as server:
-        engine = make_engine(tmp_path, server, watchdogTimeout=30)
-        first = asyncio.create_task(turn(engine, "a long answer"))
-        await await_until(lambda: len(server.requests) == 1, 30)
-        engine.cancel()
-        await asyncio.wait_for(asyncio.gather(first, return_exceptions=True), 30)
-        events = await turn(engine, "next")
-        states = [e.state for e in events if isinstance(e, Thinking)]
-        assert states[0] == BUSY and states[-1] == "Thinking", states
-        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "next answer"
-        events = await turn(engine, "third")
-        assert BUSY not in [e.state for e in events if isinstance(e, Thinking)]
-        await engine.aclose()

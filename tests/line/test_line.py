@@ -308,3 +308,34 @@ def test_the_task_list_prints_as_a_short_block() -> None:
     assert out.getvalue() == (
         "  [x] read greet.py\n  [>] fix \\x1b[2Jthe typo\n  [ ] run the tests\n"
     )
+
+
+async def test_the_wait_behind_a_cancelled_answer_is_said_on_a_line(tmp_path) -> None:  # noqa: ANN001
+    """Line mode has no spinner: while the server finishes a cancelled answer, a line says
+    so, and the answer that comes after it prints as any other."""
+    import asyncio
+
+    from support.engine import make_engine
+    from support.scripted_server import Generating, Reply, ScriptedServer
+    from support.waiting import until
+
+    generating = Generating()
+    with ScriptedServer(generating, Reply("the next answer")) as server:
+        engine = make_engine(tmp_path, server, bashTool=False, editTools=False)
+        engine.server.slow_floor = 0.05
+        p, out = printer()
+        try:
+            first = asyncio.create_task(engine.run_turn("long", p))
+            await until(lambda: "Once upon" in out.getvalue(), "the first words")
+            engine.cancel()
+            await first
+            second = asyncio.create_task(engine.run_turn("next", p))
+            await until(lambda: "finishing" in out.getvalue(), "the line")
+            generating.finish()
+            await second
+        finally:
+            generating.finish()
+            await engine.aclose()
+    lines = out.getvalue().splitlines()
+    said = lines.index("the server is still finishing the last answer")
+    assert lines[said + 1] == "the next answer" and lines[said - 1].endswith("cancelled")

@@ -298,6 +298,7 @@ class Transcript:
             ModelRetrying,
             PermissionRequested,
             RuleAdded,
+            ServerFinishing,
             ServerState,
             TextDelta,
             Thinking,
@@ -357,6 +358,10 @@ class Transcript:
                 return []
             case ServerState():
                 return []  # the header shows it
+            case ServerFinishing():
+                if agent is None:  # the status line, until the first word comes
+                    self.state = event.text[:1].upper() + event.text[1:]
+                return []
             case TurnStarted():
                 if agent is not None:
                     return []

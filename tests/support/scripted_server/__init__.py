@@ -29,6 +29,9 @@ A response is one of:
 - `Reply(...)`: text, reasoning and tool calls that become SSE or a JSON completion depending on
   the request's `stream` flag; the easy way to script a conversation (a plain str is short for
   `Reply(text)`).
+- `Generating(shown, rest)`: an answer the server goes on writing after the client has gone
+  (llama-cpp-python's non-streamed answers), until the test calls `finish()`; the next chat
+  requests wait for that end, and `hung_up` records when the server saw the client hang up.
 
 When the script is empty the server answers with `on_empty(request)`, by default the text "ok".
 
@@ -95,6 +98,7 @@ from .script import (
     Delayed,
     EmptyBody,
     Error,
+    Generating,
     Raw,
     Received,
     Reply,
@@ -124,6 +128,7 @@ __all__ = [
     "EmptyBody",
     "Error",
     "OllamaModels",
+    "Generating",
     "Raw",
     "Received",
     "Reply",

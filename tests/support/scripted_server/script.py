@@ -1,10 +1,11 @@
 """The script language: what a test queues for the server to answer (`Reply`, `SSE`, `Raw`,
-`Error`, `EmptyBody`, `Completion`, and `Delayed` for the other routes), the tool calls in
+`Error`, `EmptyBody`, `Completion`, `Generating`, and `Delayed` for the other routes), the tool calls in
 them (`call`), and the requests it reads back (`Received`)."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -191,8 +192,39 @@ class Reply:
         )
 
 
+@dataclass(eq=False)
+class Generating:
+    """An answer the server goes on writing after its client has gone, as llama-cpp-python does
+    with a non-streamed one. A streamed request gets the headers and the pieces of `shown`, then
+    nothing more; a non-streamed one gets nothing. Until `finish()`, the server "generates" and
+    answers no other chat request (each waits, recorded, as behind llama-cpp-python's one lock);
+    meanwhile it watches the connection, and `hung_up` is set the moment it sees the client
+    close it: the server's own record of a hang-up. A client still there at `finish()` gets
+    the whole answer, `shown` then `rest`."""
+
+    shown: Sequence[str] = ("Once", " upon")
+    rest: str = " a time."
+    done: threading.Event = field(default_factory=threading.Event)
+    hung_up: threading.Event = field(default_factory=threading.Event)
+
+    def finish(self) -> None:
+        self.done.set()
+
+    @property
+    def reply(self) -> Reply:
+        return Reply("".join(self.shown) + self.rest)
+
+
 Response = (
-    SSE | Raw | Error | EmptyBody | Completion | Reply | list[dict[str, Any] | str | bytes] | str
+    SSE
+    | Raw
+    | Error
+    | EmptyBody
+    | Completion
+    | Reply
+    | Generating
+    | list[dict[str, Any] | str | bytes]
+    | str
 )
 
 

@@ -5,6 +5,7 @@ and records every request."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 import sys
 import threading
@@ -19,8 +20,19 @@ from urllib.parse import urlsplit
 from .context import CONTEXT_STYLES, SERVES, context_error, scripted_prompt_tokens
 from .native import _llama_props, _lmstudio_entry, _ollama_name, _ollama_ps_entry, _ollama_show
 from .ollama import OllamaModels
-from .script import SSE, Completion, Delayed, EmptyBody, Error, Raw, Received, Reply, Response
-from .sse import DEFAULT_MODEL, encode_sse, usage_chunk
+from .script import (
+    SSE,
+    Completion,
+    Delayed,
+    EmptyBody,
+    Error,
+    Generating,
+    Raw,
+    Received,
+    Reply,
+    Response,
+)
+from .sse import DEFAULT_MODEL, encode_sse, finish_chunk, role_chunk, text_chunks, usage_chunk
 
 # --------------------------------------------------------------------------- the server
 
@@ -177,6 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(*refused)
                 return
         seq, response = owner._record_and_pick(req)
+        owner._behind_generation(response)
         try:
             self._serve(response, req, seq)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
@@ -270,6 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._end(response.chunked)
         elif isinstance(response, SSE):
             self._serve_sse(response)
+        elif isinstance(response, Generating):
+            self._serve_generating(response, req, seq)
         else:  # pragma: no cover - a mistake in a test's script
             raise TypeError(f"cannot serve {response!r}")
 
@@ -297,6 +312,38 @@ class _Handler(BaseHTTPRequestHandler):
             self._abort()
             return
         self._end(sse.chunked)
+
+    def _serve_generating(self, gen: Generating, req: Received, seq: int) -> None:
+        """`Generating`: the pieces shown (a stream), then the generation that goes on whether
+        the client reads it or not, the connection watched for its hang-up."""
+        owner = self.server.owner
+        if req.stream:
+            self._start(200, {"Content-Type": "text/event-stream"}, True)
+            chunks = [role_chunk(), *(c for p in gen.shown for c in text_chunks(p))]
+            for event in encode_sse(chunks, done=False, model=owner.model_name):
+                self._write(event, True)
+        while not gen.done.wait(0.005):
+            if owner._stopping.is_set():
+                break
+            if not gen.hung_up.is_set() and self._hung_up():
+                gen.hung_up.set()  # and the generation goes on, as if nothing happened
+        if gen.hung_up.is_set() or owner._stopping.is_set():
+            self._abort()
+        elif req.stream:
+            tail = [*text_chunks(gen.rest), finish_chunk("stop")]
+            for event in encode_sse(tail, model=owner.model_name):
+                self._write(event, True)
+            self._end(True)
+        else:
+            self._send_json(200, gen.reply.completion().to_json(owner.model_name, seq))
+
+    def _hung_up(self) -> bool:
+        """Whether the client closed its end: readable, with nothing to read."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
 
 class ScriptedServer:
@@ -364,6 +411,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._stopping = threading.Event()
+        self._generating: Generating | None = None  # the last generation started
         self._connections: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -479,6 +527,17 @@ class ScriptedServer:
         if response is None:
             response = self.on_empty(req)
         return seq, response
+
+    def _behind_generation(self, response: Response) -> None:
+        """One generation at a time: a chat request waits while a `Generating` answer runs,
+        whether its client is still there or not (as llama-cpp-python's lock makes it)."""
+        with self._lock:
+            running = self._generating
+            if isinstance(response, Generating):
+                self._generating = response
+        while running is not None and not running.done.wait(0.005):
+            if self._stopping.is_set():
+                return
 
     def _record_lookup(self, req: Received) -> None:
         with self._lock:
