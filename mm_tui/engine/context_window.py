@@ -23,7 +23,13 @@ from mm_tui.core.frozen import frozen
 if TYPE_CHECKING:
     pass
 
-__all__ = ["ContextWindow", "known_window", "read_context_window", "window_from_error"]
+__all__ = [
+    "ContextWindow",
+    "known_window",
+    "read_context_window",
+    "root_url",
+    "window_from_error",
+]
 
 
 @frozen
@@ -147,7 +153,7 @@ def _positive(value: Any) -> int | None:
     return None
 
 
-def _root(base_url: str) -> str:
+def root_url(base_url: str) -> str:
     """The server's root: the OpenAI-compatible base without its /v1 (Docker Model Runner's
     /engines/v1 and /engines/<backend>/v1 included), where the native endpoints live."""
     parts = urlsplit(base_url.strip().rstrip("/"))
@@ -322,7 +328,7 @@ async def read_context_window(
 
     base = base_url.strip().rstrip("/")
     try:
-        root = _root(base)
+        root = root_url(base)
         trust_env = not is_loopback(base)
     except ValueError:  # not a URL at all ("http://[::1"): nothing to ask but the table
         return _from_table(model)
