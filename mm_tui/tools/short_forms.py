@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?=\s|$)", re.S)
+# a stop followed by a space or the end; not the stop of "e.g." or "i.e."
+FIRST_SENTENCE = re.compile(r"(.+?(?<!\be\.g)(?<!\bi\.e)[.!?])(?=\s|$)", re.S)
 MAX_SENTENCE = 200  # characters: a "sentence" without a stop is cut here
 SCHEMA_WORDS = ("description", "title", "default", "examples", "$schema")
 
