@@ -17,10 +17,10 @@ from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.fixed_prompt import Fit, FixedPrompt, system_texts
 from mm_tui.engine.model_stream import CONTEXT_ADVICE, ModelClient, ModelError, TextChunk
 from mm_tui.engine.permissions import PLAN_NOTE, Permissions
+from mm_tui.engine.plain_http import is_loopback
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.turn_state import Emit, StopTurn
-from mm_tui.tools.find_tool import FindToolTool
 from mm_tui.tools.registry import ToolRegistry
 
 UNKNOWN_WINDOW = (
@@ -62,8 +62,7 @@ class ContextKeeper:
         self.short_system_prompt = short_system_prompt or system_prompt
         self.meter = ContextMeter()
         # the system prompt and the tools within a budget; find_tool finds the tools left out
-        self.fixed = FixedPrompt(FindToolTool(lambda: self.fit.left_out if self.fit else ()))
-        registry.add_helper(self.fixed.finder)
+        self.fixed = FixedPrompt(lambda: self.fit.left_out if self.fit else (), registry.add_helper)
         self.fit: Fit | None = None  # the form the next request sends (None: window unknown)
         self.window_unread = False  # the server did not answer at start-up: ask it later
         self._journal_unread = False  # a reopened session's count, read once the window is known
@@ -107,11 +106,11 @@ class ContextKeeper:
         return self._declarations
 
     async def count_fixed(self) -> None:
-        """The fixed prompt counted by the server's tokenizer, where it has one (before a
-        request, at most once per form of it): the count may change the form chosen."""
+        """The fixed prompt counted by the server's tokenizer, before a request, once a form."""
         counter = getattr(self.client, "count_tokens", None)
         if counter is not None:
-            await self.fixed.count(counter, self.fit_now)
+            local = is_loopback(getattr(self.client, "base_url", ""))
+            await self.fixed.count(counter, self.fit_now, local=local)
 
     def fit_now(self) -> Fit | None:
         """The form of the fixed prompt the next request sends (None: the window unknown)."""

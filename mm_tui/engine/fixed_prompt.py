@@ -19,13 +19,15 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import Settings
 from mm_tui.core.frozen import frozen
 from mm_tui.engine.instructions import Instructions
 from mm_tui.tools.base import Tool
-from mm_tui.tools.find_tool import FindToolTool
+
+if TYPE_CHECKING:
+    from mm_tui.tools.find_tool import FindToolTool
 
 BUDGET_FLOOR = 800  # tokens: the least budget, whatever the window
 BUDGET_SHARE = 0.15  # of the window
@@ -84,10 +86,24 @@ class Fit:
 class FixedPrompt:
     """Chooses the form of the fixed prompt for a window, and keeps the server's counts."""
 
-    def __init__(self, finder: FindToolTool) -> None:
-        self.finder = finder  # find_tool, declared when tools are left out
+    def __init__(
+        self, left_out: Callable[[], Sequence[Tool]], offer: Callable[[Tool], None]
+    ) -> None:
+        self._left_out = left_out  # the tools find_tool finds now
+        self._offer = offer  # how find_tool is made callable (the registry's add_helper)
+        self._finder: FindToolTool | None = None
         self.counts: dict[str, int] = {}  # a fixed text -> the server's count of it
         self.ratio = DEFAULT_CHARS_PER_TOKEN  # characters per token, from the last count
+
+    @property
+    def finder(self) -> FindToolTool:
+        """find_tool, made when tools are first left out (not on the way to ready)."""
+        if self._finder is None:
+            from mm_tui.tools.find_tool import FindToolTool
+
+            self._finder = FindToolTool(self._left_out)
+            self._offer(self._finder)
+        return self._finder
 
     def learn(self, text: str, tokens: int) -> None:
         """The server counted `tokens` for `text` (a fixed text of a `Fit`)."""
@@ -97,13 +113,20 @@ class FixedPrompt:
         self.ratio = min(8.0, max(1.0, len(text) / tokens))
 
     async def count(
-        self, counter: Callable[[str], Awaitable[int | None]], now: Callable[[], Fit | None]
+        self,
+        counter: Callable[[str], Awaitable[int | None]],
+        now: Callable[[], Fit | None],
+        *,
+        local: bool = True,
     ) -> None:
         """Count the form `now` gives with `counter` (the server's tokenizer) until it is
-        counted: each count may change the form chosen, at most MAX_COUNTS of them."""
+        counted: each count may change the form chosen, at most MAX_COUNTS of them. A server
+        that is not `local` (a round trip away, maybe with no tokenizer at all) is asked only
+        when the count may change the form: an estimate past half the budget; the first
+        request's usage counts it otherwise."""
         for _ in range(MAX_COUNTS):
             fit = now()
-            if fit is None or fit.counted:
+            if fit is None or fit.counted or (not local and fit.tokens * 2 < fit.budget):
                 return
             tokens = await counter(fit.text)
             if tokens is None:
@@ -160,7 +183,9 @@ class FixedPrompt:
         everything = tuple(tool for _, tool, sourced in shorts if sourced)
         # find_tool's room is kept as if every MCP tool were left out (its description names
         # their servers): it can only be less
-        reserved = self.form(system, [*kept, self._finder(everything)], budget, short=True)
+        reserved = self.form(
+            system, [*kept, self._finder_declaration(everything)], budget, short=True
+        )
         room = budget - reserved.tokens
         left: list[Tool] = []
         for declaration, tool, sourced in shorts:
@@ -173,9 +198,11 @@ class FixedPrompt:
             else:
                 left.append(tool)
         out = tuple(left)
-        return self.form(system, [*kept, self._finder(out)], budget, short=True, left_out=out)
+        return self.form(
+            system, [*kept, self._finder_declaration(out)], budget, short=True, left_out=out
+        )
 
-    def _finder(self, left_out: tuple[Tool, ...]) -> dict[str, Any]:
+    def _finder_declaration(self, left_out: tuple[Tool, ...]) -> dict[str, Any]:
         """find_tool's declaration when `left_out` are left out."""
         declaration = self.finder.short_declaration()
         function = declaration["function"]

@@ -216,3 +216,28 @@ async def test_a_configured_prompt_and_agents_md_are_sent_whole(
         assert "Run the tests with make check." in sent
         assert engine.context.fit is not None and engine.context.fit.short
         await engine.aclose()
+
+
+async def test_a_server_elsewhere_is_asked_only_when_the_count_may_change_the_form() -> None:
+    """A server a round trip away (maybe with no tokenizer at all) is not asked for a form far
+    under its budget: the first request's usage counts it. Near the budget it is."""
+    from mm_tui.engine.fixed_prompt import FixedPrompt
+    from mm_tui.tools.bash import BashTool
+
+    asked: list[str] = []
+
+    async def counter(text: str) -> int:
+        asked.append(text)
+        return len(text) // 4
+
+    fixed = FixedPrompt(lambda: (), lambda tool: None)
+    tools = [(BashTool(), False)]
+    far_under = fixed.choose("You are mm.", "You are mm.", tools, 32768)
+    await fixed.count(counter, lambda: far_under, local=False)
+    assert asked == []
+    await fixed.count(counter, lambda: fixed.choose("You are mm.", "x", tools, 32768))
+    assert asked == [far_under.text]  # on this machine it is asked whatever the size
+    near = fixed.choose("p" * 2000, "short", tools, 2048)
+    assert not near.counted and near.budget > near.tokens >= near.budget / 2
+    await fixed.count(counter, lambda: fixed.choose("p" * 2000, "short", tools, 2048), local=False)
+    assert asked[1:] == [near.text]
