@@ -8,7 +8,7 @@
 | `PermissionRequested` | `session/request_permission`, four options, ids `a` `s` `r` `n` (the `Decision` values) |
 | `ToolCallFinished` | `tool_call_update` completed (ok) or failed (error, rejected, cancelled): the output as text, a file change as diff content |
 | `EngineError` | an `agent_message_chunk` with the message, so an editor shows it; also logged |
-| `ContextUsage` | `usage_update`: `used` tokens of the window's `size` (sent when the window is known) |
+| `ContextUsage` | `usage_update`: `used` tokens of the window's `size` (sent when the window is known); `_meta["mm"]["fixed"]`: the system prompt's and the tools' part of them |
 | `HistoryShortened`, `HistoryCompacted`, `ModelRetrying`, `ServerState`, `ServerFinishing` | nothing but a line in the log: ACP has no notice (see below) |
 | `ToolProgress` | nothing: a spinner, which is the client's |
 | `TurnEnded` | the prompt's stop reason (see `STOP_REASONS` in `mm_agent.py`) |
@@ -163,6 +163,7 @@ async def translate(state: AcpSession, event: Event) -> None:
                         session_update="usage_update",
                         used=event.used,
                         size=event.window,
+                        field_meta=meta.put(fixed=event.fixed) if event.fixed else None,
                     ),
                 )
         case HistoryShortened():

@@ -15,6 +15,8 @@ The agreement, one place for both sides:
   in its answer's text (`ToolCallStarted.from_text`).
 - the `tool_call_update` that ends a call, `_meta["mm"]`:
   `{"status": "ok" | "error" | "rejected" | "cancelled", "elapsed": seconds}`.
+- a `usage_update`, `_meta["mm"]`: `{"fixed": tokens}`, the part of `used` that every request
+  carries (the system prompt and the tool declarations), when the window is known.
 """
 
 from __future__ import annotations

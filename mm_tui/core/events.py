@@ -297,14 +297,25 @@ class AgentFinished(BaseEvent):
     asked_by: str | None = None
 
 
-def context_text(used: int, window: int | None, estimated: bool = False) -> str:
+def context_text(
+    used: int,
+    window: int | None,
+    estimated: bool = False,
+    fixed: int = 0,
+    fixed_estimated: bool = False,
+) -> str:
     """`ctx 1,234 / 4,096 (30%)`, or `ctx 1,234` while the window is unknown: the same words in
     the header, the recap and ACP. `~1,234`: no count of the server's is under the figure yet
-    (before the first answer of a session, after a compaction), it is the estimate alone."""
+    (before the first answer of a session, after a compaction), it is the estimate alone.
+    `· fixed 712`: the part of it that every request carries (the system prompt and the tool
+    declarations), `~712` while estimated."""
     figure = f"{'~' if estimated else ''}{used:,}"
     if not window:
         return f"ctx {figure}"
-    return f"ctx {figure} / {window:,} ({used * 100 // window}%)"
+    text = f"ctx {figure} / {window:,} ({used * 100 // window}%)"
+    if fixed:
+        text += f" · fixed {'~' if fixed_estimated else ''}{fixed:,}"
+    return text
 
 
 @frozen
@@ -319,10 +330,15 @@ class ContextUsage(BaseEvent):
     # where the window came from: "llama.cpp /props", "contextWindow in the config"…
     source: str = ""
     estimated: bool = False  # no count of the server's under it yet: shown `~1,234`
+    # of `used`, the system prompt and the tool declarations, which every request carries
+    fixed: int = 0
+    fixed_estimated: bool = False  # no count of the server's for it yet: shown `~712`
 
     @property
     def text(self) -> str:
-        return context_text(self.used, self.window, self.estimated)
+        return context_text(
+            self.used, self.window, self.estimated, self.fixed, self.fixed_estimated
+        )
 
 
 @frozen
@@ -375,6 +391,8 @@ class TurnEnded(BaseEvent):
     context_used: int = 0  # tokens in the model's context after the turn
     context_window: int | None = None  # the recap shows the context only when this is known
     context_estimated: bool = False  # the server counted none of it (it reports no usage)
+    context_fixed: int = 0  # of context_used, the system prompt and the tool declarations
+    context_fixed_estimated: bool = False
 
     def recap(self, *, token_detail: bool = False) -> str:
         """The line that closes a turn, in every front end: the counters that are not zero,
@@ -390,11 +408,30 @@ class TurnEnded(BaseEvent):
             parts.append(tokens)
         if self.context_used and self.context_window:
             parts.append(
-                context_text(self.context_used, self.context_window, self.context_estimated)
+                context_text(
+                    self.context_used,
+                    self.context_window,
+                    self.context_estimated,
+                    self.context_fixed,
+                    self.context_fixed_estimated,
+                )
             )
         if self.stop_reason == "cancelled":
             parts.append("cancelled")
         return " · ".join(parts)
+
+
+def turn_context(usage: ContextUsage | None) -> dict[str, Any]:
+    """A `TurnEnded`'s context fields, from how full the context is at the turn's end."""
+    if usage is None:
+        return {}
+    return {
+        "context_used": usage.used,
+        "context_window": usage.window,
+        "context_estimated": usage.estimated,
+        "context_fixed": usage.fixed,
+        "context_fixed_estimated": usage.fixed_estimated,
+    }
 
 
 StepState = Literal["pending", "in_progress", "done"]

@@ -117,6 +117,12 @@ class ContextMeter:
             return max(0, round(self._base_tokens + extra))
         return round(chars / self.chars_per_token) + MESSAGE_OVERHEAD * len(messages)
 
+    def estimate_alone(self, messages: Sequence[dict[str, Any]]) -> int:
+        """Tokens of `messages` at the default ratio, no count under them: a part of a request
+        whose whole the server counted."""
+        chars = sum(map(self.size, messages))
+        return round(chars / DEFAULT_CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(messages)
+
     def observed(self, prompt_tokens: int, chars: int) -> None:
         """The server counted `prompt_tokens` for a request of `chars` characters."""
         if prompt_tokens <= 0 or chars <= 0:

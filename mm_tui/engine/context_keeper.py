@@ -20,8 +20,10 @@ from mm_tui.core.events import (
 from mm_tui.core.redact import Redactor
 from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
 from mm_tui.engine.context_window import ContextWindow, window_from_error
+from mm_tui.engine.fixed_prompt import Fit, FixedPrompt, system_texts
 from mm_tui.engine.model_stream import CONTEXT_ADVICE, ModelClient, ModelError, TextChunk
 from mm_tui.engine.permissions import PLAN_NOTE, Permissions
+from mm_tui.engine.plain_http import is_loopback
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.server_watch import ServerWatch
 from mm_tui.engine.turn_state import Emit, StopTurn
@@ -56,6 +58,7 @@ class ContextKeeper:
         server: ServerWatch,
         system_prompt: Callable[[], str],
         permissions: Permissions | None = None,
+        short_system_prompt: Callable[[], str] | None = None,
     ) -> None:
         self.settings = settings
         self.permissions = permissions or Permissions.from_settings(settings)
@@ -65,32 +68,65 @@ class ContextKeeper:
         self.redactor = redactor
         self.server = server
         self.system_prompt = system_prompt
+        self.short_system_prompt = short_system_prompt or system_prompt
         self.meter = ContextMeter()
+        # the system prompt and the tools within a budget; find_tool finds the tools left out
+        self.fixed = FixedPrompt(lambda: self.fit.left_out if self.fit else (), registry.add_helper)
+        self.fit: Fit | None = None  # the form the next request sends (None: window unknown)
         self.window_unread = False  # the server did not answer at start-up: ask it later
         self.kept: KeptWindow | None = None  # what Ollama was asked to keep (contextWindow)
         self.window_warnings: list[str] = []  # the last learn_window's notes that are warnings
+        self._journal_unread = False  # a reopened session's count, read once the window is known
         self._declarations: list[dict[str, Any]] | None = None
         self._declared: object = None  # the registry's version the declarations are of
-        # the system message and its plan-mode copy, made once (the request body encodes a
-        # message once by its identity)
-        self._plan_noted: tuple[dict[str, Any], dict[str, Any]] | None = None
+        # the system message and the copy sent (short, plan mode), made once (encoded once)
+        self._sent_first: tuple[dict[str, Any], object, dict[str, Any]] | None = None
 
     def tools(self) -> list[dict[str, Any]]:
-        """The tools' declarations, made again only when the registry changed (an MCP server
-        became ready or stopped): the meter measures each list once. Each request of a turn
-        declares the tools ready at that moment."""
-        version = (self.registry.version, self.permissions.mode, self._todo_room())
+        """The tools' declarations, made again only when the registry (an MCP server ready or
+        stopped), the window or the system message changed, or a count came: the meter measures
+        each list once. Each request declares the tools ready then, in the form the fixed
+        prompt's budget allows (engine/fixed_prompt.py)."""
+        window = self.meter.window
+        messages = self.recorder.session.messages
+        first = messages[0] if messages and messages[0].get("role") == "system" else None
+        version = (
+            self.registry.version,
+            self.permissions.mode,
+            self._todo_room(),
+            window and window.tokens,
+            len(self.fixed.counts),
+            first,
+        )
         if self._declarations is None or version != self._declared:
             hides = self.permissions.hides
             hidden = set() if version[2] else {TODO_TOOL}
-            declared = self.registry.declarations()
-            self._declarations = [
-                d
-                for d in declared
-                if not hides(d["function"]["name"]) and d["function"]["name"] not in hidden
+            tools = [
+                (tool, sourced)
+                for tool, sourced in self.registry.declared_tools()
+                if not hides(tool.name) and tool.name not in hidden
             ]
+            if window is None:
+                self.fit = None
+                self._declarations = [tool.declaration() for tool, _ in tools]
+            else:
+                full, short = system_texts(first, self.system_prompt(), self.short_system_prompt())
+                self.fit = self.fixed.choose(full, short, tools, window.tokens)
+                self._declarations = self.fit.declarations
             self._declared = version
         return self._declarations
+
+    async def count_fixed(self) -> None:
+        """The fixed prompt counted by the server's tokenizer, before a request, once a form."""
+        counter = getattr(self.client, "count_tokens", None)
+        if counter is not None:
+            local = is_loopback(getattr(self.client, "base_url", ""))
+            await self.fixed.count(counter, self.fit_now, local=local)
+
+    def fit_now(self) -> Fit | None:
+        """The form of the fixed prompt the next request sends (None: the window unknown)."""
+        self.tools()
+        return self.fit
 
     def _todo_room(self) -> bool:
         """Whether the todo tool is declared: `todoTool: auto` only to a model whose window is
@@ -104,18 +140,24 @@ class ContextKeeper:
         return window is not None and window.tokens >= TODO_WINDOW
 
     def messages(self) -> list[dict[str, Any]]:
-        """The history as the next request sends it: in plan mode, the system message says so
-        (a copy: the journal keeps the history as it was, whatever the mode)."""
+        """The history as the next request sends it: the system message short when the budget
+        wants it, saying so in plan mode (a copy: the journal keeps the history as it was)."""
         messages = self.recorder.session.messages
-        if self.permissions.mode != "plan" or not messages or messages[0].get("role") != "system":
+        if not messages or messages[0].get("role") != "system":
+            return messages
+        fit = self.fit_now()
+        short = fit.system if fit is not None and fit.short else None
+        plan = self.permissions.mode == "plan"
+        if short is None and not plan:
             return messages
         first = messages[0]
-        noted = self._plan_noted
-        if noted is None or noted[0] is not first:
+        sent = self._sent_first
+        if sent is None or sent[0] is not first or sent[1] != (short, plan):
             content = first.get("content")
-            text = content if isinstance(content, str) else ""
-            noted = self._plan_noted = (first, {**first, "content": text + PLAN_NOTE})
-        return [noted[1], *messages[1:]]
+            text = short if short is not None else content if isinstance(content, str) else ""
+            text += PLAN_NOTE if plan else ""
+            sent = self._sent_first = (first, (short, plan), {**first, "content": text})
+        return [sent[2], *messages[1:]]
 
     # -- the window ----------------------------------------------------------------------------
 
@@ -144,6 +186,8 @@ class ContextKeeper:
         window = self.meter.window
         if window is None:
             return [UNKNOWN_WINDOW]
+        if self._journal_unread:  # the form sent, and so what the count was of, is known now
+            self.count_from_journal()
         notes = [f"context window: {window.tokens:,} tokens ({window.source})"]
         if window.note:
             notes.append(window.note)
@@ -195,9 +239,15 @@ class ContextKeeper:
         window = self.meter.window
         if window is None:
             return None
-        used = self.meter.estimate(self.recorder.session.messages, self.tools())
+        used = self.meter.estimate(self.messages(), self.tools())
+        fit = self.fit
         return ContextUsage(
-            used=used, window=window.tokens, source=window.source, estimated=not self.meter.counted
+            used=used,
+            window=window.tokens,
+            source=window.source,
+            estimated=not self.meter.counted,
+            fixed=fit.tokens if fit is not None else 0,
+            fixed_estimated=fit is not None and not fit.counted,
         )
 
     def report(self, emit: Emit | None) -> None:
@@ -214,21 +264,27 @@ class ContextKeeper:
             await self.learn_window()
         elif self.kept is not None and self.kept.unchecked:  # (an answer of the copy's)
             await self._check_kept(self.kept, emit)
+        # without a tokenizer to ask, a turn's first request counts the fixed prompt: the
+        # server's count less the rest (the user's message), estimated
+        messages = self.messages()
+        if self.fit is not None and len(messages) > 1 and messages[-1].get("role") == "user":
+            self.fixed.from_usage(self.fit, prompt_tokens, self.meter.estimate_alone(messages[1:]))
         self.meter.observed(prompt_tokens, sent)
 
     def count_from_journal(self) -> None:
         """A reopened session: its last turn's end said how full the context was (the server's
         count, and an estimate of what came after it); the count goes on from there, so that
         the header shows on resume what the last turn showed, not a fresh guess at the
-        default characters per token."""
+        default characters per token. Once the window is known: the form sent depends on it."""
         session = self.recorder.session
-        if not session.turns:
+        self._journal_unread = self.meter.window is None
+        if self._journal_unread or not session.turns:
             return
         last = session.turns[-1]
         if last.context_estimated:
             return  # an estimate at the default ratio, as a fresh one would be: no count under it
         if last.context_used is not None and last.context_used > 0:
-            self.meter.observed(last.context_used, self.meter.chars(session.messages, self.tools()))
+            self.meter.observed(last.context_used, self.meter.chars(self.messages(), self.tools()))
 
     def learn_from_refusal(self, refused: ModelError, sent: int, emit: Emit) -> bool:
         """The server refused a request of `sent` characters as too big: take the window it
@@ -258,12 +314,13 @@ class ContextKeeper:
         window = self.meter.window
         if budget is None or window is None:
             return
+        await self.count_fixed()
         session, tools = self.recorder.session, self.tools()
-        if self.meter.estimate(session.messages, tools) <= budget:
+        if self.meter.estimate(self.messages(), tools) <= budget:
             return
         tried = "shortening old tool outputs" if self._shorten(emit, budget, tools) else ""
         # Compacting helps only a history with more than the system prompt and the question.
-        if self.meter.estimate(session.messages, tools) > budget and len(session.messages) > 2:
+        if self.meter.estimate(self.messages(), tools) > budget and len(session.messages) > 2:
             tried = "shortening and compacting"
             emit(Thinking(state="Compacting the conversation"))
             try:
@@ -276,7 +333,7 @@ class ContextKeeper:
                     f"context, and compacting it failed ({detail}) — {CONTEXT_ADVICE}]",
                     "generation",
                 ) from None
-        used = self.meter.estimate(self.recorder.session.messages, tools)
+        used = self.meter.estimate(self.messages(), tools)
         if used > budget:
             after = f" even after {tried}" if tried else ""
             raise StopTurn(
@@ -291,7 +348,7 @@ class ContextKeeper:
         """Old tool outputs cut to make room; whether any was."""
         session = self.recorder.session
         messages = session.messages
-        room = self.meter.room(messages[:1], tools) or 0
+        room = self.meter.room(self.messages()[:1], tools) or 0
         keep = self.meter.keep_chars(room)
         target = int(budget * SHRINK_TO)
         done = self.meter.shorten_old_outputs(messages, tools, target, keep, session.shorten)
@@ -316,7 +373,7 @@ class ContextKeeper:
         the window keep it whole."""
         session = self.recorder.session
         messages = session.messages
-        room = self.meter.room(messages[:1], self.tools())
+        room = self.meter.room(self.messages()[:1], self.tools())
         share = None if room is None else self.meter.fair_share_chars(room)
         message = messages[-1]
         output = message.get("content")

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     import httpx
 
     from mm_tui.engine.paced_reads import PacedBackend
+    from mm_tui.engine.server_tokens import ServerTokenizer
 
 __all__ = ["OpenAIProvider", "prepare"]
 
@@ -119,6 +120,7 @@ class OpenAIProvider:
         # start-up's check, or when a request gave up), True once it answered. A request to a
         # server known not to answer is not retried (`_next_try`).
         self.answering: bool | None = None
+        self._tokenizer: ServerTokenizer | None = None  # made at the first count
 
     # -- public -----------------------------------------------------------------------------
 
@@ -136,6 +138,7 @@ class OpenAIProvider:
         twin._no_stream = set(self._no_stream)
         if self._owns_client:
             twin._http, twin.paced = None, None
+        twin._tokenizer = None
         return twin
 
     @property
@@ -152,6 +155,14 @@ class OpenAIProvider:
         from mm_tui.engine.context_window import read_context_window
 
         return await read_context_window(self.base_url, self.model, api_key=self.api_key)
+
+    async def count_tokens(self, text: str) -> int | None:
+        """`text`'s tokens as the server counts them (`/tokenize`), or None where it cannot."""
+        if self._tokenizer is None:
+            from mm_tui.engine.server_tokens import ServerTokenizer
+
+            self._tokenizer = ServerTokenizer(self.base_url, self.api_key)
+        return await self._tokenizer.count(text, self.model)
 
     async def aclose(self) -> None:
         if self._owns_client and self._http is not None:

@@ -27,11 +27,13 @@ from mm_tui.core.events import (
     TurnEnded,
     TurnStarted,
     Usage,
+    turn_context,
 )
 from mm_tui.core.questions import Questions
 from mm_tui.core.redact import Redactor
 from mm_tui.engine.context import ContextMeter
 from mm_tui.engine.context_keeper import UNKNOWN_WINDOW, ContextKeeper
+from mm_tui.engine.fixed_prompt import short_system_prompt as short_prompt
 from mm_tui.engine.guards import LoopDetector
 from mm_tui.engine.instructions import Instructions
 from mm_tui.engine.model_stream import ModelClient
@@ -111,6 +113,7 @@ class Engine:
             server=self.server,
             system_prompt=self.system_prompt,
             permissions=self.permissions,
+            short_system_prompt=lambda: short_prompt(self.settings, self.cwd, self.instructions),
         )
         self.round_trip = RoundTrip(settings, client, self.recorder, self.context, self.server)
         self.calls = ToolCalls(
@@ -332,7 +335,6 @@ class Engine:
         counters: Counters,
         usage: Usage,
     ) -> TurnEnded:
-        context = self.context_usage()
         if error:  # the words a front end reads back from the returned event, too
             error = self.redactor.text(error)
         return TurnEnded(
@@ -342,9 +344,7 @@ class Engine:
             usage=usage,
             stop_reason=reason,
             error=error,
-            context_used=context.used if context else 0,
-            context_window=context.window if context else None,
-            context_estimated=context.estimated if context else False,
+            **turn_context(self.context_usage()),
         )
 
     async def end_turn(self, emit: Emit, ended: TurnEnded) -> TurnEnded:

@@ -19,6 +19,7 @@ from mm_tui.tools.schemas import (
     ASK_AGENT,
     BASH,
     EDIT_FILE,
+    FIND_TOOL,
     READ_FILE,
     READ_SKILL,
     TODO,
@@ -130,3 +131,10 @@ class TodoArgs(ToolArgs):
     @classmethod
     def _steps_sent_as_text(cls, value: Any) -> Any:
         return _array_sent_as_text(value)
+
+
+# -- find_tool --------------------------------------------------------------------------------------
+
+
+class FindToolArgs(ToolArgs):
+    query: str = _field(FIND_TOOL, "query")

@@ -154,6 +154,9 @@ class AskAgentTool(Tool):
         lines = [f"  {name} — {self._purposes[name]}" for name in sorted(self.agents)]
         return DESCRIPTION + "\n\nAgents:\n" + "\n".join(lines)
 
+    def short_description(self) -> str:
+        return f"Hand a task to another agent: {', '.join(sorted(self.agents))}."
+
     def title(self, args: AskAgentArgs) -> str:
         return f"{args.agent} — {first_line(args.prompt)}"
 

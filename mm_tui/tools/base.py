@@ -141,6 +141,19 @@ class Tool(ABC):
             },
         }
 
+    def short_description(self) -> str:
+        """The description's first sentence: what a small window has room for. A tool whose
+        description lists what it offers (skills, agents) keeps the names."""
+        from mm_tui.tools.short_forms import first_sentence
+
+        return first_sentence(self.description())
+
+    def short_declaration(self) -> dict[str, Any]:
+        """The declaration in its short form (tools/short_forms.py)."""
+        from mm_tui.tools.short_forms import short_declaration
+
+        return short_declaration(self.name, self.short_description(), self.parameters())
+
     @abstractmethod
     def title(self, args: Any) -> str:
         """What the call does in a few words: the command, the path. Shown as `‣ <tool>  <title>`."""

@@ -185,6 +185,9 @@ class ReadSkillTool(Tool):
         lines += [f"  {skill.name} — {skill.description}" for skill in self.skills.values()]
         return "\n".join(lines)
 
+    def short_description(self) -> str:
+        return f"Read a skill: {', '.join(self.skills)}."
+
     def title(self, args: ReadSkillArgs) -> str:
         return args.name
 

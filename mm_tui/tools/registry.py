@@ -48,6 +48,8 @@ class ToolRegistry:
         # Lines for the banner: a configured tool that could not be declared, and why.
         self.warnings: list[str] = list(warnings or [])
         self._sources: list[tuple[ToolSource, bool]] = []  # (source, owned: closed with us)
+        # Tools the engine declares itself when it chooses (find_tool), known by name here
+        self._helpers: dict[str, Tool] = {}
 
     # -- sources of tools that come and go ------------------------------------------------
 
@@ -86,6 +88,15 @@ class ToolRegistry:
             for tool in source.tools():
                 tools.setdefault(tool.name, tool)  # a built-in tool's name wins
         return tools
+
+    def declared_tools(self) -> list[tuple[Tool, bool]]:
+        """The tools declared now, each with whether it comes from a source (an MCP server's):
+        those a small window may leave to find_tool."""
+        return [(tool, name not in self._tools) for name, tool in self._declared().items()]
+
+    def add_helper(self, tool: Tool) -> None:
+        """A tool the engine declares when it chooses (find_tool): called by name like any."""
+        self._helpers[tool.name] = tool
 
     @classmethod
     def from_settings(
@@ -158,7 +169,7 @@ class ToolRegistry:
         return list(self._declared())
 
     def get(self, name: str) -> Tool | None:
-        tool = self._tools.get(name)
+        tool = self._tools.get(name) or self._helpers.get(name)
         for source, _ in self._sources:
             if tool is not None:
                 break

@@ -180,3 +180,15 @@ TODO: dict[str, Any] = {
     "required": ["steps"],
     "type": "object",
 }
+
+
+FIND_TOOL: dict[str, Any] = {
+    "properties": {
+        "query": {
+            "description": "Words of what the tool should do, or of its name.",
+            "type": "string",
+        }
+    },
+    "required": ["query"],
+    "type": "object",
+}

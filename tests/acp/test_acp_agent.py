@@ -641,6 +641,8 @@ async def test_the_context_goes_to_the_editor_as_usage_updates(tmp_path: Path) -
     usages = [u for u in client.updates if isinstance(u, UsageUpdate)]
     assert len(usages) >= 3
     assert all(u.size == 2048 and 0 < u.used <= 2048 for u in usages)
+    fixed = [(u.field_meta or {}).get("mm", {}).get("fixed", 0) for u in usages]
+    assert all(0 < f <= 800 for f in fixed)  # the fixed prompt's part, within its budget
     assert client.text() == "doneagain"
     assert client.thoughts() == ""
     assert "bash's output of " in text and "the session journal keeps it whole" in text

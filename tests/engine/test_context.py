@@ -303,7 +303,9 @@ async def test_the_figure_says_it_is_an_estimate_until_the_server_counts(tmp_pat
         await engine.learn_context_window()
         before = engine.context_usage()
         assert before is not None and before.estimated
-        assert before.text == f"ctx ~{before.used:,} / 2,048 ({before.used * 100 // 2048}%)"
+        assert before.text == (
+            f"ctx ~{before.used:,} / 2,048 ({before.used * 100 // 2048}%) · fixed ~{before.fixed:,}"
+        )
         end = (await asyncio.wait_for(turn(engine, "hello"), 30))[-1]
         after = engine.context_usage()
         assert after is not None and not after.estimated and "~" not in after.text

@@ -140,6 +140,7 @@ def test_shortening_and_compaction_are_dim_notices_and_the_context_waits_for_the
             stop_reason="end_turn",
             context_used=600,
             context_window=2048,
+            context_fixed=412,
         )
     )
     lines = out.getvalue().splitlines()
@@ -147,7 +148,7 @@ def test_shortening_and_compaction_are_dim_notices_and_the_context_waits_for_the
         "Working",
         "shortened 2 old tool output(s)",
         "compacted 7 messages into a summary automatically, near the context window",
-        "1.0s · ctx 600 / 2,048 (29%)",  # the context, once, in the recap
+        "1.0s · ctx 600 / 2,048 (29%) · fixed 412",  # the context, once, in the recap
     ]
     assert lines[1].startswith("\x1b[2m") and lines[2].startswith("\x1b[2m")  # dim
 

@@ -25,6 +25,7 @@ FAST = {
     "bench_edit",
     "bench_fetch",
     "bench_fetch_corpus",
+    "bench_prompt_overhead",
     "bench_provider",
     "bench_session",
     "bench_undo",

@@ -324,6 +324,8 @@ async def test_the_header_shows_the_context_and_follows_it(folder: Path) -> None
             shown = header.render().plain
             assert f" {usage.text}  auto " in shown
             assert " ctx ~" in shown  # no count of the server's yet: the estimate says so
+            # the system prompt's and the tools' part apart, an estimate too before a request
+            assert usage.fixed and f" · fixed ~{usage.fixed:,}  auto " in shown
             assert shown.startswith(" mm [mm] · scripted-model @ ")
             app.main.emit(ContextUsage(used=6000, window=8192))
             await settle(pilot, app)
@@ -338,6 +340,7 @@ async def test_the_header_shows_the_context_and_follows_it(folder: Path) -> None
             assert after is not None and after.used != 6000
             assert f" {after.text}  auto " in header.render().plain
             assert " ctx ~" not in header.render().plain  # the server counted the request
+            assert f" · fixed {after.fixed:,}  auto " in header.render().plain  # /tokenize's
             assert "ctx" not in all_text(app).replace(after.text, "")  # not in the transcript
 
 

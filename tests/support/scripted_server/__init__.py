@@ -70,6 +70,11 @@ A context window, enforced and served, for the code that learns the window from 
   `context_window` when `loaded`), "vllm" (the /models entries gain `max_model_len`), "lmstudio"
   (GET /api/v0/models with `max_context_length` = `model_max` and, when `loaded`,
   `loaded_context_length` = `context_window`). `model_max` defaults to `context_window`.
+  "llama.cpp" and "vllm" also answer POST /tokenize as those servers do: llama.cpp's reads
+  `content` and answers `{"tokens": [...]}` (no tokens without it), vLLM's reads `prompt` (a 400
+  without it) and answers `{"count": N, "max_model_len": W, "tokens": [...]}`; a text counts
+  `tokenizer(text)` tokens, by default `scripted_text_tokens` (its characters divided by 4,
+  rounded up, the rule of `scripted_prompt_tokens`). Ollama and LM Studio have no /tokenize.
 - `ollama=OllamaModels(...)` plays Ollama itself (`ollama.py`): its models, /api/tags, /api/show,
   /api/ps, /api/create, /api/generate, /api/chat and /v1/models, and its scheduler, which loads
   the model for each chat request with the context Ollama would give it and counts each load
@@ -89,7 +94,12 @@ base URL and answers every request with that text.
 
 from __future__ import annotations
 
-from .context import context_error, scripted_prompt_tokens, scripted_tokens
+from .context import (
+    context_error,
+    scripted_prompt_tokens,
+    scripted_text_tokens,
+    scripted_tokens,
+)
 from .ollama import OllamaModels
 from .script import (
     SSE,
@@ -145,6 +155,7 @@ __all__ = [
     "reasoning_chunks",
     "role_chunk",
     "scripted_prompt_tokens",
+    "scripted_text_tokens",
     "scripted_tokens",
     "silence_after",
     "split_bytes",

@@ -29,6 +29,12 @@ def scripted_prompt_tokens(body: Any) -> int:
     return math.ceil(len(text) / 4)
 
 
+def scripted_text_tokens(text: str) -> int:
+    """A text's tokens by the same rule, for POST /tokenize: its characters divided by 4,
+    rounded up."""
+    return math.ceil(len(text) / 4)
+
+
 def _requested_output(body: Any) -> int | None:
     if not isinstance(body, dict):
         return None

@@ -17,7 +17,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from .context import CONTEXT_STYLES, SERVES, context_error, scripted_prompt_tokens
+from .context import (
+    CONTEXT_STYLES,
+    SERVES,
+    context_error,
+    scripted_prompt_tokens,
+    scripted_text_tokens,
+)
 from .native import _llama_props, _lmstudio_entry, _ollama_name, _ollama_ps_entry, _ollama_show
 from .ollama import OllamaModels
 from .script import (
@@ -376,6 +382,7 @@ class ScriptedServer:
         loaded: bool = True,
         routes: dict[tuple[str, str], Any] | None = None,
         ollama: OllamaModels | None = None,
+        tokenizer: Callable[[str], int] | None = None,
     ) -> None:
         self.models = list(models) if models is not None else None
         self.model_name = self.models[0] if self.models else DEFAULT_MODEL
@@ -399,6 +406,9 @@ class ScriptedServer:
         self.ollama_num_ctx = ollama_num_ctx
         self.llama_slots = max(1, llama_slots)
         self.loaded = loaded
+        # POST /tokenize's count of a text (llama.cpp's and vLLM's): a real tokenizer's, or
+        # the rule of `scripted_prompt_tokens`, a token per 4 characters
+        self.tokenizer = tokenizer or scripted_text_tokens
         self.routes = {
             (method.upper(), path.rstrip("/") or "/"): answer
             for (method, path), answer in (routes or {}).items()
@@ -578,6 +588,8 @@ class ScriptedServer:
         if self.ollama is not None:
             return self.ollama.answer(method, path, body)
         names = self.models or [self.model_name]
+        if self.serves in ("llama.cpp", "vllm") and (method, path) == ("POST", "/tokenize"):
+            return self._tokenize(body)
         if self.serves == "llama.cpp" and (method, path) == ("GET", "/props"):
             return _llama_props(self.model_name, self.context_window or 0, self.llama_slots)
         if self.serves == "ollama" and (method, path) == ("POST", "/api/show"):
@@ -599,6 +611,20 @@ class ScriptedServer:
                 ],
             }
         return None
+
+    def _tokenize(self, body: Any) -> Any:
+        """llama.cpp's /tokenize reads `content` (and answers no tokens without it); vLLM's
+        reads `prompt` (a 400 without it) and gives the count beside the tokens."""
+        field = "content" if self.serves == "llama.cpp" else "prompt"
+        text = body.get(field) if isinstance(body, dict) else None
+        if not isinstance(text, str):
+            if self.serves == "llama.cpp":
+                return {"tokens": []}
+            return 400, {"error": {"message": "prompt: Field required", "code": 400}}
+        tokens = list(range(self.tokenizer(text)))
+        if self.serves == "llama.cpp":
+            return {"tokens": tokens}
+        return {"count": len(tokens), "max_model_len": self.context_window, "tokens": tokens}
 
     def _with_usage(self, response: Response, req: Received) -> Response:
         """`report_usage`: the prompt figure this server counts for the request."""
