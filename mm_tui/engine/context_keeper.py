@@ -5,7 +5,6 @@ and `/compact`. The meter (`context.py`) measures; this decides what to do about
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -13,15 +12,15 @@ from mm_tui.config import Settings
 from mm_tui.core.events import (
     ContextUsage,
     EngineError,
-    HistoryCompacted,
     HistoryShortened,
     Thinking,
 )
 from mm_tui.core.redact import Redactor
-from mm_tui.engine.context import SHRINK_TO, ContextMeter, summary_request
+from mm_tui.engine import compaction
+from mm_tui.engine.context import SHRINK_TO, ContextMeter
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.fixed_prompt import Fit, FixedPrompt, system_texts
-from mm_tui.engine.model_stream import CONTEXT_ADVICE, ModelClient, ModelError, TextChunk
+from mm_tui.engine.model_stream import CONTEXT_ADVICE, ModelClient, ModelError
 from mm_tui.engine.permissions import PLAN_NOTE, Permissions
 from mm_tui.engine.plain_http import is_loopback
 from mm_tui.engine.recorder import SessionRecorder
@@ -35,11 +34,6 @@ if TYPE_CHECKING:
 UNKNOWN_WINDOW = (
     "the model's context window is unknown: mm learns it from the server's first refusal of a "
     "request too big; set contextWindow in the config to tell it"
-)
-SUMMARY_QUESTION = (
-    "Summarise this conversation so far for your own later use: the task, what was done, the "
-    "files and facts that matter, and what is left to do. Be complete but brief; answer with the "
-    "summary only."
 )
 
 TODO_TOOL = "todo"
@@ -398,59 +392,5 @@ class ContextKeeper:
     # -- compaction --------------------------------------------------------------------------
 
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
-        """The model summarises the conversation, and the summary replaces the history. Emits
-        `HistoryCompacted` (and `ContextUsage`) through `emit`. Returns the summary; a failure
-        raises with its words redacted."""
-        try:
-            return await self._compact(emit, auto=auto)
-        except ModelError as exc:
-            if exc.message == (said := self.redactor.text(exc.message)):
-                raise
-            raise ModelError(said, status=exc.status) from None
-        except Exception as exc:
-            if str(exc) == (said := self.redactor.text(str(exc))):
-                raise
-            raise ModelError(said) from None
-
-    async def _compact(self, emit: Emit | None, *, auto: bool) -> str:
-        session = self.recorder.session
-        messages = session.messages
-        before = self.meter.estimate(messages, self.tools()) if self.meter.window else 0
-        summary = await self._summary(messages)
-        # In the system message, so that user and assistant turns still alternate afterwards.
-        system = f"{self.system_prompt()}\n\nSummary of the conversation so far:\n\n{summary}"
-        history: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        question = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        if auto and question is not None:  # in the middle of a turn: its request goes on
-            history.append(question)
-        replaced = len(messages)
-        self.meter.forget_base()
-        after = self.meter.estimate(history, self.tools()) if self.meter.window else 0
-        session.compact(summary, history, auto=auto, tokens_before=before, tokens_after=after)
-        if emit is not None:
-            emit(
-                HistoryCompacted(
-                    summary=summary,
-                    replaced=replaced,
-                    auto=auto,
-                    tokens_before=before,
-                    tokens_after=after,
-                ),
-            )
-            self.report(emit)
-        return summary
-
-    async def _summary(self, messages: list[dict[str, Any]]) -> str:
-        """The model's summary of `messages` (within four watchdog periods); ModelError when
-        it gives none."""
-        text: list[str] = []
-        ask = {"role": "user", "content": SUMMARY_QUESTION}
-        request = summary_request(self.meter, messages, ask)
-        async with asyncio.timeout(self.settings.watchdog_timeout * 4):
-            async for chunk in self.client.stream(request, []):
-                if isinstance(chunk, TextChunk):
-                    text.append(chunk.text)
-        summary = "".join(text).strip()
-        if not summary:
-            raise ModelError("the model gave an empty summary; the history is unchanged")
-        return summary
+        """The model's summary replaces the history (engine/compaction.py)."""
+        return await compaction.compact(self, emit, auto=auto)

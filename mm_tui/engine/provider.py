@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from mm_tui.engine.chunk_assembly import ChunkAssembler, completion_chunks
+from mm_tui.engine.chunk_assembly import ChunkAssembler
+from mm_tui.engine.completions import from_completion, is_json
 from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamEnd
 from mm_tui.engine.request_body import RequestBody
 from mm_tui.engine.retries import (
@@ -41,7 +41,6 @@ from mm_tui.engine.retries import (
     retry_delay,
     unfinished_stream,
 )
-from mm_tui.engine.server_errors import reported_error
 from mm_tui.engine.servers import USER_AGENT, is_loopback, provider_name
 from mm_tui.engine.sse import SseDecoder
 from mm_tui.engine.tls import tls_context
@@ -320,7 +319,7 @@ class OpenAIProvider:
             ) as resp:
                 self.answering = True
                 await check_status(resp, self.base_url, self.model)
-                if _is_json(resp):  # a server that ignores `stream: true`
+                if is_json(resp):  # a server that ignores `stream: true`
                     yield self._from_completion(await resp.aread())
                     return
                 async for raw in resp.aiter_bytes():
@@ -382,24 +381,7 @@ class OpenAIProvider:
             yield item
 
     def _from_completion(self, body: bytes) -> list[ModelChunk]:
-        """A whole JSON completion as the chunks a stream would have given."""
-        try:
-            data = json.loads(body) if body.strip() else None
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise ModelError(
-                f"the model server at {self.base_url} answered with "
-                + ("an empty body" if not body.strip() else "something that is not JSON")
-            )
-        if "error" in data and not data.get("choices"):
-            raise reported_error(body)
-        return completion_chunks(data, self._next_call_id)
-
-
-def _is_json(resp: httpx.Response) -> bool:
-    """An answer in one JSON piece, from a server that ignores `stream: true`."""
-    return resp.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+        return from_completion(body, self.base_url, self._next_call_id)
 
 
 # What llama-cpp-python's server does that others do not, and how mm meets each (kept by tests
