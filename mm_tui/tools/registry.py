@@ -187,7 +187,9 @@ class ToolRegistry:
             return f'[error: there is no tool named "{name}" — the tools are: {known}]'
         text = raw.strip() if raw else ""
         try:
-            data = json.loads(text) if text else {}
+            # strict=False: a newline or a tab written raw inside a string (small models do:
+            # a file's content, a multi-line command) is the character it stands for
+            data = json.loads(text, strict=False) if text else {}
         except json.JSONDecodeError as exc:
             return (
                 f"[error: the arguments of {name} are not valid JSON ({exc}) — send one JSON "

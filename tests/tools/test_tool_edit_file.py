@@ -88,6 +88,15 @@ def test_declaration(ctx: ToolContext, tmp_path: Path) -> None:
     assert all(p["description"] for p in item["properties"].values())
 
 
+def test_a_newline_written_raw_inside_a_string_is_a_newline() -> None:
+    """Small models write a file's lines into a JSON string without escaping them."""
+    registry = ToolRegistry([EditFileTool()])
+    raw = '{"path": "f", "edits": [{"old": "a\n\tb", "new": "c\nd"}]}'  # the real characters
+    parsed = registry.parse("edit_file", raw)
+    assert not isinstance(parsed, str), parsed
+    assert (parsed[1].edits[0].old, parsed[1].edits[0].new) == ("a\n\tb", "c\nd")
+
+
 def test_edits_sent_as_a_json_string_are_read(tmp_path: Path) -> None:
     registry = ToolRegistry([EditFileTool()])
     parsed = registry.parse(
