@@ -45,7 +45,15 @@ def documents(site: Path, node_folders: list[Path]) -> list[tuple[str, str]]:
     return docs
 
 
+# a changelog citing its tracker by number: the project's files cite none a reader can't open
+_TRACKER = re.compile(r"issues? #?[0-9]+", re.IGNORECASE)
+
+
 def excerpts(source: str, text: str) -> list[dict[str, str]]:
+    return [e for e in _excerpts(source, text) if not _TRACKER.search(e["text"])]
+
+
+def _excerpts(source: str, text: str) -> list[dict[str, str]]:
     out = []
     for section in _HEADING.split(text):
         section = section.strip()
