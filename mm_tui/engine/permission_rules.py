@@ -38,9 +38,12 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mm_tui.core.frozen import frozen
+
+if TYPE_CHECKING:
+    from mm_tui.engine.shell_commands import SimpleCommand
 
 Action = Literal["allow", "ask", "deny"]
 ACTIONS: tuple[Action, ...] = ("allow", "ask", "deny")
@@ -177,7 +180,7 @@ def _line_verdict(patterns: tuple[Pattern, ...], line: str) -> Verdict | None:
     return _combined(_command_verdict(patterns, command) for command in commands)
 
 
-def _command_verdict(patterns: tuple[Pattern, ...], command: Any) -> Verdict | None:
+def _command_verdict(patterns: tuple[Pattern, ...], command: SimpleCommand) -> Verdict | None:
     subject = " ".join(w if w is not None else "…" for w in command.words)
     guards: list[tuple[Pattern, bool]] = []  # deny and ask patterns: (pattern, certain)
     allows: list[Pattern] = []
@@ -202,16 +205,15 @@ def _most_specific(patterns: list[Pattern]) -> Pattern:
     return max(patterns, key=lambda p: p.specificity)
 
 
-def _matches_surely(words: tuple[str, ...], command: Any) -> bool:
+def _matches_surely(words: tuple[str, ...], command: SimpleCommand) -> bool:
     """An allow pattern: the command is certainly what it names."""
     return _match(words, command.words, command.open_end, sure=True) is True
 
 
-def _matches_maybe(words: tuple[str, ...], command: Any) -> bool | None:
+def _matches_maybe(words: tuple[str, ...], command: SimpleCommand) -> bool | None:
     """A deny or ask pattern: True when it certainly matches, False when it might, None when
     it cannot."""
-    result = _match(words, command.words, command.open_end, sure=False)
-    return None if result is None else result
+    return _match(words, command.words, command.open_end, sure=False)
 
 
 def _match(

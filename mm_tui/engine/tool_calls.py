@@ -51,6 +51,17 @@ class _Outcome:
 
 
 @frozen
+class _Parsed:
+    """A call whose arguments parsed: its tool, its arguments (checked, and as a dict) and the
+    files it touches."""
+
+    tool: Tool
+    args: Any
+    arguments: dict[str, Any]
+    locations: tuple[str, ...]
+
+
+@frozen
 class _Batch:
     """The calls of one answer: where their events go, the turn's state, their context."""
 
@@ -131,6 +142,7 @@ class ToolCalls:
             return
         tool, args = parsed
         arguments = args.model_dump()
+        locations = tool.locations(args, batch.ctx)
         batch.state.titles[call.id] = title = tool.heading(args)
         batch.emit(
             ToolCallStarted(
@@ -140,11 +152,12 @@ class ToolCalls:
                 kind=tool.kind_for(args),
                 arguments=arguments,
                 display=tool.display(args),
-                locations=tool.locations(args, batch.ctx),
+                locations=locations,
                 from_text=call.from_text,
             ),
         )
-        refusal = await self._decide(call, tool, args, arguments, batch)
+        parsed_call = _Parsed(tool, args, arguments, locations)
+        refusal = await self._decide(call, parsed_call, batch)
         # the call's time is its run's: the wait for the person's answer is not in it (an
         # `ls` allowed after 6 s took no 6 s), and a rejected call ran for none
         started = self.clock()
@@ -176,59 +189,59 @@ class ToolCalls:
         batch.state.titles[call.id] = f"{call.name}  {short}"
         self._conclude(call, call.arguments, _Outcome("error", reason), started, batch, None)
 
-    async def _decide(
-        self, call: ToolCall, tool: Tool, args: Any, arguments: dict[str, Any], batch: _Batch
-    ) -> str | None:
+    async def _decide(self, call: ToolCall, parsed: _Parsed, batch: _Batch) -> str | None:
         """What the model hears when the call does not run (a deny rule, the person's refusal),
         or None when it runs: by the rules, the mode and the session's answers, else the
         person's answer."""
-        permissions = self.permissions
+        permissions, tool = self.permissions, parsed.tool
         verdict = None
         if permissions.rules:
-            paths = tool.locations(args, batch.ctx)
-            verdict = permissions.rules.check(tool.name, arguments, paths=paths, root=self.cwd)
+            verdict = permissions.rules.check(
+                tool.name, parsed.arguments, paths=parsed.locations, root=self.cwd
+            )
             if verdict is not None and verdict.action == "deny":
                 return rule_refusal(tool.rejection(), tool.name, verdict)
-        decision = permissions.without_asking(tool.name, tool.needs_permission(args), verdict)
+        wants = tool.needs_permission(parsed.args)
+        decision = permissions.without_asking(tool.name, wants, verdict)
         if decision is not None:
             return None if decision.allows else tool.rejection()
-        answer = await self._ask(call, tool, args, arguments, batch)
+        answer = await self._ask(call, parsed, batch)
         if answer is None:  # nothing to ask: the call fails by itself
             return None
         permissions.record(tool.name, answer.decision)
         if answer.rule is not None and answer.decision.allows:
-            self._add_rule(answer.rule, batch.emit)
+            await self._add_rule(answer.rule, batch.emit)
         if answer.decision.allows:
             return None
         return with_reason(tool.rejection(), answer.reason)
 
-    def _add_rule(self, rule: RuleToSave, emit: Emit) -> None:
-        """The person's rule holds from now on, and is written where they chose."""
+    async def _add_rule(self, rule: RuleToSave, emit: Emit) -> None:
+        """The person's rule holds from now on, and is written where they chose (in a thread:
+        the file and the trust record are written to disk)."""
         self.permissions.rules.add(rule.tool, rule.pattern, "allow")
-        path, warning = save_allow_rule(rule, cwd=self.cwd)
+        path, warning = await asyncio.to_thread(save_allow_rule, rule, cwd=self.cwd)
         emit(
             RuleAdded(
                 tool=rule.tool, pattern=rule.pattern, place=rule.place, path=path, warning=warning
             )
         )
 
-    async def _ask(
-        self, call: ToolCall, tool: Tool, args: Any, arguments: dict[str, Any], batch: _Batch
-    ) -> Answer | None:
+    async def _ask(self, call: ToolCall, parsed: _Parsed, batch: _Batch) -> Answer | None:
         """The person's answer, or None when there is nothing to ask (`NothingToAsk`)."""
+        tool, args = parsed.tool, parsed.args
         try:
             details = await tool.permission_details(args, batch.ctx)
         except NothingToAsk:
             return None
         future = self.questions.ask(None, call.id)
-        paths = tool.locations(args, batch.ctx)
+        pattern = suggested_pattern(tool.name, parsed.arguments, parsed.locations, self.cwd)
         batch.emit(
             PermissionRequested(
                 call_id=call.id,
                 tool=tool.name,
                 title=tool.heading(args),
                 details=details,
-                pattern=suggested_pattern(tool.name, arguments, paths, self.cwd),
+                pattern=pattern,
             ),
         )
         try:

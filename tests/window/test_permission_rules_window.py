@@ -4,14 +4,28 @@ rejects with a reason the model reads; Esc goes back to the keys."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from support.scripted_model import ScriptedModel, call, say
 from support.window_helpers import make_app, painted, painted_soon, screen_text, settle
 from test_window import asked, tools, type_and_send
 
 from mm_tui.config import read_project
+from mm_tui.window.app import MMApp
 from mm_tui.window.widgets.permission_entry import PermissionEntry
+
+
+@contextlib.asynccontextmanager
+async def asking(model: ScriptedModel, folder: Path) -> AsyncIterator[tuple[MMApp, Any]]:
+    """The window asking (no yolo) about the first call of `model`, its box up."""
+    app = make_app(model, folder, yolo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await asked(pilot, app, "go")
+        yield app, pilot
 
 
 def git_log_twice() -> ScriptedModel:
@@ -25,10 +39,7 @@ def git_log_twice() -> ScriptedModel:
 
 async def test_p_allows_the_suggested_rule_in_this_project(folder: Path) -> None:
     model = git_log_twice()
-    app = make_app(model, folder, yolo=False)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await asked(pilot, app, "go")
+    async with asking(model, folder) as (app, pilot):
         assert await painted_soon(pilot, app, 'p rule "echo *"…')
         assert "t say why…" in painted(app)
         await pilot.press("p")
@@ -56,10 +67,7 @@ async def test_the_rule_is_edited_and_tab_keeps_it_in_the_persons_own_config(
     import os
 
     model = git_log_twice()
-    app = make_app(model, folder, yolo=False)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await asked(pilot, app, "go")
+    async with asking(model, folder) as (app, pilot):
         await pilot.press("p")
         await settle(pilot, app, idle=False)
         await pilot.press(*["backspace"] * 2, *" log *", "tab")
@@ -77,10 +85,7 @@ async def test_the_rule_is_edited_and_tab_keeps_it_in_the_persons_own_config(
 
 async def test_t_rejects_with_the_reason_the_model_reads(folder: Path) -> None:
     model = ScriptedModel(call("bash", {"command": "echo hi"}), say("ok"))
-    app = make_app(model, folder, yolo=False)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await asked(pilot, app, "go")
+    async with asking(model, folder) as (app, pilot):
         await pilot.press("t")
         await settle(pilot, app, idle=False)
         await pilot.press(*"use printf", "enter")
@@ -93,10 +98,7 @@ async def test_t_rejects_with_the_reason_the_model_reads(folder: Path) -> None:
 
 async def test_escape_in_the_line_goes_back_to_the_keys_unanswered(folder: Path) -> None:
     model = ScriptedModel(call("bash", {"command": "echo hi"}), say("ok"))
-    app = make_app(model, folder, yolo=False)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await asked(pilot, app, "go")
+    async with asking(model, folder) as (app, pilot):
         await pilot.press("t")
         await settle(pilot, app, idle=False)
         await pilot.press(*"rsn", "escape")  # letters in the line are words, not answers
