@@ -15,6 +15,7 @@
 - `folders.py`: the folders of a project's sessions.
 """
 
+from mm_tui.config.fields import yaml_key
 from mm_tui.config.files import HOME_CONFIG, PROJECT_CONFIG, ConfigError
 from mm_tui.config.folders import (
     OLD_SESSIONS,
@@ -42,7 +43,6 @@ from mm_tui.config.settings import (
     McpServer,
     Settings,
 )
-from mm_tui.config.validated_dataclass import yaml_key
 
 __all__ = [
     "ENV_NAMES",

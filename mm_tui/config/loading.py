@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from mm_tui.config.fields import yaml_key
 from mm_tui.config.files import HOME_CONFIG, ConfigError, Layer
 from mm_tui.config.project import ProjectConfig, read_project
 from mm_tui.config.settings import (
@@ -20,7 +21,6 @@ from mm_tui.config.settings import (
     McpServer,
     Settings,
 )
-from mm_tui.config.validated_dataclass import yaml_key
 from mm_tui.core.paths import shown_path, user_config_dir
 
 if TYPE_CHECKING:
@@ -98,13 +98,16 @@ def load_settings(
         for data in [*(layer.data for layer in layers), *left_out]
         if data.get("apiKey") is not None
     )
-    from pydantic import ValidationError
-
     try:
         # YAML spelling only, at every level: accepting `max_output` too would let two spellings
         # of one key fight silently across layers.
         settings = Settings.model_validate(settings_data, by_alias=True, by_name=False)
-    except ValidationError as exc:
+    except Exception as exc:
+        # pydantic's error, when pydantic was asked: plain values are checked without it
+        from pydantic import ValidationError
+
+        if not isinstance(exc, ValidationError):
+            raise
         raise _explain(exc, layers) from None
     # From here on, no session file or tool output shows them.
     vars(settings)["_read_keys"] = read_keys

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from mm_tui.config.validated_dataclass import SettingsBase, after, before, bound, yaml_key
+from mm_tui.config.fields import yaml_key
+from mm_tui.config.validated_dataclass import SettingsBase, after, before, bound
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
 
 if TYPE_CHECKING:

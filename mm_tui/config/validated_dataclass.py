@@ -15,15 +15,11 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
+from mm_tui.config.fields import settings_fields, yaml_key
+
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter
     from pydantic_core import CoreSchema
-
-
-def yaml_key(name: str) -> str:
-    """A key's YAML spelling: its attribute's name in camelCase (`max_output`: `maxOutput`)."""
-    head, *rest = name.split("_")
-    return head + "".join(part.capitalize() for part in rest)
 
 
 # What the annotations name for pydantic, made when it first reads them (at the first
@@ -54,17 +50,6 @@ class _Fields:
 
     def __get__(self, obj: object, owner: type) -> dict[str, dataclasses.Field[Any]]:
         return {each.name: each for each in settings_fields(owner)}
-
-
-_known: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
-
-
-def settings_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
-    """The fields of a settings class (`__dataclass_fields__` also holds its ClassVars)."""
-    found = _known.get(cls)
-    if found is None:
-        found = _known[cls] = dataclasses.fields(cls)
-    return found
 
 
 _C = TypeVar("_C", bound="SettingsBase")
@@ -113,7 +98,13 @@ class SettingsBase:
     def model_validate(
         cls, obj: Any, *, by_alias: bool | None = None, by_name: bool | None = None
     ) -> Self:
-        """Validated `obj` (a mapping of keys), or pydantic's `ValidationError`."""
+        """Validated `obj` (a mapping of keys), or pydantic's `ValidationError`. Plain values
+        are checked without pydantic (config/plain_values.py)."""
+        from mm_tui.config.plain_values import plain_instance
+
+        made = plain_instance(cls, obj, by_alias=by_alias, by_name=by_name)
+        if made is not None:
+            return made
         return _adapter(cls).validate_python(obj, by_alias=by_alias, by_name=by_name)
 
     def model_dump(self, **options: Any) -> dict[str, Any]:
