@@ -240,6 +240,22 @@ async def test_a_server_down_at_start_up_is_asked_after_its_first_answer(tmp_pat
         await engine.aclose()
 
 
+async def test_a_copy_refused_after_a_late_start_is_said_once(tmp_path: Path) -> None:
+    """The server was down at start-up: the copy is asked for after the first answer, and its
+    refusal, which start-up would have shown, is said then, once, as a warning."""
+    refusal = (403, {"error": "creating models is not allowed"})
+    with ollama_server(refuse_create=refusal) as server:
+        engine = make_engine(tmp_path, server, contextWindow=32768)
+        engine.server_answering = False
+        await engine.learn_context_window()
+        events = await session(engine, 3)
+        said = warnings_of(events)
+        assert len(said) == 1
+        assert said[0].startswith(f"Ollama would not make {COPY}, a copy of {MODEL}")
+        assert "OLLAMA_CONTEXT_LENGTH=32768" in said[0]
+        await engine.aclose()
+
+
 async def test_a_model_switched_to_gets_its_own_copy(tmp_path: Path) -> None:
     with ollama_server(models=(MODEL, "other-model")) as server:
         made = await started(server, tmp_path)
