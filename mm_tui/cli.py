@@ -383,7 +383,6 @@ def window_boot(
             _prepare_tls(args)  # after the first frame: nothing of it is needed for that
             from mm_tui.config import ConfigError, answer_project, load_settings, read_project
             from mm_tui.startup import StartupError, start
-            from mm_tui.tools import prepare as prepare_tools
 
             try:
                 project = read_project(cwd)
@@ -407,15 +406,7 @@ def window_boot(
             # did not load, loaded in threads once the window is ready (this runs after it
             # attaches the engine): the tools' argument classes (pydantic), Markdown's modules,
             # and the HTTP client's modules (the model server was asked without them).
-            from mm_tui.window.transcript.renderers.answer import prepare as prepare_markdown
-
-            loop = asyncio.get_running_loop()
-            loop.call_soon(prepare_tools)
-            loop.call_soon(prepare_markdown)
-            if not started.on_demo:
-                from mm_tui.engine.provider import prepare
-
-                loop.call_soon(prepare)
+            asyncio.get_running_loop().call_soon(_prepare_after_ready, started.on_demo)
             return started
         finally:
             if gc_paused:
@@ -423,6 +414,20 @@ def window_boot(
                 gc.enable()
 
     return boot
+
+
+def _prepare_after_ready(on_demo: bool) -> None:
+    """Start loading, in threads, what the first exchange needs (see the boot). Even the
+    modules that start the loading are imported here, after ready, not on the way to it."""
+    from mm_tui.tools import prepare as prepare_tools
+    from mm_tui.window.transcript.renderers.answer import prepare as prepare_markdown
+
+    prepare_tools()
+    prepare_markdown()
+    if not on_demo:
+        from mm_tui.engine.provider import prepare
+
+        prepare()
 
 
 def _prepare_tls(args: argparse.Namespace) -> None:
