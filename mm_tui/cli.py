@@ -419,11 +419,13 @@ def window_boot(
 def _prepare_after_ready(on_demo: bool) -> None:
     """Start loading, in threads, what the first exchange needs (see the boot). Even the
     modules that start the loading are imported here, after ready, not on the way to it."""
+    from mm_tui.engine.round_trip import prepare as prepare_replies
     from mm_tui.tools import prepare as prepare_tools
     from mm_tui.window.transcript.renderers.answer import prepare as prepare_markdown
 
     prepare_tools()
     prepare_markdown()
+    prepare_replies()
     if not on_demo:
         from mm_tui.engine.provider import prepare
 

@@ -16,7 +16,6 @@ from mm_tui.core.events import (
     Thinking,
 )
 from mm_tui.core.redact import Redactor
-from mm_tui.engine import compaction
 from mm_tui.engine.context import SHRINK_TO, ContextMeter
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.fixed_prompt import Fit, FixedPrompt, system_texts
@@ -256,8 +255,7 @@ class ContextKeeper:
         if self.window_unread:
             self.window_unread = False
             await self.learn_window()
-            # what start-up would have shown, said now: a copy Ollama refused, a model that
-            # takes less (the notes stay unsaid: the header shows the window)
+            # start-up's warnings, said now (a copy refused); the header shows the window
             for warning in self.window_warnings if emit is not None else ():
                 emit(EngineError("context window", f"[warning: {warning}]", level="warning"))
         elif self.kept is not None and self.kept.unchecked:  # (an answer of the copy's)
@@ -397,4 +395,6 @@ class ContextKeeper:
 
     async def compact(self, emit: Emit | None = None, *, auto: bool = False) -> str:
         """The model's summary replaces the history (engine/compaction.py)."""
+        from mm_tui.engine import compaction
+
         return await compaction.compact(self, emit, auto=auto)

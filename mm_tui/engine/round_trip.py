@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import Settings
 from mm_tui.core.events import (
@@ -23,7 +23,6 @@ from mm_tui.core.events import (
     ThoughtDelta,
 )
 from mm_tui.core.frozen import mutable
-from mm_tui.engine.call_gate import CallGate
 from mm_tui.engine.chunk_assembly import distinct_ids
 from mm_tui.engine.context_keeper import ContextKeeper
 from mm_tui.engine.guards import RunawayDetector
@@ -40,9 +39,11 @@ from mm_tui.engine.model_stream import (
 )
 from mm_tui.engine.recorder import SessionRecorder
 from mm_tui.engine.server_watch import ServerWatch
-from mm_tui.engine.text_calls import find_calls
-from mm_tui.engine.think_tags import ThinkSplitter
 from mm_tui.engine.turn_state import Emit, StopTurn, TurnState
+
+if TYPE_CHECKING:
+    from mm_tui.engine.call_gate import CallGate
+    from mm_tui.engine.think_tags import ThinkSplitter
 
 
 @mutable
@@ -89,6 +90,9 @@ class RoundTrip:
     ) -> ModelError | None:
         """Read the answer into `answer` under the watchdog. Returns the server's refusal of a
         request too big when it may be asked again; any other failure ends the turn."""
+        from mm_tui.engine.call_gate import CallGate  # loaded after ready: `prepare`
+        from mm_tui.engine.think_tags import ThinkSplitter
+
         answer.gate = CallGate(tools) if tools else None
         answer.think = ThinkSplitter()
         reading = _Reading(self, emit, answer)
@@ -199,6 +203,8 @@ def _text_calls(
 ) -> tuple[tuple[ToolCall, ...], str]:
     """A reply without structured calls: the calls it wrote as text, and its text without
     them. Either way, what the gate held and is still to be shown, shown."""
+    from mm_tui.engine.text_calls import find_calls
+
     found = None if structured else find_calls(text, tools)
     rest = gate.finish(found, text)
     if rest:
@@ -346,3 +352,12 @@ class _Reading:
             self.emit(Thinking(state="Thinking"))
         if server.answering is not True:
             server.say(True, "", self.emit)
+
+
+def prepare() -> None:
+    """Load the readers of a reply (calls written as text, `<think>` tags) in a thread: window
+    mode calls it once ready, so that ready does not import them and the first answer does not
+    wait for them."""
+    from mm_tui.core.preload import preload
+
+    preload("mm-reply-readers", "mm_tui.engine.call_gate", "mm_tui.engine.think_tags")

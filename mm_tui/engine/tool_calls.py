@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.config import Settings
-from mm_tui.config.rule_file import save_allow_rule
 from mm_tui.core.events import (
     Answer,
     PermissionRequested,
@@ -219,6 +218,8 @@ class ToolCalls:
         """The person's rule holds from now on, and is written where they chose (in a thread:
         the file and the trust record are written to disk)."""
         self.permissions.rules.add(rule.tool, rule.pattern, "allow")
+        from mm_tui.config.rule_file import save_allow_rule
+
         path, warning = await asyncio.to_thread(save_allow_rule, rule, cwd=self.cwd)
         emit(
             RuleAdded(
