@@ -165,7 +165,8 @@ class ModelProbe:
             if self._client is not None:
                 await asyncio.shield(self._client.aclose())
         elapsed = round(time.monotonic() - started, 3)
-        return replace(self.found, status=status, reason=reason[:200], elapsed=elapsed)
+        reason = " ".join(reason.split())[:200]  # one line: the findings are printed a line each
+        return replace(self.found, status=status, reason=reason, elapsed=elapsed)
 
     def _note(self, **found: Any) -> None:
         self.found = replace(self.found, **found)

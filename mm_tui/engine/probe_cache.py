@@ -123,7 +123,10 @@ def save_findings(
             json.dump(record, file, ensure_ascii=False)
         os.replace(temporary, path)
     except OSError:
-        temporary.unlink(missing_ok=True)
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass
         return False
     return True
 
