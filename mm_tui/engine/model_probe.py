@@ -154,6 +154,8 @@ class ModelProbe:
         status, reason = "done", ""
         try:
             async with asyncio.timeout(self.bound):
+                # httpx loaded off the loop: the window may be drawing its first frames
+                await asyncio.to_thread(_load_http)
                 await self._steps()
         except TimeoutError:
             status, reason = "timed out", f"no whole answer within {self.bound:g} s"
@@ -296,3 +298,10 @@ class ModelProbe:
                 verify=tls_context(),
             )
         return self._client
+
+
+def _load_http() -> None:
+    """The HTTP client's modules, and those its first request loads (engine/provider.py's
+    `prepare` loads the same, in the same order)."""
+    import httpx  # noqa: F401
+    import httpcore._backends.anyio  # noqa: F401  # isort: skip

@@ -4,8 +4,9 @@ the two), written whole to a temporary file and renamed over the old one, readab
 person alone (0600, in a 0700 folder).
 
 The rule: a kept answer is used while the server still lists the model (`GET /models`) with
-the same fingerprint (the fields of its entry that change when the model file does: `created`,
-`owned_by`, Ollama's `digest` and `modified_at`, vLLM's `max_model_len`), the file names the same
+the same fingerprint (the fields of its entry that change when the model file does: `created`
+(Ollama's is the model's modification time), `owned_by`, and `digest`, `modified_at`,
+`max_model_len` where a server gives them), the file names the same
 server and model, and its format is this probe's (`PROBE_VERSION`). A server that does not list
 the model, or lists it changed, is probed again. Only a probe that ran to its end, and got an
 answer to plain chat, is kept (a model that failed to load is probed at the next start).
