@@ -1,9 +1,10 @@
 """The model probe: a few small requests that find out how a model on its server takes tools,
 before the person's first request does (engine/probe_findings.py says what each answer means).
 
-The requests, each with `max_tokens` small and one tiny declared tool (`probe_add`), each
-marked with the `X-MM-Probe` header and sent on a connection of its own (llama-cpp-python closes
-the connection of its empty 200 though it said keep-alive):
+The requests, each with `max_tokens` small (64, 16 for plain chat) and one tiny declared tool
+(`probe_add`, with `tool_choice: "auto"` as the provider sends it), each marked with the
+`X-MM-Probe` header and sent on a connection of its own (llama-cpp-python closes the connection
+of its empty 200 though it said keep-alive):
 
 1. a streamed request with the tool, asking for two calls in one reply: whether the server
    takes tools (a 4xx or 5xx whose words name tools: "does not support tools", llama.cpp's
@@ -144,6 +145,7 @@ class ModelProbe:
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
         self.found = ProbeFindings()
+        self.tool_choice = True  # False once the server refused `tool_choice`
         self._client: httpx.AsyncClient | None = None
 
     async def run(self, window: ContextWindow | None = None) -> ProbeFindings:
@@ -229,17 +231,31 @@ class ModelProbe:
             "model": self.model,
             "messages": messages,
             "stream": stream,
-            "max_tokens": 96 if tools or system else 24,
+            "max_tokens": 64 if tools or system else 16,
             "temperature": 0,
         }
         if tools:
             body["tools"] = tools
+            if self.tool_choice:
+                body["tool_choice"] = "auto"
         return body
 
     async def _ask(
         self, step: str, tools: list[dict[str, Any]], *, stream: bool, system: bool = False
     ) -> Heard:
-        """One request; what was heard (never raises but `Unreachable` and a timeout)."""
+        """One request; what was heard (never raises but `Unreachable` and a timeout). Tools
+        go with `tool_choice: "auto"`, as the provider sends them (llama-cpp-python leaves
+        the tools out of the prompt without it); a server that refuses the field (400 naming
+        it) is asked again without it, as the provider does."""
+        heard = await self._once(step, tools, stream=stream, system=system)
+        if tools and self.tool_choice and heard.status == 400 and "tool_choice" in heard.error:
+            self.tool_choice = False
+            heard = await self._once(step, tools, stream=stream, system=system)
+        return heard
+
+    async def _once(
+        self, step: str, tools: list[dict[str, Any]], *, stream: bool, system: bool
+    ) -> Heard:
         import httpx
 
         heard = Heard()

@@ -88,7 +88,8 @@ class ProbeFindings:
         every value is one of a few known ones or a number)."""
         speed = self.tokens_per_second
         lines = [
-            f"probe: {self.status}" + (f" ({self.reason})" if self.reason else ""),
+            f"probe: {self.status} in {self.elapsed:.1f} s"
+            + (f" ({self.reason})" if self.reason else ""),
             f"chat: {self.chat}",
             f"tools accepted: {self.tools}",
             f"tool calls streamed: {self.streamed_calls}",

@@ -29,6 +29,7 @@ async def test_a_server_that_takes_and_streams_tools() -> None:
     streamed, chat = server.probe_requests
     assert streamed.stream and streamed.tool_names == ["probe_add"]
     assert streamed.headers["x-mm-probe"] == "tools-streamed"
+    assert streamed["tool_choice"] == "auto"  # as the provider sends tools
     assert not chat.stream and chat.tools == [] and chat["max_tokens"] <= 32
     assert all(r["max_tokens"] <= 96 for r in server.probe_requests)
 
@@ -55,6 +56,13 @@ async def test_a_model_that_writes_no_readable_call_is_spoken_to_in_chat_only() 
     found, _ = await probe(ProbeBehaviour(tools="refused", text_calls=False))
     assert (found.tools, found.text_calls) == ("no", "no")
     assert found.asking == "chat only" and found.change().startswith("chat only:")
+
+
+async def test_a_server_that_refuses_tool_choice_is_asked_without_it() -> None:
+    found, server = await probe(ProbeBehaviour(tool_choice=False))
+    assert (found.tools, found.streamed_calls) == ("yes", "yes")
+    refused, streamed, _chat = server.probe_requests
+    assert refused["tool_choice"] == "auto" and "tool_choice" not in streamed
 
 
 async def test_one_call_in_a_reply_is_not_several() -> None:

@@ -28,7 +28,8 @@ class ProbeBehaviour:
     in the system prompt, the model writes a call in it; `reasoning`: None, "reasoning_content",
     "reasoning" or "think" (`<think>` tags in the content); `chat`: False refuses every request
     with a 500; `silent`: every probe chat request gets the headers and then nothing (until the
-    server closes); `completion_tokens`: the usage each answer reports."""
+    server closes); `tool_choice`: False refuses a request that names `tool_choice` (a 400
+    naming it); `completion_tokens`: the usage each answer reports."""
 
     tools: str = "accepted"
     streamed_calls: bool = True
@@ -38,6 +39,7 @@ class ProbeBehaviour:
     reasoning: str | None = None
     chat: bool = True
     silent: bool = False
+    tool_choice: bool = True
     completion_tokens: int = 5
 
     @classmethod
@@ -56,6 +58,8 @@ class ProbeBehaviour:
             return SSE([], silence_after=0)
         if not self.chat:
             return Error(500, "the model failed to load")
+        if not self.tool_choice and "tool_choice" in req:
+            return Error(400, "tool_choice: extra fields not permitted")
         if req.tools and self.tools == "refused":
             model = req.body.get("model") if isinstance(req.body, dict) else ""
             return Error(400, f"registry.ollama.ai/library/{model} does not support tools")
