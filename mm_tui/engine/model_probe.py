@@ -183,7 +183,9 @@ class ModelProbe:
         if heard.refused_tools:
             self._note(tools="no")
         elif heard.answered and not heard.error:
-            self._note(tools="yes", streamed_calls="yes" if streamed else "no")
+            # a stream that worked says nothing of streamed calls unless one came in it
+            seen = "yes" if heard.calls else "unknown"
+            self._note(tools="yes", streamed_calls=seen if streamed else "no")
             self._calls(heard)
         await self._chat()
         if self.found.tools == "no" and self.found.chat == "yes":

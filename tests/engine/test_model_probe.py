@@ -65,6 +65,12 @@ async def test_a_server_that_refuses_tool_choice_is_asked_without_it() -> None:
     assert refused["tool_choice"] == "auto" and "tool_choice" not in streamed
 
 
+async def test_a_stream_without_a_call_says_nothing_of_streamed_calls() -> None:
+    found, _ = await probe(ProbeBehaviour(calls_as_text=True))
+    assert (found.tools, found.streamed_calls, found.calls_in_text) == ("yes", "unknown", "yes")
+    assert found.change() == ""
+
+
 async def test_one_call_in_a_reply_is_not_several() -> None:
     found, _ = await probe(ProbeBehaviour(several_calls=False))
     assert found.several_calls == "no"
