@@ -13,15 +13,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.core.events import ModelProbed
-from mm_tui.engine.model_probe import PROBE_BOUND, ModelProbe
 from mm_tui.engine.model_stream import ModelClient
-from mm_tui.engine.probe_cache import load_findings, read_fingerprint, save_findings
-from mm_tui.engine.probe_findings import ProbeFindings
-from mm_tui.engine.text_call_prompt import TextCallHistory
 from mm_tui.engine.turn_state import Emit
+
+if TYPE_CHECKING:  # loaded when the probe runs, not with the engine on the way to ready
+    from mm_tui.engine.probe_findings import ProbeFindings
+    from mm_tui.engine.text_call_prompt import TextCallHistory
+
+PROBE_BOUND = 10.0  # seconds: the whole probe, at most (probe_findings.PROBE_BOUND)
 
 UNSTREAMED_KINDS = ("tools", "auto", "none")
 """The provider's kinds of request that carry tools (engine/provider.py, `_kind`)."""
@@ -38,7 +40,10 @@ async def probed(
 ) -> tuple[ProbeFindings, bool]:
     """The findings for `client`'s model, and whether they are the kept ones: those kept when
     they still hold (unless `fresh`), else a probe's, kept when it finished. Never raises."""
+    # here, not at the top: the engine holds an AskStyle from start-up on, the probe runs later
     from mm_tui.core.paths import user_state_dir
+    from mm_tui.engine.model_probe import ModelProbe
+    from mm_tui.engine.probe_cache import load_findings, read_fingerprint, save_findings
 
     state = state_dir if state_dir is not None else user_state_dir()
     base_url, model = client.base_url, client.model
@@ -70,7 +75,7 @@ class AskStyle:
         self._key: tuple[str, str] | None = None
         self._task: asyncio.Future[tuple[ProbeFindings, bool]] | None = None
         self._said: set[tuple[str, str]] = set()
-        self._history = TextCallHistory()
+        self._history: TextCallHistory | None = None  # made when first needed
 
     def start(self, client: ModelClient, window: Callable[[], Any]) -> None:
         """Probe `client`'s model from now on, in the background; `window` gives the window
@@ -128,4 +133,8 @@ class AskStyle:
         (engine/text_call_prompt.py), the tools go in the system prompt, not in `tools`."""
         if self.asking != "text calls" or not tools:
             return messages, tools
+        if self._history is None:
+            from mm_tui.engine.text_call_prompt import TextCallHistory
+
+            self._history = TextCallHistory()
         return self._history.messages(messages, tools), []

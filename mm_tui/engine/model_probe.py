@@ -31,7 +31,7 @@ from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from mm_tui.core.frozen import mutable
-from mm_tui.engine.probe_findings import PROBE_HEADER, ProbeFindings
+from mm_tui.engine.probe_findings import PROBE_BOUND, PROBE_HEADER, ProbeFindings
 from mm_tui.engine.server_errors import server_error_text
 from mm_tui.engine.servers import USER_AGENT, connection_problem, is_loopback
 from mm_tui.engine.text_call_prompt import describe_text_calls
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
     from mm_tui.engine.context_window import ContextWindow
 
-PROBE_BOUND = 10.0  # seconds, the whole probe
 REQUEST_BOUND = 8.0  # seconds, one request
 
 PROBE_TOOL: dict[str, Any] = {

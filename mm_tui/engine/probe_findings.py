@@ -25,6 +25,7 @@ STATUSES = ("done", "timed out", "unreachable", "failed")
 REASONING = ("reasoning_content", "reasoning", "none", "unknown")
 Asking = Literal["tools", "text calls", "chat only"]
 
+PROBE_BOUND = 10.0  # seconds: the whole probe, at most
 PROBE_HEADER = "X-MM-Probe"
 """Sent with every probe request, and only with those: a real server ignores it, the tests'
 scripted server answers such requests apart from its script."""

@@ -134,6 +134,13 @@ async def test_the_key_goes_with_the_probe() -> None:
     assert all(r.headers["authorization"].startswith("Bearer ") for r in server.probe_requests)
 
 
+def test_the_engine_waits_for_the_probe_as_long_as_it_may_take() -> None:
+    from mm_tui.engine.ask_style import PROBE_BOUND as ENGINE_BOUND
+    from mm_tui.engine.probe_findings import PROBE_BOUND
+
+    assert ENGINE_BOUND == PROBE_BOUND == ModelProbe("http://h/v1", "m").bound == 10
+
+
 def test_the_probe_tool_is_tiny() -> None:
     assert PROBE_TOOL["function"]["name"] == "probe_add"
     assert len(str(PROBE_TOOL)) < 400
