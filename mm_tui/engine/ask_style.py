@@ -36,18 +36,21 @@ async def probed(
     *,
     state_dir: Path | None = None,
     bound: float = PROBE_BOUND,
+    request_bound: float | None = None,
     fresh: bool = False,
 ) -> tuple[ProbeFindings, bool]:
     """The findings for `client`'s model, and whether they are the kept ones: those kept when
-    they still hold (unless `fresh`), else a probe's, kept when it finished. Never raises."""
+    they still hold (unless `fresh`), else a probe's, kept when it finished. `bound` holds
+    for the whole, the fingerprint's `GET /models` included. Never raises."""
     # here, not at the top: the engine holds an AskStyle from start-up on, the probe runs later
     from mm_tui.core.paths import user_state_dir
-    from mm_tui.engine.model_probe import ModelProbe
+    from mm_tui.engine.model_probe import REQUEST_BOUND, ModelProbe
     from mm_tui.engine.probe_cache import load_findings, read_fingerprint, save_findings
 
     state = state_dir if state_dir is not None else user_state_dir()
     base_url, model = client.base_url, client.model
     api_key = getattr(client, "api_key", None)
+    started = asyncio.get_running_loop().time()
     try:
         async with asyncio.timeout(bound * FINGERPRINT_SHARE):
             fingerprint = await read_fingerprint(base_url, model, api_key=api_key)
@@ -57,7 +60,9 @@ async def probed(
     if kept is not None:
         return kept, True
     wire = getattr(client, "wire_model", model)
-    probe = ModelProbe(base_url, wire, api_key=api_key, bound=bound)
+    left = max(0.5, bound - (asyncio.get_running_loop().time() - started))
+    each = request_bound if request_bound is not None else REQUEST_BOUND
+    probe = ModelProbe(base_url, wire, api_key=api_key, bound=left, request_bound=each)
     findings = await probe.run(window)
     await asyncio.to_thread(save_findings, state, base_url, model, fingerprint, findings)
     return findings, False
