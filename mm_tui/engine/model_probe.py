@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from mm_tui.engine.context_window import ContextWindow
 
 REQUEST_BOUND = 8.0  # seconds, one request
+MAX_ANSWER = 256 * 1024  # bytes read of one answer at most: 64 tokens take far fewer
 
 PROBE_TOOL: dict[str, Any] = {
     "type": "function",
@@ -285,19 +286,23 @@ class ModelProbe:
         ) as resp:
             heard.status = resp.status_code
             if resp.status_code != 200:
-                heard.error = server_error_text(await resp.aread()) or resp.reason_phrase
+                heard.error = server_error_text(await _head(resp)) or resp.reason_phrase
                 return
             kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
             if not stream or kind == "application/json":
                 try:
-                    heard.take_object(json.loads(await resp.aread()), "message")
+                    heard.take_object(json.loads(await _head(resp)), "message")
                 except ValueError:
                     heard.error = "an answer that is not JSON"
                 return
             sse = SseDecoder()
+            read = 0
             async for raw in resp.aiter_bytes():
                 for obj in sse.feed(raw):
                     heard.take_object(obj, "delta")
+                read += len(raw)
+                if read > MAX_ANSWER or sse.done:
+                    break
             heard.answered |= sse.done
             if not sse.seen_data:
                 heard.error = "an empty answer to a streamed request"
@@ -315,6 +320,17 @@ class ModelProbe:
                 verify=tls_context(),
             )
         return self._client
+
+
+async def _head(resp: httpx.Response) -> bytes:
+    """The answer's body, or its first MAX_ANSWER bytes: a server that sends more than a probe
+    asks for is not read to its end."""
+    data = bytearray()
+    async for piece in resp.aiter_bytes():
+        data += piece
+        if len(data) > MAX_ANSWER:
+            break
+    return bytes(data[:MAX_ANSWER])
 
 
 def _load_http() -> None:

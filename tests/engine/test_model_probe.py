@@ -4,7 +4,14 @@ finding, the requests it makes (never the script's), its bound, and a server tha
 from __future__ import annotations
 
 import pytest
-from support.scripted_server import ProbeBehaviour, Reply, ScriptedServer, closed_port_url
+from support.scripted_server import (
+    SSE,
+    ProbeBehaviour,
+    Reply,
+    ScriptedServer,
+    closed_port_url,
+    text_chunks,
+)
 
 from mm_tui.engine.context_window import ContextWindow
 from mm_tui.engine.model_probe import PROBE_TOOL, ModelProbe
@@ -108,6 +115,16 @@ async def test_each_request_is_bounded_too() -> None:
     found, server = await probe(ProbeBehaviour(silent=True), bound=30, request_bound=0.3)
     assert found.status == "done"  # every request gave up on its own: nothing was found
     assert (found.tools, found.chat) == ("unknown", "no")
+    assert len(server.probe_requests) == 3
+
+
+async def test_an_answer_longer_than_asked_for_is_not_read_to_its_end() -> None:
+    """A stream of 600 KiB that then never ends: the probe stops reading it past its cap, so
+    each request ends at once instead of waiting out its bound (and the probe out its own)."""
+    pieces = text_chunks("x" * 1024 * 600, split=1024)
+    endless = ProbeBehaviour(fixed=SSE(pieces, silence_after=len(pieces)))
+    found, server = await probe(endless, bound=20, request_bound=30)
+    assert found.status == "done" and found.tools == "unknown"
     assert len(server.probe_requests) == 3
 
 

@@ -29,7 +29,8 @@ class ProbeBehaviour:
     "reasoning" or "think" (`<think>` tags in the content); `chat`: False refuses every request
     with a 500; `silent`: every probe chat request gets the headers and then nothing (until the
     server closes); `tool_choice`: False refuses a request that names `tool_choice` (a 400
-    naming it); `completion_tokens`: the usage each answer reports."""
+    naming it); `completion_tokens`: the usage each answer reports; `fixed`: one answer for
+    every probe chat request instead (a hostile server's)."""
 
     tools: str = "accepted"
     streamed_calls: bool = True
@@ -41,6 +42,7 @@ class ProbeBehaviour:
     silent: bool = False
     tool_choice: bool = True
     completion_tokens: int = 5
+    fixed: Response | None = None
 
     @classmethod
     def for_server(cls, serves: str | None) -> ProbeBehaviour:
@@ -54,6 +56,8 @@ class ProbeBehaviour:
 
     def answer(self, req: Received) -> Response:
         """The answer to one probe chat request."""
+        if self.fixed is not None:
+            return self.fixed
         if self.silent:
             return SSE([], silence_after=0)
         if not self.chat:
