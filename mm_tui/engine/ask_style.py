@@ -135,8 +135,9 @@ class AskStyle:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The history and the tools as the request sends them: with calls described as text
-        (engine/text_call_prompt.py), the tools go in the system prompt, not in `tools`."""
-        if self.asking != "text calls" or not tools:
+        (engine/text_call_prompt.py), the tools go in the system prompt, not in `tools`; in
+        chat only, none go, and the history's calls (a resumed session's) go as text."""
+        if self.asking == "tools":
             return messages, tools
         if self._history is None:
             from mm_tui.engine.text_call_prompt import TextCallHistory

@@ -40,7 +40,9 @@ def describe_text_calls(tools: Sequence[dict[str, Any]]) -> str:
 
 
 class TextCallHistory:
-    """The history as a server without tools is sent it (see the module's docstring)."""
+    """The history as a server without tools is sent it (see the module's docstring). Without
+    `tools` (a model spoken to in chat only), the system message stays as it is and the calls
+    of the history still go as text."""
 
     def __init__(self) -> None:
         self._made: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
@@ -52,7 +54,7 @@ class TextCallHistory:
         made: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         out = []
         for n, message in enumerate(messages):
-            if n == 0 and message.get("role") == "system":
+            if n == 0 and message.get("role") == "system" and tools:
                 out.append(self._with_tools(message, describe_text_calls(tools)))
                 continue
             hit = self._made.get(id(message))

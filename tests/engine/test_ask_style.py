@@ -15,6 +15,7 @@ from mm_tui.config import Settings
 from mm_tui.core.events import Event, ModelProbed, TextDelta, ToolCallFinished
 from mm_tui.engine.ask_style import AskStyle
 from mm_tui.engine.model_choice import switch_model
+from mm_tui.engine.probe_findings import ProbeFindings
 from mm_tui.engine.text_call_prompt import TEXT_CALL_FORM
 from mm_tui.startup import Started, start
 
@@ -110,6 +111,21 @@ async def test_a_model_that_cannot_call_in_text_is_spoken_to_in_chat_only(
     assert HERMES in "".join(e.text for e in of(events, TextDelta))
     (said,) = of(events, ModelProbed)
     assert said.text.startswith("chat only:")
+
+
+def test_in_chat_only_a_resumed_sessions_calls_go_as_text() -> None:
+    asking = AskStyle()
+    asking.findings = ProbeFindings(chat="yes", tools="no", text_calls="no")
+    called = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c", "function": {"name": "bash", "arguments": "{}"}}],
+    }
+    history = [{"role": "system", "content": "s"}, called, {"role": "tool", "content": "ok"}]
+    messages, tools = asking.request(history, [])
+    assert tools == [] and messages[0] is history[0]
+    assert [m["role"] for m in messages] == ["system", "assistant", "user"]
+    assert "tool_calls" not in messages[1]
 
 
 async def test_a_second_start_asks_no_probe_request(tmp_path: Path) -> None:

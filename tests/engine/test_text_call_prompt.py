@@ -73,3 +73,15 @@ def test_each_message_is_made_once() -> None:
     one = history.messages(messages, [READ])
     two = history.messages(messages, [READ])
     assert all(a is b for a, b in zip(one, two, strict=True))
+
+
+def test_without_tools_the_system_message_stays_and_calls_go_as_text() -> None:
+    history = TextCallHistory()
+    system = {"role": "system", "content": "You are mm."}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "x"}
+    sent = history.messages([system, CALLED, result], [])
+    assert sent[0] is system
+    assert "tool_calls" not in sent[1] and sent[1]["content"].startswith(
+        "Let me look.\n<tool_call>"
+    )
+    assert sent[2]["role"] == "user"
