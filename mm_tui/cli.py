@@ -1,7 +1,7 @@
 """`mm`: flags to one front end.
 
 `mm` and `mm --window` open window mode; `--line`, `-p` and `--ask` print lines; `-acp` serves
-ACP over stdio. Start-up errors (a broken config file, a server that cannot be reached) end in
+ACP over stdio; `--doctor` probes the model and prints what it found. Start-up errors (a broken config file, a server that cannot be reached) end in
 one line on stderr and exit 2.
 """
 
@@ -80,6 +80,12 @@ def parser() -> argparse.ArgumentParser:
         "--demo", action="store_true", help="the built-in demo model in a throw-away playground"
     )
     p.add_argument(
+        "--doctor",
+        action="store_true",
+        help="probe the model now (tools, streaming, reasoning, window, speed), print what it "
+        "found, exit",
+    )
+    p.add_argument(
         "--config", metavar="FILE", help="an agent file merged over the other config files"
     )
     p.add_argument("--model", help="the model name")
@@ -115,6 +121,7 @@ def parser() -> argparse.ArgumentParser:
 PLAIN_FLAGS = {
     "--window": ("window", True),
     "--demo": ("demo", True),
+    "--doctor": ("doctor", True),
     "--yolo": ("yolo", True),
     "--no-yolo": ("yolo", False),
 }
@@ -126,6 +133,7 @@ DEFAULTS: dict[str, object] = {
     "acp": False,
     "ask": None,
     "demo": False,
+    "doctor": False,
     "config": None,
     "model": None,
     "base_url": None,
@@ -177,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
 
         use_ascii_where_needed()
     cwd = Path.cwd()
-    window = not (args.line or args.prompt is not None or args.acp or args.ask)
-    if args.demo and not window:  # the window makes it beside its first frame (`run_window`)
+    window = not (args.line or args.prompt is not None or args.acp or args.ask or args.doctor)
+    if args.demo and not (
+        window or args.doctor
+    ):  # the window makes it beside its first frame (`run_window`)
         from mm_tui.engine.playground import make_playground
 
         cwd = make_playground()
@@ -208,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(safe_display(str(exc)), file=sys.stderr)
         return 2
+    if args.doctor:
+        from mm_tui.line.doctor import run_doctor
+
+        return asyncio.run(run_doctor(settings, demo=args.demo))
     if args.acp:
         from mm_tui.acp import run as run_acp
 

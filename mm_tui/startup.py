@@ -231,6 +231,8 @@ async def start(
         engine.registry.add_source(pool)
         engine.registry.start()
     notes.extend(await engine.learn_context_window())
+    if not isinstance(client, DemoModel):  # probed in the background (engine/ask_style.py)
+        engine.round_trip.asking.start(client, lambda: engine.context.meter.window)
     warnings.extend(engine.context.window_warnings)  # contextWindow that Ollama cannot keep
     notes.extend(session.warnings)
     notes.extend(engine.registry.warnings)

@@ -408,6 +408,8 @@ class MMAgent(acp.Agent):
         for warning in session.warnings:
             log.warning("%s", warning)
         await self._learn_window(engine)
+        # the model's probe (engine/ask_style.py): a kept answer, or probed in the background
+        engine.round_trip.asking.start(engine.client, lambda: engine.meter.window)
         old = self._sessions.get(session.id)
         if old is not None:
             asyncio.get_running_loop().create_task(old.engine.registry.aclose())

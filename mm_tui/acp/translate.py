@@ -69,6 +69,7 @@ from mm_tui.core.events import (
     HistoryShortened,
     ModeChanged,
     ModelChanged,
+    ModelProbed,
     ModelRetrying,
     PermissionRequested,
     RuleAdded,
@@ -170,7 +171,7 @@ async def translate(state: AcpSession, event: Event) -> None:
             log.info("%s", event.message)
         case HistoryCompacted():
             log.info("%s", event.title)
-        case ModelChanged() | FilesRestored() | RuleAdded():
+        case ModelChanged() | FilesRestored() | RuleAdded() | ModelProbed():
             log.info("%s", event.text)
         case TodoUpdated():
             if not child:

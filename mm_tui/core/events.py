@@ -496,6 +496,14 @@ def model_change_text(model: str, previous: str | None) -> str:
 
 
 @frozen
+class ModelProbed(BaseEvent):
+    """The probe of the model in use (engine/model_probe.py) changed how mm asks it: `text`
+    says how, on one line (mm's own words)."""
+
+    text: str
+
+
+@frozen
 class FilesRestored(BaseEvent):
     """`/undo` put the project's files back as they were before a turn (or, `redo`, as they
     were before the last /undo); `text` says what it did, on one line."""
@@ -554,6 +562,7 @@ Event = (
     | HistoryCompacted
     | TurnEnded
     | ModelChanged
+    | ModelProbed
     | ModeChanged
     | TodoUpdated
     | FilesRestored

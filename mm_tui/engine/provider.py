@@ -140,6 +140,11 @@ class OpenAIProvider:
         twin._tokenizer = None
         return twin
 
+    def ask_unstreamed(self, kinds: tuple[str, ...]) -> None:
+        """Send these kinds of request (`_kind`) non-streamed from the first: the model's probe
+        found that this server loses them streamed (engine/model_probe.py)."""
+        self._no_stream.update(kinds)
+
     @property
     def wire_model(self) -> str:
         """The name the requests name: the model's own, or the copy `served` maps it to."""

@@ -23,6 +23,7 @@ from mm_tui.core.events import (
     ThoughtDelta,
 )
 from mm_tui.core.frozen import mutable
+from mm_tui.engine.ask_style import AskStyle
 from mm_tui.engine.chunk_assembly import distinct_ids
 from mm_tui.engine.context_keeper import ContextKeeper
 from mm_tui.engine.guards import RunawayDetector
@@ -69,12 +70,14 @@ class RoundTrip:
         self.recorder = recorder
         self.context = context
         self.server = server
+        self.asking = AskStyle()  # as the model's probe found (start-up turns it on)
 
     async def generate(self, emit: Emit, state: TurnState) -> list[ToolCall]:
         """Stream the model's answer; the tool calls it asked for (none: the turn ends)."""
+        await self.asking.settle(self.client, emit)
         await self.context.make_room(emit)
         answer = _Answer()
-        tools = self.context.tools()
+        tools = self.asking.declared(self.context.tools())
         sent = self.context.meter.chars(self.context.messages(), tools)
         refused = await self._stream(emit, state, answer, tools)
         if refused is not None:  # too big for the window: learn it, make room, ask once more
@@ -96,7 +99,7 @@ class RoundTrip:
         answer.gate = CallGate(tools) if tools else None
         answer.think = ThinkSplitter()
         reading = _Reading(self, emit, answer)
-        stream = self.client.stream(self.context.messages(), tools)
+        stream = self.client.stream(*self.asking.request(self.context.messages(), tools))
         try:
             async with asyncio.timeout(reading.timeout) as watchdog:
                 reading.arm(watchdog)

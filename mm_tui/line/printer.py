@@ -38,6 +38,7 @@ from mm_tui.core.events import (
     HistoryShortened,
     ModeChanged,
     ModelChanged,
+    ModelProbed,
     ModelRetrying,
     PermissionRequested,
     RuleAdded,
@@ -217,7 +218,7 @@ class LinePrinter:
                 say(c, prefix + safe_display(event.message), "dim")
             case HistoryCompacted():
                 say(c, prefix + safe_display(event.title), "dim")
-            case ModelChanged() | ModeChanged():
+            case ModelChanged() | ModeChanged() | ModelProbed():
                 say(c, prefix + safe_display(event.text), "dim")
             case TodoUpdated():
                 from mm_tui.tools.todo import MARKS

@@ -58,7 +58,9 @@ async def test_mm_acp_answers_one_prompt_on_the_real_server(server, project: Pat
     assert response.stop_reason == "end_turn", log.read_text()
     said = editor.text()
     assert said.strip()
-    # More than one piece: the answer streamed to the editor as the server produced it.
-    assert sum(isinstance(u, AgentMessageChunk) for u in editor.updates) > 1
+    # One piece: llama-cpp-python loses a streamed tool call, so the model's probe has mm ask
+    # it without streaming whenever tools go with the request (engine/model_probe.py). The
+    # answer streamed to the editor piece by piece is held by tests/acp/test_acp_agent.py.
+    assert sum(isinstance(u, AgentMessageChunk) for u in editor.updates) >= 1
     saved = saved_session(project)
     assert saved["messages"][-1] == {"role": "assistant", "content": said}

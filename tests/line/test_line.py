@@ -16,6 +16,7 @@ from mm_tui.core.events import (
     Counters,
     HistoryCompacted,
     HistoryShortened,
+    ModelProbed,
     PermissionRequested,
     ToolCallFinished,
     TurnEnded,
@@ -340,3 +341,9 @@ async def test_the_wait_behind_a_cancelled_answer_is_said_on_a_line(tmp_path) ->
     lines = out.getvalue().splitlines()
     said = lines.index("the server is still finishing the last answer")
     assert lines[said + 1] == "the next answer" and lines[said - 1].endswith("cancelled")
+
+
+def test_the_probes_line_is_printed() -> None:
+    p, out = printer()
+    p(ModelProbed(text="requests with tools go non-streamed: \x1b[2Jgone"))
+    assert out.getvalue() == "requests with tools go non-streamed: \\x1b[2Jgone\n"

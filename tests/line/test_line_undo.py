@@ -54,6 +54,7 @@ def test_undo_shows_the_plan_asks_and_restores(tmp_path: Path) -> None:
             until_screen(session, "/undo: no turn to undo")
             tmux("send-keys", "-t", session, "and now?", "Enter")
             until_screen(session, "ok")
+            server.wait_for_requests(3, timeout=30)  # "ok" is on the screen before ("tokens")
     user = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] == "user"]
     assert user[-1].startswith("[mm: the person ran /undo")
     assert user[-1].endswith("\n\nand now?")

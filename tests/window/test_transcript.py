@@ -11,6 +11,7 @@ from mm_tui.core.events import (
     EngineError,
     HistoryCompacted,
     HistoryShortened,
+    ModelProbed,
     PermissionRequested,
     Thinking,
     ThoughtDelta,
@@ -431,3 +432,11 @@ def test_a_resumed_answer_shows_its_reasoning_folded() -> None:
     assert isinstance(thought, ThoughtItem) and thought.folded and thought.done
     assert thought.pieces == ["Let me look first."]
     assert isinstance(answer, AnswerItem) and answer.pieces == ["Nothing there."]
+
+
+def test_the_probes_line_is_a_notice() -> None:
+    t = Transcript()
+    t.apply(ModelProbed(text="requests with tools go non-streamed: the server loses them"))
+    (notice,) = t.items
+    assert isinstance(notice, NoticeItem) and notice.level == "info"
+    assert notice.text == "requests with tools go non-streamed: the server loses them"

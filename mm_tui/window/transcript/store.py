@@ -295,6 +295,7 @@ class Transcript:
             HistoryShortened,
             ModeChanged,
             ModelChanged,
+            ModelProbed,
             ModelRetrying,
             PermissionRequested,
             RuleAdded,
@@ -449,7 +450,7 @@ class Transcript:
                 return changed
             case HistoryShortened():
                 return [self.add(NoticeItem(agent=agent, text=event.message, level="info"))]
-            case ModelChanged() | ModeChanged() | FilesRestored():
+            case ModelChanged() | ModeChanged() | FilesRestored() | ModelProbed():
                 return [self.add(NoticeItem(agent=agent, text=event.text, level="info"))]
             case RuleAdded():
                 level = "warning" if event.warning else "info"

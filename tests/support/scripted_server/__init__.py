@@ -83,6 +83,11 @@ A context window, enforced and served, for the code that learns the window from 
   sent as JSON, str or bytes as they are (status 200), an `Error` as its error, `Delayed(seconds,
   answer)` after a wait. Requests other than chat completions are recorded in `lookups`.
 
+mm's model probe (requests with the `X-MM-Probe` header) never uses the script: `probe=
+ProbeBehaviour(...)` says how its requests are answered (`probe.py`; by default as a server that
+takes and streams tool calls), and they are kept in `probe_requests` and `probe_lookups`, never
+in `requests`, `lookups` or `models_requests`.
+
 The package: `script.py` is the script language (the answers a test queues, the requests it
 reads back), `sse.py` builds the chunks and frames them as SSE, `context.py` and `native.py`
 are the context window's refusals and the servers' own endpoints, `ollama.py` Ollama's models
@@ -101,6 +106,7 @@ from .context import (
     scripted_tokens,
 )
 from .ollama import OllamaModels
+from .probe import ProbeBehaviour
 from .script import (
     SSE,
     Call,
@@ -138,6 +144,7 @@ __all__ = [
     "EmptyBody",
     "Error",
     "OllamaModels",
+    "ProbeBehaviour",
     "Generating",
     "Raw",
     "Received",

@@ -26,6 +26,7 @@ from .context import (
 )
 from .native import _llama_props, _lmstudio_entry, _ollama_name, _ollama_ps_entry, _ollama_show
 from .ollama import OllamaModels
+from .probe import PROBE_HEADER, ProbeBehaviour
 from .script import (
     SSE,
     Completion,
@@ -131,6 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         owner = self.server.owner
         path = urlsplit(self.path).path
+        if PROBE_HEADER in self.headers:  # mm's probe: kept apart from every count
+            self._probe_lookup(path)
+            return
         owner._record_lookup(
             Received("GET", path, {k.lower(): v for k, v in self.headers.items()}, None, b"")
         )
@@ -171,6 +175,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no route for POST {path}"}})
             return
         req = Received("POST", path, {k.lower(): v for k, v in self.headers.items()}, body, raw)
+        if PROBE_HEADER in req.headers:  # mm's probe: answered apart from the script
+            self._probe(req)
+            return
         if (
             owner.api_key is not None
             and req.headers.get("authorization") != f"Bearer {owner.api_key}"
@@ -200,6 +207,38 @@ class _Handler(BaseHTTPRequestHandler):
             self._serve(response, req, seq)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client went away; nothing to tell it
+
+    def _probe_lookup(self, path: str) -> None:
+        """The probe's `GET /models` (the model's fingerprint): answered as any other, kept in
+        `probe_lookups` alone."""
+        owner = self.server.owner
+        owner._record_probe(
+            Received("GET", path, {k.lower(): v for k, v in self.headers.items()}, None, b""),
+            owner.probe_lookups,
+        )
+        if self._answer_route("GET", path, None):
+            return
+        if path.rstrip("/").endswith("/models") and owner.models is not None:
+            self._send_json(
+                200, {"object": "list", "data": [owner._model_card(m) for m in owner.models]}
+            )
+        else:
+            self._send_json(404, {"error": {"message": f"no route for GET {path}"}})
+
+    def _probe(self, req: Received) -> None:
+        """A probe's chat request: the key checked, then the answer of `owner.probe`."""
+        owner = self.server.owner
+        seq = 1000 + owner._record_probe(req, owner.probe_requests)
+        if (
+            owner.api_key is not None
+            and req.headers.get("authorization") != f"Bearer {owner.api_key}"
+        ):
+            self._send_json(401, {"error": {"message": "Incorrect API key provided"}})
+            return
+        try:
+            self._serve(owner.probe.answer(req), req, seq)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            self.close_connection = True
 
     def _answer_route(self, method: str, path: str, body: Any) -> bool:
         """Answer a `routes` override or a native endpoint of `serves`; False when neither."""
@@ -361,7 +400,8 @@ class ScriptedServer:
     `context_window`, `context_style`, `report_usage`, `serves`, `model_max`, `ollama_num_ctx`,
     `llama_slots`, `loaded` and `routes`: the context window, as the module docstring says.
     `ollama`: Ollama's models and scheduler (`ollama.py`), which then answer every native route
-    and load the model for each chat request.
+    and load the model for each chat request. `probe`: how mm's probe requests are answered,
+    apart from the script (`probe.py`; by default as the server `serves` names would).
     """
 
     def __init__(
@@ -383,6 +423,7 @@ class ScriptedServer:
         routes: dict[tuple[str, str], Any] | None = None,
         ollama: OllamaModels | None = None,
         tokenizer: Callable[[str], int] | None = None,
+        probe: ProbeBehaviour | None = None,
     ) -> None:
         self.models = list(models) if models is not None else None
         self.model_name = self.models[0] if self.models else DEFAULT_MODEL
@@ -414,6 +455,10 @@ class ScriptedServer:
             for (method, path), answer in (routes or {}).items()
         }
         self.ollama = ollama
+        # how mm's probe requests are answered (probe.py), and those requests, kept apart
+        self.probe = probe if probe is not None else ProbeBehaviour.for_server(serves)
+        self.probe_requests: list[Received] = []
+        self.probe_lookups: list[Received] = []
         self.lookups: list[Received] = []  # requests other than chat completions
         self.requests: list[Received] = []
         self.models_requests = 0
@@ -548,6 +593,11 @@ class ScriptedServer:
         while running is not None and not running.done.wait(0.005):
             if self._stopping.is_set():
                 return
+
+    def _record_probe(self, req: Received, into: list[Received]) -> int:
+        with self._lock:
+            into.append(req)
+            return len(into) - 1
 
     def _record_lookup(self, req: Received) -> None:
         with self._lock:
