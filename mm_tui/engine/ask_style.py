@@ -84,9 +84,12 @@ class AskStyle:
 
     def start(self, client: ModelClient, window: Callable[[], Any]) -> None:
         """Probe `client`'s model from now on, in the background; `window` gives the window
-        the engine learned (the probe does not ask the server for it again)."""
+        the engine learned (the probe does not ask the server for it again). It begins at the
+        loop's next turn: start-up returns first, and the window is ready before the probe's
+        requests and its HTTP client's import take their share of the process (a request sent
+        meanwhile begins it itself, in `settle`)."""
         self.enabled, self.window = True, window
-        self.begin(client)
+        asyncio.get_running_loop().call_soon(self.begin, client)
 
     def begin(self, client: ModelClient) -> None:
         """Start the probe of `client`'s model, unless it is the one probed already."""

@@ -255,9 +255,9 @@ class ContextKeeper:
         if self.window_unread:
             self.window_unread = False
             await self.learn_window()
-            # start-up's warnings, said now (a copy refused); the header shows the window
-            for warning in self.window_warnings if emit is not None else ():
-                emit(EngineError("context window", f"[warning: {warning}]", level="warning"))
+            for warning in self.window_warnings:  # start-up's warnings, said now (a copy refused)
+                if emit is not None:
+                    emit(EngineError("context window", f"[warning: {warning}]", level="warning"))
         elif self.kept is not None and self.kept.unchecked:  # (an answer of the copy's)
             await self._check_kept(self.kept, emit)
         # without a tokenizer to ask, a turn's first request counts the fixed prompt: the
