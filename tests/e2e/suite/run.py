@@ -9,7 +9,7 @@ when the suite could not run (no e2e environment, a server that did not start, a
 SmolLM2 (tests/e2e/test_e2e_suite.py), so that it cannot rot unseen.
 
     python tests/e2e/suite/run.py [--models smollm2,gemma3] [--formats chatml-function-calling,own]
-        [--tasks secret_word,fix_typo] [--task-seconds 90] [--max-turns 4] [--json FILE]
+        [--tasks secret_word,fix_typo] [--task-seconds 60] [--max-turns 4] [--json FILE]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from suite.report import Run, report  # noqa: E402
 from suite.runner import run_task  # noqa: E402
 from suite.tasks import Task, by_name  # noqa: E402
 
-TASK_SECONDS = 90.0
+TASK_SECONDS = 60.0
 MAX_TURNS = 4
 PROJECT = Path(tempfile.gettempdir()) / "mm-suite-project"
 HOME = Path(tempfile.gettempdir()) / "mm-suite-home"
@@ -107,8 +108,21 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def write_json(path: Path, header: str, runs: Sequence[Run]) -> None:
+    data = {
+        "header": header,
+        "runs": [
+            {"model": r.model, "format": r.format, "results": [x.to_json() for x in r.results]}
+            for r in runs
+        ],
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    # Killed, the suite stops its server on the way out (the `with` blocks), as on Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         models, formats = models_named(args.models), formats_named(args.formats)
         tasks = by_name(args.tasks)
@@ -116,34 +130,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"suite: {exc}", file=sys.stderr)
         return 2
     began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(
-        f"suite: {len(tasks)} tasks × {len(models)} models × {len(formats)} formats, "
-        f"{args.task_seconds:g}s a task, maxTurns {args.max_turns}; load {machine_load()}",
-        file=sys.stderr,
+    settings = (
+        f"{args.task_seconds:g} s a task, maxTurns {args.max_turns}, temperature 0, "
+        f"2,048-token context, {versions(e2e_python())}"
     )
+    print(f"suite: {len(tasks)} tasks, {settings}; load {machine_load()}", file=sys.stderr)
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="mm-suite-logs-") as logs:
         try:
             for model in models:
                 for fmt in formats:
                     runs.append(run_model(model, fmt, tasks, args, Path(logs)))
+                    if args.json:  # as it goes: an interrupted run keeps what it measured
+                        write_json(args.json, f"Run {began}, {settings} (unfinished).", runs)
         except ServerUnavailable as exc:
             print(f"suite: {exc}", file=sys.stderr)
             return 2
-    header = (
-        f"Run {began}, {args.task_seconds:g} s a task, maxTurns {args.max_turns}, temperature 0, "
-        f"2,048-token context; {versions(e2e_python())}; load at the end {machine_load()}."
-    )
+    header = f"Run {began}, {settings}; load at the end {machine_load()}."
     print(header + "\n\n" + report(runs))
     if args.json:
-        data = {
-            "header": header,
-            "runs": [
-                {"model": r.model, "format": r.format, "results": [x.to_json() for x in r.results]}
-                for r in runs
-            ],
-        }
-        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        write_json(args.json, header, runs)
     return 0
 
 

@@ -157,13 +157,16 @@ def run_mm(args: list[str], cwd: Path, env: dict[str, str], seconds: float) -> b
 
 def mm_environment(server: Server, home: Path, max_turns: int) -> dict[str, str]:
     """mm's environment for a task: a home of its own, its sessions in `home`/sessions,
-    temperature 0, at most `max_turns` model round trips, the server's context window."""
+    temperature 0, at most `max_turns` model round trips, the server's context window, and no
+    TCP for the commands the model runs (no task needs it, and a small model asked for a
+    version number may well try `npm install -g` of something)."""
     return clean_env(
         home,
         command_environment(server.n_ctx, {}),
         MM_TEMPERATURE="0",
         MM_MAX_TURNS=str(max_turns),
         MM_SESSIONS_DIR=str(home / "sessions"),
+        MM_SANDBOX_NETWORK="false",
     )
 
 
