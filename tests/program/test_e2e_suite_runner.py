@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.scripted_server import Reply, ScriptedServer, call, silence_after
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "e2e"))
 
 from suite.report import Run, report  # noqa: E402
 from suite.runner import TaskResult, run_task  # noqa: E402
@@ -28,9 +28,6 @@ class Scripted:
         self.base_url = server.base_url
         self.model_id = "scripted"
         self.n_ctx = 2048
-
-    def wait_idle(self, timeout: float = 0) -> float:
-        return 0.0
 
 
 def run(task: str, server: ScriptedServer, tmp_path: Path, seconds: float = BOUND) -> TaskResult:

@@ -87,6 +87,13 @@ def run_model(
                     max_turns=args.max_turns,
                 )
             results.append(result)
+            if result.stop == "timeout":
+                # The answer mm left behind may run to the end of the context, minutes on a
+                # busy machine: a new server is ready in seconds.
+                server.stop()
+                server.start()
+            else:
+                server.wait_idle(timeout=600)
             print(
                 f"  {model.name} · {label} · {task.name}: {result.stop}, {result.calls} calls "
                 f"({result.from_text} from text), {'checked' if result.checked else 'not checked'}"
