@@ -27,7 +27,8 @@ SUMMARY_ROW = re.compile(
 def test_the_suite_runs_two_tasks_and_its_counts_agree(tmp_path: Path):
     results = tmp_path / "results.json"
     args = ["--models", "smollm2", "--formats", "chatml-function-calling"]
-    args += ["--tasks", ",".join(TASKS), "--task-seconds", "60", "--json", str(results)]
+    args += ["--tasks", ",".join(TASKS), "--task-seconds", "40", "--max-turns", "2"]
+    args += ["--json", str(results)]
     done = subprocess.run(
         [sys.executable, str(RUN), *args],
         capture_output=True,
