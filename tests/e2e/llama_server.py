@@ -254,7 +254,9 @@ class LlamaServer:
             os.killpg(self.proc.pid, signal.SIGCONT)
         self.paused = False
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 10.0) -> None:
+        """`grace`: the seconds it has to end after SIGTERM (it finishes the answer it is
+        generating first) before SIGKILL; 0 kills it at once."""
         proc = self.proc
         if proc is None:
             return
@@ -263,7 +265,7 @@ class LlamaServer:
                 self.resume()
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
-                    proc.wait(10)
+                    proc.wait(grace)
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(10)

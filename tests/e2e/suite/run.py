@@ -9,7 +9,7 @@ when the suite could not run (no e2e environment, a server that did not start, a
 SmolLM2 (tests/e2e/test_e2e_suite.py), so that it cannot rot unseen.
 
     python tests/e2e/suite/run.py [--models smollm2,gemma3] [--formats chatml-function-calling,own]
-        [--tasks secret_word,fix_typo] [--task-seconds 60] [--max-turns 4] [--json FILE]
+        [--tasks secret_word,fix_typo] [--task-seconds 45] [--max-turns 4] [--json FILE]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from suite.report import Run, report  # noqa: E402
 from suite.runner import run_task  # noqa: E402
 from suite.tasks import Task, by_name  # noqa: E402
 
-TASK_SECONDS = 60.0
+TASK_SECONDS = 45.0
 MAX_TURNS = 4
 PROJECT = Path(tempfile.gettempdir()) / "mm-suite-project"
 HOME = Path(tempfile.gettempdir()) / "mm-suite-home"
@@ -90,7 +90,7 @@ def run_model(
             if result.stop == "timeout":
                 # The answer mm left behind may run to the end of the context, minutes on a
                 # busy machine: a new server is ready in seconds.
-                server.stop()
+                server.stop(grace=0)
                 server.start()
             else:
                 server.wait_idle(timeout=600)
