@@ -149,7 +149,7 @@ def run_mm(args: list[str], cwd: Path, env: dict[str, str], seconds: float) -> b
         return True
     except subprocess.TimeoutExpired:
         return False
-    finally:  # past the bound, or the suite itself stopped: mm and what it started go too
+    finally:  # past the bound, or the suite itself stopped: mm's process group is killed
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
