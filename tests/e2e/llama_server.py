@@ -123,6 +123,7 @@ class LlamaServer:
         log: Path | None = None,
         ready_timeout: float = 120.0,
         alias: str | None = None,
+        chat_format: str | None = CHAT_FORMAT,
     ) -> None:
         self.python = python or e2e_python()
         self.model = model
@@ -132,6 +133,8 @@ class LlamaServer:
         self.log = log
         self.ready_timeout = ready_timeout
         self.alias = alias  # the model's id on /models; by default the .gguf file's path
+        # llama-cpp-python's name of a chat format; None: no flag, the GGUF's own template
+        self.chat_format = chat_format
         self.proc: subprocess.Popen[bytes] | None = None
         self.model_id = ""
         self.paused = False
@@ -143,7 +146,8 @@ class LlamaServer:
 
     def command(self) -> list[str]:
         alias = ["--model_alias", self.alias] if self.alias else []
-        return [*self._base_command(), *alias]
+        chat_format = ["--chat_format", self.chat_format] if self.chat_format else []
+        return [*self._base_command(), *chat_format, *alias]
 
     def _base_command(self) -> list[str]:
         return [
@@ -152,8 +156,6 @@ class LlamaServer:
             "llama_cpp.server",
             "--model",
             str(self.model),
-            "--chat_format",
-            CHAT_FORMAT,
             "--n_ctx",
             str(self.n_ctx),
             "--n_threads",
@@ -252,7 +254,9 @@ class LlamaServer:
             os.killpg(self.proc.pid, signal.SIGCONT)
         self.paused = False
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 10.0) -> None:
+        """`grace`: the seconds it has to end after SIGTERM (it finishes the answer it is
+        generating first) before SIGKILL; 0 kills it at once."""
         proc = self.proc
         if proc is None:
             return
@@ -261,7 +265,7 @@ class LlamaServer:
                 self.resume()
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
-                    proc.wait(10)
+                    proc.wait(grace)
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(10)
