@@ -1,8 +1,8 @@
 """`mm`: flags to one front end.
 
 `mm` and `mm --window` open window mode; `--line`, `-p` and `--ask` print lines; `-acp` serves
-ACP over stdio; `--doctor` probes the model and prints what it found. Start-up errors (a broken config file, a server that cannot be reached) end in
-one line on stderr and exit 2.
+ACP over stdio; `--doctor` probes the model and prints what it found. Start-up errors (a broken
+config file, a server that cannot be reached) end in one line on stderr and exit 2.
 """
 
 from __future__ import annotations

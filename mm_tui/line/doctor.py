@@ -5,7 +5,8 @@ The server is found as at any start (the configured one, else the first local se
 answers); its window is asked as at start-up. The probe may take longer than at a first use
 (`DOCTOR_BOUND`): a loaded machine or a big model should not make the doctor say "timed out".
 Exit 0 when the server could be reached, 2 with one line on stderr saying why when not (no
-server, the demo model, a server that does not answer). Every line goes through `safe_display`: a reason can quote the server's words."""
+server, the demo model, a server that does not answer). Every line goes through
+`safe_display`: a reason can quote the server's words."""
 
 from __future__ import annotations
 
