@@ -78,6 +78,11 @@ if os.environ.get("MM_BENCH_CODE"):  # a folder holding another copy of mm_tui, 
 from support.loop_sleeps import Sleeps  # noqa: E402
 from window_common import SIZE, machine, median, verdict  # noqa: E402
 
+try:
+    from mm_tui.engine.probe_findings import PROBE_HEADER
+except ImportError:  # an older mm, compared through MM_BENCH_CODE, sends no probe
+    PROBE_HEADER = "X-MM-Probe"
+
 PROMPT = "Explain in detail how a web browser loads a page, step by step, in about 600 words."
 GOAL_RATE_RATIO = 0.95
 GOAL_CPU = 0.05
@@ -161,15 +166,20 @@ class Relay:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def completions(self) -> list[tuple[bytes, list[tuple[float, str]]]]:
-        """The chat-completion exchanges since the last call: (request body, [(time, token)])."""
+        """The chat-completion exchanges since the last call: (request body, [(time, token)]).
+        The model probe's requests (mm's first use of the model: engine/model_probe.py, marked
+        with its header) are not the person's: left out, or the bare client would replay one."""
         out = []
         while (self.dir / f"{self.seen}.up").exists():
             up = (self.dir / f"{self.seen}.up").read_bytes()
             down = (self.dir / f"{self.seen}.down").read_bytes()
             self.seen += 1
-            if b"/chat/completions" not in up.split(b"\r\n", 1)[0]:
+            head, _, body = up.partition(b"\r\n\r\n")
+            if b"/chat/completions" not in head.split(b"\r\n", 1)[0]:
                 continue
-            out.append((up.split(b"\r\n\r\n", 1)[1], tokens_of(down)))
+            if PROBE_MARK in head.lower():
+                continue
+            out.append((body, tokens_of(down)))
         return out
 
     def close(self) -> None:
@@ -178,6 +188,7 @@ class Relay:
 
 
 EVENT = re.compile(rb"data: (\{[^\r\n]*\})\r?\n")
+PROBE_MARK = b"\r\n" + PROBE_HEADER.lower().encode() + b":"  # a header line of the probe's
 
 
 def tokens_of(down: bytes) -> list[tuple[float, str]]:
