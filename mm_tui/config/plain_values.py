@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import sys
 import types
 import typing
@@ -155,14 +156,17 @@ def _wrapped(base: Check, before: Callable[[Any], Any] | None, bounds: dict[str,
     return check
 
 
+_LIMITS: Mapping[str, Callable[[float, float], bool]] = {
+    "ge": operator.ge,
+    "gt": operator.gt,
+    "le": operator.le,
+    "lt": operator.lt,
+}
+
+
 def _within(value: float, bounds: dict[str, float]) -> bool:
-    limits = {
-        "ge": lambda b: value >= b,
-        "gt": lambda b: value > b,
-        "le": lambda b: value <= b,
-        "lt": lambda b: value < b,
-    }
-    return all(name in limits and limits[name](limit) for name, limit in bounds.items())
+    """Every bound holds; a bound of another kind (`multiple_of`) is pydantic's to judge."""
+    return all(name in _LIMITS and _LIMITS[name](value, limit) for name, limit in bounds.items())
 
 
 def _base_check(kind: Any) -> Check | None:

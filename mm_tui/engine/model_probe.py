@@ -25,6 +25,7 @@ what was found before it stays."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import time
 from dataclasses import field, replace
@@ -334,7 +335,8 @@ async def _head(resp: httpx.Response) -> bytes:
 
 
 def _load_http() -> None:
-    """The HTTP client's modules, and those its first request loads (engine/provider.py's
-    `prepare` loads the same, in the same order)."""
-    import httpx  # noqa: F401
-    import httpcore._backends.anyio  # noqa: F401  # isort: skip
+    """The HTTP client's modules, as engine/provider.py's `prepare` loads them."""
+    from mm_tui.engine.provider import HTTP_MODULES
+
+    for name in HTTP_MODULES:
+        importlib.import_module(name)

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from mm_tui.core.files import write_atomically
 from mm_tui.engine.probe_findings import PROBE_HEADER, ProbeFindings
 
 PROBE_VERSION = 1
@@ -116,18 +116,12 @@ def save_findings(
         "fingerprint": fingerprint,
         "findings": findings.to_json(),
     }
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(record, file, ensure_ascii=False)
-        os.replace(temporary, path)
+        data = json.dumps(record, ensure_ascii=False).encode()
+        # owner-only; a lost write only means probing again, so no fsync
+        write_atomically(path, data, mode=0o600, sync=False)
     except OSError:
-        try:
-            temporary.unlink(missing_ok=True)
-        except OSError:
-            pass
         return False
     return True
 

@@ -62,7 +62,12 @@ def prepare() -> None:
     not wait for them while the person types it."""
     from mm_tui.core.preload import preload
 
-    preload("mm-http", "httpx", "httpcore._backends.anyio")
+    preload("mm-http", *HTTP_MODULES)
+
+
+HTTP_MODULES = ("httpx", "httpcore._backends.anyio")
+"""The HTTP client's modules and those its first request loads, in the order to load them
+(the model probe loads them the same way: engine/model_probe.py)."""
 
 
 # --------------------------------------------------------------------------- the provider
