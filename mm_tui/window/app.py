@@ -117,29 +117,57 @@ class MMApp(App[int]):
         # The keys and pastes that come before the prompt replaces its stand-in, in order
         # (`_let_keys_through`); None once it has.
         self._held: list[events.Event] | None = []
+        self._replaying: events.Event | None = None
 
     async def on_event(self, event: events.Event) -> None:
+        if event is self._replaying:  # a held key, on its way now (`_let_keys_through`)
+            await super().on_event(event)
+            return
         if isinstance(event, events.Key) and not event.is_forwarded:
             event = named_key(event)  # xterm's form of Shift+Enter, before any binding
         held = self._held
-        if held is not None and isinstance(event, events.Key | events.Paste):
-            if not event.is_forwarded:  # from the terminal, not on its way to a widget
+        if (
+            held is not None
+            and isinstance(event, events.Key | events.Paste)
+            and not event.is_forwarded  # from the terminal, not on its way to a widget
+            and self.screen_stack[-1:] in ([], [self.main])  # not a question asked meanwhile
+        ):
+            # Until the prompt is there: its stand-in types what it can, the window's own keys
+            # work, the rest waits for the prompt, and so does every key behind one that waits.
+            typed = (
+                self.main.type_early(event) if not held and isinstance(event, events.Key) else False
+            )
+            if typed is False:
                 held.append(event)
+                return
+            if typed:
                 return
         await super().on_event(event)
 
+    @property
+    def prompt_in_place(self) -> bool:
+        """Whether the prompt has replaced its stand-in and had the keys held meanwhile."""
+        return self._held is None
+
     async def _let_keys_through(self) -> None:
         """The prompt is there: the keys and pastes held until now go where they would have
-        gone, in order, before any that came after them (this runs as one of the app's
-        messages, so none is handled meanwhile). Each is handled before the next goes: a
-        priority binding (Shift+Enter's new line) runs at the app at once, and would otherwise
-        come before the keys ahead of it that wait in the prompt's queue."""
-        held, self._held = self._held or [], None
-        for event in held:
-            await super().on_event(event)
-            handled = asyncio.Event()
-            if self.focused is not None and self.focused.call_later(handled.set):
-                await handled.wait()
+        gone, in order, and so do those that come meanwhile, behind them. Each is handled to
+        its end before the next goes: the app, the prompt, and the way back up to the app,
+        where a key the prompt did not take finds its binding (an arrow moves the cursor so);
+        sent at once, the keys behind it would reach the prompt first."""
+        held = self._held or []
+        while held:
+            event = self._replaying = held.pop(0)
+            self.post_message(event)
+            nodes = [self]
+            if self.focused is not None:
+                nodes += self.focused.ancestors_with_self
+            for node in nodes:
+                handled = asyncio.Event()
+                if node.call_later(handled.set):
+                    await handled.wait()
+        self._replaying = None
+        self._held = None
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -190,12 +218,9 @@ class MMApp(App[int]):
 
     @work(exclusive=True, group="boot", exit_on_error=False)
     async def _boot(self) -> None:
-        """The prompt in place of its stand-in, then the boot. Not side by side: the boot
-        resumes the garbage collector as it ends, and the prompt made after that cost more."""
-        try:
-            await self.main.take_prompt()
-        finally:
-            self.call_later(self._let_keys_through)
+        """The boot, then the prompt in place of its stand-in, which takes the typing until
+        then (`prompt_stand_in.py`): the prompt's import and mount are not on the way to
+        ready."""
         try:
             started = await self.boot()
         except Exception as exc:  # noqa: BLE001 - shown after the window closes
@@ -203,6 +228,10 @@ class MMApp(App[int]):
             self.exit(2)
             return
         self.attach(started)
+        try:
+            await self.main.take_prompt()
+        finally:
+            await self._let_keys_through()
 
     async def ask_trust(self, project: ProjectConfig) -> str:
         """Ask the person about a project config's keys that need trust (`TrustScreen`); runs in

@@ -109,7 +109,9 @@ async def settle(pilot: Any, app: MMApp, *, idle: bool = True, timeout: float = 
     deadline = loop.time() + timeout
 
     def ready() -> bool:
-        if app.engine is None or (idle and turn_running(app)) or app.main.deltas_pending:
+        if app.engine is None or not app.prompt_in_place:
+            return False
+        if (idle and turn_running(app)) or app.main.deltas_pending:
             return False
         return app.main.view.settled
 

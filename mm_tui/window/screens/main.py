@@ -132,21 +132,40 @@ class MainScreen(Screen[None]):
         yield KeyBar(id="keys")
 
     async def take_prompt(self) -> None:
-        """The prompt in place of its stand-in, right after the first frame: the same place,
-        the same picture (no frame shows the change), the focus where the stand-in had it
-        (`prompt_stand_in.py` says why; the app holds the keys meanwhile)."""
+        """The prompt in place of its stand-in once the engine is ready: the same place, the
+        same picture (no frame shows the change), the text typed and the requests sent in it,
+        the focus where the stand-in had it (`prompt_stand_in.py` says why; the app holds the
+        keys meanwhile)."""
+        stand_in = self.query_one(PromptStandIn)
+        stand_in.closed = True  # from now on the app holds every key for the prompt
         from mm_tui.window.widgets.prompt import Prompt
 
-        stand_in = self.query_one(PromptStandIn)
-        prompt = Prompt(id="prompt")
+        prompt = Prompt(id="prompt", text=stand_in.text, past=stand_in.past)
         focused = self.focused is stand_in
         with self.app.batch_update():
             if focused:
                 self.set_focus(None, scroll_visible=False)
             await stand_in.remove()
             await self.mount(prompt, after=self.status)
+            prompt.move_cursor(prompt.document.end)
+            prompt.update_suggestion()
             if focused:
                 self.set_focus(prompt, scroll_visible=False)
+
+    def type_early(self, event: events.Key) -> bool | None:
+        """A key typed before the prompt is there: True if its stand-in took it; None if it is
+        a key of the window's own (Ctrl+Q, Ctrl+C, Esc...: they work while mm starts); False if
+        it waits for the prompt (it may edit the text: an arrow, Shift+Enter, Tab)."""
+        found = self.query(PromptStandIn)
+        stand_in = found.first() if found else None
+        if stand_in is not None and stand_in.take(event):
+            return True
+        bindings = self.active_bindings
+        for key in event.aliases:
+            bound = bindings.get(key)
+            if bound is not None:
+                return None if bound.node is not stand_in else False
+        return False
 
     def on_mount(self) -> None:
         # the status line's spinner moves in the transcript's frames while there are any
@@ -319,6 +338,8 @@ class MainScreen(Screen[None]):
                 self.box.close()
             if self._queued:
                 self.run_queued()
+            elif self.query(PromptStandIn):
+                pass  # the prompt is not there yet: its stand-in keeps the focus until it is
             elif not self.prompt.has_focus and not isinstance(self.focused, TranscriptView):
                 self.prompt.focus()
 
@@ -675,8 +696,10 @@ class MainScreen(Screen[None]):
                 self._queued.clear()
             self.engine.cancel()
             return
-        if self.prompt.text:  # text being typed: cleared first, as in a shell and in peers
-            self.prompt.clear()
+        stand_in = self.query(PromptStandIn)  # until the engine is ready (`take_prompt`)
+        typing = stand_in.first() if stand_in else self.prompt
+        if typing.text:  # text being typed: cleared first, as in a shell and in peers
+            typing.clear()
             self._interrupts = 0.0
             return
         now = time.monotonic()

@@ -7,8 +7,8 @@ A paste is text from anywhere (a web page, a terminal's scrollback): its control
 in in their visible form (`safe_display`: ESC as `\\x1b`), so that the prompt never sends them
 to the terminal, and shows what the request will say.
 
-The first frame shows a stand-in for it (`prompt_stand_in.py`, which says why); this module is
-imported once that frame is drawn."""
+The window starts with a stand-in for it (`prompt_stand_in.py`, which says why); this module is
+imported once the engine is ready."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from mm_tui.window.widgets.prompt_stand_in import (
     COMPLETED_ARGUMENTS,
     ArgumentsWanted,
     Submitted,
+    remember,
 )
 
 
@@ -48,8 +49,16 @@ class Prompt(TextArea):
         view = self.screen.query("TranscriptView").first()
         getattr(view, f"action_{action}")()
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's spelling
+    def __init__(
+        self,
+        *,
+        id: str | None = None,  # noqa: A002 - Textual's spelling
+        text: str = "",
+        past: list[str] | None = None,
+    ) -> None:
+        """`text` and `past`: what was typed and sent in its stand-in (`prompt_stand_in.py`)."""
         super().__init__(
+            text,
             id=id,
             soft_wrap=True,
             show_line_numbers=False,
@@ -59,7 +68,7 @@ class Prompt(TextArea):
         # A steady cursor: a blinking one is a timer that wakes an idle window twice a second
         # (0.8% of a core measured by bench/bench_window_idle.py, on the cores the model needs).
         self.cursor_blink = False
-        self.past: list[str] = []
+        self.past: list[str] = past if past is not None else []
         # what a command's argument completes from (`/model`: the server's model names)
         self.arguments: dict[str, list[str]] = {"/mode": ["ask", "auto", "plan"]}
         self._wanted: set[str] = set()  # arguments asked for once already
@@ -106,8 +115,7 @@ class Prompt(TextArea):
         text = self.text.strip()
         if not text:
             return
-        if not self.past or self.past[-1] != text:
-            self.past.append(text)
+        remember(self.past, text)
         self._position = None
         self.clear()
         self.post_message(self.Submitted(text))
