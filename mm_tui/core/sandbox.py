@@ -89,7 +89,7 @@ ruleset is built again without covers and the launcher started without namespace
 `MM_SANDBOX_NAMESPACES=0` asks for that.
 
 `sandbox` setting: `auto` (the default) confines when Landlock works and otherwise runs commands
-unconfined, said once at start-up (`startup_warning`); `strict` refuses to run a command that
+unconfined, said once at start-up (`landlock_abi.startup_warning`); `strict` refuses to run a command that
 cannot be confined (the text says why); `off` confines nothing.
 
 A refused operation comes back as the command's own error (Landlock answers EACCES for a file or
@@ -120,6 +120,12 @@ from pathlib import Path
 from typing import Any
 
 from mm_tui.core.frozen import frozen, mutable
+from mm_tui.core.landlock_abi import (
+    FAKE_ABI_VARIABLE as FAKE_ABI_VARIABLE,  # the sandbox's, kept here too
+)
+from mm_tui.core.landlock_abi import SYS_CREATE_RULESET as _SYS_CREATE_RULESET
+from mm_tui.core.landlock_abi import landlock_abi as landlock_abi
+from mm_tui.core.landlock_abi import libc as _libc
 from mm_tui.core.launcher import (
     STAGE_NAMESPACES,
     USE_LAUNCHER,
@@ -136,14 +142,10 @@ from mm_tui.core.launcher_process import add_rule
 from mm_tui.core.paths import shown_path, user_config_dir
 
 MODES = ("auto", "off", "strict")
-FAKE_ABI_VARIABLE = "MM_SANDBOX_FAKE_ABI"
 NAMESPACES_VARIABLE = "MM_SANDBOX_NAMESPACES"
 """`0` in mm's environment: no namespaces for the commands, Landlock alone."""
 
 # --- Landlock's interface (include/uapi/linux/landlock.h) ----------------------------------------
-
-_SYS_CREATE_RULESET = 444  # the same number on every architecture since Linux 5.13
-_CREATE_RULESET_VERSION = 1
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -562,77 +564,6 @@ class SandboxUnavailable(Exception):
     """The sandbox cannot be set up here; the message says why, for a person."""
 
 
-_libc_handle: Any = None
-_real_abi: tuple[int, str] | None = None
-
-
-def _libc() -> Any:
-    global _libc_handle
-    if _libc_handle is None:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
-        libc.prctl.restype = ctypes.c_int
-        _libc_handle = libc
-    return _libc_handle
-
-
-def _kernel_abi() -> tuple[int, str]:
-    """Landlock's ABI version on this kernel (0 when it has none) and, for 0, why."""
-    global _real_abi
-    if _real_abi is None:
-        if not sys.platform.startswith("linux"):
-            _real_abi = (
-                0,
-                f"Landlock is Linux only, this is {sys.platform} (on macOS, sandbox-exec is "
-                "the next step, not built yet)",
-            )
-        else:
-            import ctypes
-
-            try:
-                libc = _libc()
-                abi = libc.syscall(
-                    ctypes.c_long(_SYS_CREATE_RULESET),
-                    ctypes.c_void_p(None),
-                    ctypes.c_size_t(0),
-                    ctypes.c_uint32(_CREATE_RULESET_VERSION),
-                )
-                err = ctypes.get_errno()
-            except (OSError, AttributeError) as exc:
-                abi, err = -1, 0
-                _real_abi = (0, f"Landlock cannot be called ({exc})")
-            if _real_abi is None:
-                if abi > 0:
-                    _real_abi = (int(abi), "")
-                elif err == errno.EOPNOTSUPP:
-                    _real_abi = (
-                        0,
-                        "Landlock is turned off in this kernel (add landlock to its lsm= boot "
-                        "parameter)",
-                    )
-                else:
-                    _real_abi = (
-                        0,
-                        "this kernel has no Landlock (it needs Linux 5.13 or later built with "
-                        "CONFIG_SECURITY_LANDLOCK)",
-                    )
-    return _real_abi
-
-
-def landlock_abi(environ: Mapping[str, str] | None = None) -> tuple[int, str]:
-    """The ABI in force (0: none) and, for 0, why; `MM_SANDBOX_FAKE_ABI` caps it."""
-    environ = os.environ if environ is None else environ
-    abi, why = _kernel_abi()
-    fake = environ.get(FAKE_ABI_VARIABLE, "")
-    if fake.strip().isdigit() and int(fake) < abi:
-        abi = int(fake)
-        if abi == 0:
-            why = f"this kernel has no Landlock (simulated by {FAKE_ABI_VARIABLE}=0)"
-    return abi, why
-
-
 class Ruleset:
     """A Landlock ruleset built in mm, its descriptor kept open for the children to apply."""
 
@@ -976,23 +907,3 @@ def not_confined(why: str) -> str:
         f"[error: the sandbox cannot be set up: {why} — the command is not run. Ask the person "
         f"to run it, or to set sandbox: off in {config_file()}]"
     )
-
-
-def startup_warning(config: SandboxConfig) -> str | None:
-    """The one warning of start-up in auto mode when commands cannot be confined (or the network
-    cannot be turned off); None when all is well, or the mode is off or strict (strict says it at
-    each command instead)."""
-    if config.mode != "auto":
-        return None
-    abi, why = landlock_abi()
-    if abi < 1:
-        return (
-            f"[warning: sandbox: {why} — commands run unconfined; set sandbox: strict to "
-            "refuse them instead]"
-        )
-    if not config.network and abi < 4:
-        return (
-            f"[warning: sandbox: this kernel's Landlock (ABI {abi}) cannot turn the network off "
-            "(ABI 4, Linux 6.7, is needed) — commands keep the network]"
-        )
-    return None

@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from mm_tui.core.file_access import SandboxRefusal
 from mm_tui.core.frozen import mutable
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
@@ -295,6 +294,9 @@ class EditFileTool(Tool):
         return plan.diff.unified(args.path)
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
+        # here: the sandbox loads at the first call, not at start-up
+        from mm_tui.core.file_access import SandboxRefusal
+
         path = args.path
         try:
             # in threads: matching and writing a large file must not freeze the window

@@ -40,11 +40,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, BinaryIO
 
-from mm_tui.core import file_access, files
+from mm_tui.core import files
 from mm_tui.tools import schemas
 from mm_tui.tools.base import Tool, ToolContext, ToolResult, lazy_args
 
 if TYPE_CHECKING:
+    from mm_tui.core import file_access
     from mm_tui.tools.args import ReadFileArgs
 
 
@@ -227,6 +228,9 @@ class ReadFileTool(Tool):
         return (ctx.location(args.path),)
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+        # here: the sandbox loads at the first call, not at start-up
+        from mm_tui.core import file_access
+
         path = args.path
         gate = file_access.gate(ctx.settings.sandbox_config(), ctx.cwd)
         try:

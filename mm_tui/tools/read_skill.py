@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui.config import Settings
-from mm_tui.core.file_access import SandboxRefusal
 from mm_tui.core.files import read_text, resolve_path
 from mm_tui.core.flat_yaml import read_flat_yaml
 from mm_tui.core.frozen import frozen
@@ -207,6 +206,9 @@ class ReadSkillTool(Tool):
         return base
 
     async def run(self, args: ReadSkillArgs, ctx: ToolContext) -> ToolResult:
+        # here: the sandbox loads at the first call, not at start-up
+        from mm_tui.core.file_access import SandboxRefusal
+
         name = self._lookup_name(args.name)
         skill = self.skills.get(name)
         if skill is None and name in self.refused:

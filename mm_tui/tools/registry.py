@@ -113,10 +113,10 @@ class ToolRegistry:
         tools: list[Tool] = []
         warnings: list[str] = []
         if settings.bash_tool or settings.lsp.servers:
-            from mm_tui.core.sandbox import startup_warning
+            from mm_tui.core.landlock_abi import startup_warning
 
             # said once, here: auto mode where commands cannot be confined
-            sandbox = startup_warning(settings.sandbox_config())
+            sandbox = startup_warning(settings.sandbox, settings.sandbox_network)
             warnings.extend([sandbox] if sandbox else [])
         if settings.bash_tool:
             tools.append(BashTool())

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mm_tui.core import files
-from mm_tui.core.file_access import Gate, Place, SandboxRefusal, gate
 from mm_tui.core.frozen import mutable
 from mm_tui.tools import schemas
 from mm_tui.tools.base import (
@@ -40,6 +39,7 @@ from mm_tui.tools.base import (
 )
 
 if TYPE_CHECKING:
+    from mm_tui.core.file_access import Gate, Place, SandboxRefusal
     from mm_tui.tools.args import WriteFileArgs
     from mm_tui.tools.diff import Diff
 
@@ -67,6 +67,9 @@ def read_regular(
     `TooLarge` for a file of more than `limit` bytes, of which no more than that is read.
     `path` is the name the model gave, for the messages; `target` the file, or its checked
     `Place` (`core/file_access.py`). Other OSErrors are raised."""
+    # here: the sandbox loads at the first call, not at start-up
+    from mm_tui.core.file_access import Place
+
     try:
         if isinstance(target, Place):
             if not target.exists:
@@ -99,6 +102,9 @@ def read_regular(
 def file_gate(ctx: ToolContext) -> Gate:
     """The way of the file tools to their files in this context: under the sandbox's policy
     unless the `sandbox` setting is off (`core/file_access.py`)."""
+    # here: the sandbox loads at the first call, not at start-up
+    from mm_tui.core.file_access import gate
+
     return gate(ctx.settings.sandbox_config(), ctx.cwd)
 
 
@@ -185,6 +191,9 @@ class WriteFileTool(Tool):
         return plan.diff.unified(args.path)
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        # here: the sandbox loads at the first call, not at start-up
+        from mm_tui.core.file_access import SandboxRefusal
+
         path = args.path
         try:
             plan = await asyncio.to_thread(_plan, ctx, path, args.content)

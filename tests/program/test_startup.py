@@ -206,6 +206,40 @@ def test_the_first_frame_loads_only_what_it_draws() -> None:
     assert [m for m in loaded if m.startswith(kept_off) and m != stand_in] == []
 
 
+def test_ready_loads_neither_the_sandbox_nor_the_prompts_text_area(work: Path) -> None:
+    """When the window is ready (`MMApp.attach`) a request can go: neither the sandbox the
+    file tools and bash work under (its launcher, the file gate) nor Textual's TextArea (its
+    stand-in takes the typing until then) has been loaded; they load after it, the sandbox in
+    a thread (docs/performance.md)."""
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from mm_tui.cli import parser, window_boot\n"
+        "from mm_tui.window.app import MMApp\n"
+        "class Ready(MMApp):\n"
+        "    def attach(self, started):\n"
+        "        super().attach(started)\n"
+        "        self.loaded = sorted(sys.modules)\n"
+        "        self.exit(0)\n"
+        "app = Ready(window_boot(parser().parse_args(['--demo']), Path.cwd()))\n"
+        "app.run(headless=True, size=(100, 30))\n"
+        "print(json.dumps(app.loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(out.stdout.splitlines()[-1])
+    assert "mm_tui.engine.turn" in loaded and "mm_tui.tools.bash" in loaded
+    kept_off = (
+        "mm_tui.core.sandbox",
+        "mm_tui.core.launcher",
+        "mm_tui.core.file_access",
+        "mm_tui.window.widgets.prompt",
+        "textual.widgets._text_area",
+    )
+    assert [m for m in loaded if m.startswith(kept_off) and "prompt_stand_in" not in m] == []
+
+
 def test_the_program_loads_no_command_line_client_of_httpx(work: Path) -> None:
     """`mm` keeps httpx's command-line client (click, pygments, Rich's progress bars) out of
     its process: the model client then imports httpx without them."""
