@@ -41,6 +41,10 @@ the whole history, as the chat-completions protocol sends it.
    prompt again (untimed). Goals: the mean echo during the turn <= 1.5 x the idle mean + 30 ms,
    and the slowest <= 2 x the idle slowest + 30 ms; the echo during the first and the last 400
    calls is printed apart (the request grows: whatever mm does with it on the UI loop grows too).
+4. the garbage collector. What start-up made is frozen once the window is ready, as `mm` does
+   (`cli.window_boot`); the collector's passes during the turn are counted by generation, with
+   the longest of each: a full pass stops the UI loop for as long as it lasts, and would show
+   as the slowest echo.
 
 Run: .venv/bin/python bench/bench_window_turn.py   (MM_BENCH_CALLS=N for another count; the
 first and last fifth of the calls are compared, 400 of 2,000; --quick: 100 calls, unless
@@ -50,6 +54,7 @@ MM_BENCH_CALLS says otherwise, and 10 idle keys instead of 30)
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -209,6 +214,23 @@ class Echo:
         return texts, frames, marks
 
 
+class Collections:
+    """The garbage collector's passes during the turn: how many of each generation, and the
+    longest of each (a full pass over a large heap stops the UI loop as long as it lasts)."""
+
+    def __init__(self) -> None:
+        self.longest: dict[int, list[float]] = {0: [0, 0.0], 1: [0, 0.0], 2: [0, 0.0]}
+        self._began = 0.0
+
+    def note(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        entry = self.longest[info["generation"]]
+        entry[0] += 1
+        entry[1] = max(entry[1], time.perf_counter() - self._began)
+
+
 async def mm_child(base_url: str) -> dict[str, Any]:
     from mm_tui.core.events import ToolCallFinished, TurnEnded, TurnStarted
     from mm_tui.startup import start
@@ -224,8 +246,9 @@ async def mm_child(base_url: str) -> dict[str, Any]:
 
         app = MMApp(boot)
         async with app.run_test(size=SIZE) as pilot:
-            while app.engine is None:
+            while app.engine is None or not app.prompt_in_place:
                 await pilot.pause(0.05)
+            gc.freeze()  # as `mm` does once ready (cli.window_boot): start-up's objects kept
             await pilot.pause(0.2)
             engine = app.engine
             out["window"] = None if engine.meter.window is None else engine.meter.window.tokens
@@ -261,10 +284,13 @@ async def mm_child(base_url: str) -> dict[str, Any]:
                 original(event)
 
             app.main.emit = emit  # type: ignore[method-assign]
+            passes = Collections()
+            gc.callbacks.append(passes.note)
             t_start = time.perf_counter()
             app.main.submit(QUESTION)
             busy = await echo.series(until=ended, progress=lambda: len(finished))
             await ended.wait()
+            gc.callbacks.remove(passes.note)
             turn["end"] = time.perf_counter()
             await pilot.pause(0.5)
             after = await echo.series(IDLE_KEYS)
@@ -279,6 +305,7 @@ async def mm_child(base_url: str) -> dict[str, Any]:
                 busy=busy,
                 after=after,
                 items=len(app.main.transcript.items),
+                collections=passes.longest,
                 session_messages=len(engine.session.messages),
             )
     finally:
@@ -515,6 +542,14 @@ def main() -> None:
     print(
         f"  the slowest, {busy_max * ms:.1f} ms against {GOAL_SLOWEST_RATIO} x the idle slowest + "
         f"{GOAL_ECHO_MS:.0f} ms = {limit_max * ms:.1f} ms -> {verdict(busy_max <= limit_max)}"
+    )
+    passes = mm["collections"]
+    print(
+        "the garbage collector's passes during the turn (count, longest): "
+        + ", ".join(
+            f"generation {g}: {n:,}, {longest * ms:.1f} ms"
+            for g, (n, longest) in sorted(passes.items(), key=lambda kv: int(kv[0]))
+        )
     )
     print(f"whole run {total:.0f} s")
 
