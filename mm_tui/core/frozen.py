@@ -3,15 +3,16 @@ as the class is made.
 
 A stand-in for dataclass's code generation, which the event classes would pay for on the way to
 the first frame, and the engine's and the tools' classes on the way to ready (half a
-millisecond a class): see docs/performance.md. `dataclass` writes the source of six methods for each
-frozen class (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and
-compiles each one; `frozen` lets `dataclass` do everything else (the fields, `fields()`,
-`replace()`, `asdict()`, `__match_args__`) and gives the class those six methods as closures over
-its fields, made without compiling anything. They behave as the generated ones do (the same
-repr, equality, hash, frozen errors; keyword-only fields and `field(compare=False, repr=False,
-init=False)` honoured; `__post_init__` called); tests/core/test_frozen.py holds them to it. Creating
-an instance costs a few microseconds more, which the events, made at most hundreds of times a
-second, do not feel. `InitVar` and `slots` are not supported (nothing here uses them).
+millisecond a class): see docs/performance.md. `dataclass` writes the source of six methods for
+each frozen class (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`)
+and compiles each one; `frozen` collects the fields as `dataclass` does, without calling it
+(frozen_fields.py: `fields()`, `replace()`, `asdict()`, `__match_args__`, pydantic work as on a
+dataclass), and gives the class those six methods as closures over its fields, made without
+compiling anything. They behave as the generated ones do (the same repr, equality, hash, frozen
+errors; keyword-only fields and `field(compare=False, repr=False, init=False)` honoured;
+`__post_init__` called); tests/core/test_frozen.py holds them to it. Creating an instance costs
+a few microseconds more, which the events, made at most hundreds of times a second, do not
+feel. `InitVar` is refused and `slots` not supported (nothing here uses them).
 
 `mutable` does the same for a plain `@dataclass`: `__init__`, `__repr__` and `__eq__`, fields
 that may be set, and no hash (as dataclass, unless the class has its own).
@@ -24,6 +25,8 @@ import reprlib
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
 from typing import Any, TypeVar, cast, dataclass_transform
+
+from mm_tui.core.frozen_fields import dataclass_fields
 
 T = TypeVar("T", bound=type)
 
@@ -41,19 +44,17 @@ def mutable(cls: T) -> T:
 
 
 def _made(cls: T, *, frozen: bool) -> T:
-    # dataclass is not told `frozen`: this module makes a frozen class's __setattr__ and
-    # __delattr__ (every class of a frozen hierarchy must then come from here, as a frozen
-    # dataclass's bases must all be frozen). A class without a docstring gets one from dataclass, which makes it of inspect.signature:
-    # with init=False that parses object's text signature, 2 to 5 ms the first time, on the way
-    # to ready (docs/performance.md). This one names the fields instead.
-    undocumented = cls.__dict__.get("__doc__") is None
-    if undocumented:
-        cls.__doc__ = cls.__name__  # not empty: dataclass leaves it
+    # The fields are collected as dataclass does (frozen_fields.py), which is not told `frozen`
+    # either: this module makes a frozen class's __setattr__ and __delattr__ (every class of a
+    # frozen hierarchy must then come from here, as a frozen dataclass's bases must all be
+    # frozen). A class without a docstring gets one naming its fields: dataclass would make it
+    # of inspect.signature, which parses object's text signature, 2 to 5 ms the first time, on
+    # the way to ready (docs/performance.md).
+    undocumented = not cls.__dict__.get("__doc__")
     # as dataclass tells a hash of the class's own (Python sets a None one beside an __eq__)
     own = cls.__dict__
     own_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-    cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-    every = dataclasses.fields(cls)
+    every = dataclass_fields(cls)
     if undocumented:
         cls.__doc__ = f"{cls.__name__}({', '.join(f.name for f in every if f.init)})"
     names = frozenset(f.name for f in every)

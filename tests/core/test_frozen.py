@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import FrozenInstanceError, dataclass, field
-from typing import Any
+import typing
+import typing as t
+from collections.abc import Callable
+from dataclasses import KW_ONLY, FrozenInstanceError, InitVar, dataclass, field
+from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mm_tui.core.events import BaseEvent, PermissionRequested, TextDelta, TurnEnded
 from mm_tui.core.frozen import frozen, mutable
@@ -186,3 +191,239 @@ def test_mutable_keeps_a_hash_and_a_setattr_of_the_class_own() -> None:
 
         assert hash(Keyed("k")) == hash("k") and Keyed("k") == Keyed("k")
     assert made == ["key"] * 6  # each __init__ set its field through it
+
+
+# The fields are collected as dataclass collects them (core/frozen_fields.py): what a class made
+# each way holds is compared, for sample classes and for classes drawn by hypothesis.
+
+ABSENT = "<absent>"
+
+
+def samples(decorate: Any) -> dict[str, type]:
+    @decorate
+    class Base:
+        kind: ClassVar[str] = "base"
+        limit: typing.ClassVar[int] = 3
+        agent: str | None = field(default=None, kw_only=True)
+        note = "not a field"  # not annotated: a plain class attribute
+
+    @decorate
+    class Child(Base):
+        text: str
+        count: int = 0
+        tags: list[str] = field(default_factory=list)
+        hidden: object = field(default=None, compare=False, repr=False, metadata={"m": 1})
+        later: int = field(init=False, default=7)
+        unset: int = field(init=False)
+        _: KW_ONLY
+        flag: bool = False
+        needed: str = field(hash=False)
+        placed: int = field(default=1, kw_only=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "unset", self.count * 2)
+
+    @decorate
+    class Again(Child):
+        other: t.ClassVar[str] = "again"
+        count: int = 5  # a base's field given a new default keeps its place
+        text: str = "t"
+
+    @decorate
+    class Matched:
+        __match_args__ = ("x",)
+        x: int
+        y: int = 0
+
+    return {"Base": Base, "Child": Child, "Again": Again, "Matched": Matched}
+
+
+def described(cls: type) -> dict[str, Any]:
+    def one(f: dataclasses.Field[Any]) -> tuple[Any, ...]:
+        return (
+            *(f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash),
+            *(f.compare, dict(f.metadata), f.kw_only, f._field_type),  # pyright: ignore[reportAttributeAccessIssue]
+        )
+
+    every: dict[str, dataclasses.Field[Any]] = cls.__dataclass_fields__  # pyright: ignore[reportAttributeAccessIssue]
+    return {
+        "fields": [one(f) for f in dataclasses.fields(cls)],
+        "all": {name: one(f) for name, f in every.items()},
+        "match_args": cls.__dict__.get("__match_args__", ABSENT),
+        "attributes": {n: cls.__dict__.get(n, ABSENT) for n in [*every, "note", "_"]},
+        "is_dataclass": dataclasses.is_dataclass(cls),
+    }
+
+
+PAIRS = [(dataclass(frozen=True), frozen), (dataclass, mutable)]  # dataclass's, and the stand-in
+
+
+@pytest.mark.parametrize(("real", "mine"), PAIRS)
+@pytest.mark.parametrize("name", ["Base", "Child", "Again", "Matched"])
+def test_the_fields_are_dataclass_s(real: Any, mine: Any, name: str) -> None:
+    assert described(samples(mine)[name]) == described(samples(real)[name])
+
+
+@pytest.mark.parametrize(("real", "mine"), PAIRS)
+def test_replace_asdict_and_is_dataclass_as_on_a_dataclass(real: Any, mine: Any) -> None:
+    def used(classes: dict[str, type]) -> Any:
+        item = classes["Again"]("x", 2, ["a"], needed="n", agent="a")
+        changed = dataclasses.replace(item, count=3, needed="m")
+        return (
+            dataclasses.asdict(item),
+            dataclasses.asdict(changed),
+            dataclasses.is_dataclass(item),
+            outcome(lambda: dataclasses.replace(item, later=1)),  # not an argument of __init__
+            (item.unset, changed.unset),  # init=False without a default: __post_init__'s
+            hasattr(classes["Child"], "unset"),
+            (repr(item), item == changed, item == dataclasses.replace(changed, count=2)),
+            outcome(lambda: classes["Again"](needed="n", kind="k")),  # a ClassVar: no argument
+        )
+
+    assert used(samples(mine)) == used(samples(real))
+
+
+def test_the_params_are_those_of_a_dataclass_without_methods() -> None:
+    plain = dataclass(init=False, repr=False, eq=False)(type("Plain", (), {}))
+    for made in (*samples(frozen).values(), *samples(mutable).values()):
+        assert repr(made.__dataclass_params__) == repr(plain.__dataclass_params__)  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _mutable_default(decorate: Any) -> type:
+    class Bad:
+        tags: list[str] = []
+
+    return decorate(Bad)
+
+
+def _required_after_default(decorate: Any) -> type:
+    class Bad:
+        a: int = 0
+        b: int
+
+    return decorate(Bad)
+
+
+def _required_after_an_inherited_default(decorate: Any) -> type:
+    @decorate
+    class Base:
+        a: int = 0
+
+    class Bad(Base):
+        b: int = field(init=False)  # not an argument: no error
+        c: int
+
+    return decorate(Bad)
+
+
+def _kw_only_twice(decorate: Any) -> type:
+    class Bad:
+        _: KW_ONLY
+        a: int
+        __: KW_ONLY
+
+    return decorate(Bad)
+
+
+def _field_not_annotated(decorate: Any) -> type:
+    class Bad:
+        a = field(default=1)
+
+    return decorate(Bad)
+
+
+def _classvar_with_a_factory(decorate: Any) -> type:
+    class Bad:
+        a: ClassVar[list[int]] = field(default_factory=list)
+
+    return decorate(Bad)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        _mutable_default,
+        _required_after_default,
+        _required_after_an_inherited_default,
+        _kw_only_twice,
+        _field_not_annotated,
+        _classvar_with_a_factory,
+    ],
+)
+@pytest.mark.parametrize(("real", "mine"), PAIRS)
+def test_dataclass_s_errors(make: Any, real: Any, mine: Any) -> None:
+    expected = outcome(lambda: make(real))
+    assert expected[0] in ("ValueError", "TypeError")
+    assert outcome(lambda: make(mine)) == expected
+
+
+def test_what_is_not_supported_is_refused() -> None:
+    class Later:
+        a: InitVar[int]
+
+    with pytest.raises(TypeError, match="InitVar is not supported"):
+        frozen(Later)
+
+    @dataclass(frozen=True)
+    class Real:
+        a: int
+
+    class Below(Real):
+        b: int = 0
+
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+        frozen(Below)  # its setattr would be a frozen dataclass's, that this does not make
+
+
+# Classes drawn from the shapes a field may take: each spec is made the same way twice, once by
+# dataclass and once here, and what the two hold (or the error) must be the same.
+
+NOTHING = object()
+FIELD_HOW: dict[str, Callable[[], Any]] = {
+    "none": lambda: NOTHING,
+    "plain": lambda: 1,
+    "mutable": lambda: [],
+    "default": lambda: field(default=2),
+    "factory": lambda: field(default_factory=list),
+    "init_false": lambda: field(init=False),
+    "init_false_default": lambda: field(init=False, default=3),
+    "kw_only": lambda: field(default=4, kw_only=True),
+    "kw_only_required": lambda: field(kw_only=True),
+    "positional": lambda: field(kw_only=False),
+    "options": lambda: field(default=5, compare=False, repr=False, hash=True, metadata={"m": 1}),
+}
+CLASSVARS = ["ClassVar[int]", "typing.ClassVar[int]", "t.ClassVar[str]"]
+MARKERS = ["KW_ONLY", "dataclasses.KW_ONLY"]
+PLAIN_HOW = ["none", "plain", "default", "factory", "init_false_default", "options"]
+
+field_specs = st.lists(  # mostly fields, that most classes drawn can be made
+    st.tuples(
+        st.sampled_from(["int", "str | None"] * 6 + CLASSVARS + MARKERS),
+        st.sampled_from(PLAIN_HOW * 3 + sorted(set(FIELD_HOW) - set(PLAIN_HOW))),
+    ),
+    max_size=6,
+)
+
+
+def drawn(spec: list[tuple[str, str]], decorate: Any, base: type | None = None) -> type:
+    namespace: dict[str, Any] = {"__module__": __name__, "__doc__": "drawn", "__annotations__": {}}
+    for i, (annotation, how) in enumerate(spec):
+        name = f"_{i}" if annotation in MARKERS else f"f{i % 4}"  # a name may come again
+        namespace["__annotations__"][name] = annotation
+        value = FIELD_HOW[how]()
+        if value is not NOTHING and annotation not in MARKERS:
+            namespace[name] = value
+    return decorate(type("Drawn", (base,) if base else (), namespace))
+
+
+@settings(max_examples=300)
+@given(base=field_specs, child=field_specs, mutable_=st.booleans())
+def test_drawn_classes_have_dataclass_s_fields(
+    base: list[tuple[str, str]], child: list[tuple[str, str]], mutable_: bool
+) -> None:
+    real, mine = (dataclass, mutable) if mutable_ else (dataclass(frozen=True), frozen)
+
+    def made(decorate: Any) -> Any:
+        return described(drawn(child, decorate, drawn(base, decorate)))
+
+    assert outcome(lambda: made(mine)) == outcome(lambda: made(real))
