@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from mm_tui.config.fields import yaml_key
 from mm_tui.config.validated_dataclass import SettingsBase, after, before, bound
 from mm_tui.core.command_env import DEFAULT_EXCLUDE
+from mm_tui.core.frozen import described
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from mm_tui.core.sandbox import SandboxConfig
 
 
-@dataclass(init=False, eq=False)
+@described
 class LspServer(SettingsBase):
     name: str
     command: str
@@ -29,17 +30,17 @@ class LspServer(SettingsBase):
     extensions: list[str] = field(default_factory=lambda: [])
 
 
-@dataclass(init=False, eq=False)
+@described
 class LspSettings(SettingsBase):
     servers: list[LspServer] = field(default_factory=lambda: [])
 
 
-@dataclass(init=False, eq=False)
+@described
 class AcpSettings(SettingsBase):
     title: str = "mm"
 
 
-@dataclass(init=False, eq=False)
+@described
 class McpServer(SettingsBase):
     """An entry of mcpServers, in the shape every MCP client uses: `command` (with `args`, `env`
     and `cwd`) starts a server on stdio; `url` (with `headers`) reaches one over streamable
@@ -138,7 +139,7 @@ MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 name must allow."""
 
 
-@dataclass(init=False, eq=False)
+@described
 class AgentRef(SettingsBase):
     """An entry of mmConfigs: an agent that ask_agent and /ask can hand work to."""
 
@@ -212,7 +213,7 @@ def _rule_patterns(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-@dataclass(init=False, eq=False)
+@described
 class Settings(SettingsBase):
     base_url: str | None = None
     model: str | None = None

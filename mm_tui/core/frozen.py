@@ -43,6 +43,29 @@ def mutable(cls: T) -> T:
     return _made(cls, frozen=False)
 
 
+def described(cls: T) -> T:  # no dataclass_transform: checkers then read the class's __init__
+    """`@dataclass(init=False, eq=False)`, the fields and a repr of them, without compiling the
+    repr: for classes with an `__init__` and an equality of their own (the settings, which
+    validate in theirs). A class's own `__repr__` is kept, as dataclass keeps it."""
+    every = dataclass_fields(cls)
+    if "__repr__" not in cls.__dict__:
+        method = _repr(tuple(f.name for f in every if f.repr))
+        method.__qualname__ = f"{cls.__qualname__}.__repr__"
+        type.__setattr__(cls, "__repr__", method)
+    return cls
+
+
+def _repr(shown: tuple[str, ...]) -> Callable[[Any], str]:
+    """dataclass's `__repr__` of the fields `shown`, as a closure."""
+
+    @reprlib.recursive_repr()
+    def __repr__(self: Any) -> str:  # noqa: N807
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+        return f"{self.__class__.__qualname__}({inner})"
+
+    return __repr__
+
+
 def _made(cls: T, *, frozen: bool) -> T:
     # The fields are collected as dataclass does (frozen_fields.py), which is not told `frozen`
     # either: this module makes a frozen class's __setattr__ and __delattr__ (every class of a
@@ -127,10 +150,7 @@ def _made(cls: T, *, frozen: bool) -> T:
         if post_init:
             self.__post_init__()
 
-    @reprlib.recursive_repr()
-    def __repr__(self: Any) -> str:  # noqa: N807
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
-        return f"{self.__class__.__qualname__}({inner})"
+    __repr__ = _repr(shown)
 
     def __eq__(self: Any, other: object) -> bool:  # noqa: N807
         if other.__class__ is self.__class__:

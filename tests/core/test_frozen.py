@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mm_tui.core.events import BaseEvent, PermissionRequested, TextDelta, TurnEnded
-from mm_tui.core.frozen import frozen, mutable
+from mm_tui.core.frozen import described, frozen, mutable
 
 
 def family(decorate: Any) -> tuple[type, type, type]:
@@ -238,7 +238,7 @@ def samples(decorate: Any) -> dict[str, type]:
     return {"Base": Base, "Child": Child, "Again": Again, "Matched": Matched}
 
 
-def described(cls: type) -> dict[str, Any]:
+def shape(cls: type) -> dict[str, Any]:
     def one(f: dataclasses.Field[Any]) -> tuple[Any, ...]:
         return (
             *(f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash),
@@ -261,7 +261,7 @@ PAIRS = [(dataclass(frozen=True), frozen), (dataclass, mutable)]  # dataclass's,
 @pytest.mark.parametrize(("real", "mine"), PAIRS)
 @pytest.mark.parametrize("name", ["Base", "Child", "Again", "Matched"])
 def test_the_fields_are_dataclass_s(real: Any, mine: Any, name: str) -> None:
-    assert described(samples(mine)[name]) == described(samples(real)[name])
+    assert shape(samples(mine)[name]) == shape(samples(real)[name])
 
 
 @pytest.mark.parametrize(("real", "mine"), PAIRS)
@@ -424,6 +424,56 @@ def test_drawn_classes_have_dataclass_s_fields(
     real, mine = (dataclass, mutable) if mutable_ else (dataclass(frozen=True), frozen)
 
     def made(decorate: Any) -> Any:
-        return described(drawn(child, decorate, drawn(base, decorate)))
+        return shape(drawn(child, decorate, drawn(base, decorate)))
 
     assert outcome(lambda: made(mine)) == outcome(lambda: made(real))
+
+
+def _two() -> list[int]:
+    return [2]
+
+
+def _described_pair() -> tuple[type, type]:
+    """The same class with an `__init__` and an equality of its own, made by `described` and
+    by `dataclass(init=False, eq=False)`."""
+
+    def make(decorate: Callable[[type], type]) -> type:
+        class Own:
+            a: int = 1
+            b: list[int] = field(default_factory=_two, repr=False)
+            c: str = field(default="x", kw_only=True)
+            kind: ClassVar[str] = "own"
+
+            def __init__(self, **data: Any) -> None:
+                self.a, self.b, self.c = data.get("a", 1), data.get("b", [2]), data.get("c", "x")
+
+            def __eq__(self, other: object) -> bool:
+                return other is self
+
+        return decorate(Own)
+
+    return make(described), make(dataclass(init=False, eq=False))
+
+
+def test_described_is_a_dataclass_with_its_own_init_and_equality() -> None:
+    """`described` (the settings' classes): dataclass's fields and repr, the class's own
+    `__init__` and equality kept."""
+    ours, theirs = _described_pair()
+    assert shape(ours) == shape(theirs)
+    assert repr(ours(a=5)) == repr(theirs(a=5)).replace(theirs.__qualname__, ours.__qualname__)
+    assert repr(ours(a=5)).endswith("Own(a=5, c='x')")
+    one = ours()
+    assert one == one and one != ours()
+    assert ours.__hash__ is None and theirs.__hash__ is None  # as Python leaves an own __eq__
+    assert ours.__match_args__ == theirs.__match_args__ == ("a", "b")
+
+
+def test_described_keeps_a_repr_of_the_class_own() -> None:
+    @described
+    class Shown:
+        a: int = 1
+
+        def __repr__(self) -> str:
+            return "mine"
+
+    assert repr(Shown()) == "mine"

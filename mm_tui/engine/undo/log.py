@@ -4,14 +4,14 @@ redoes it), and whether the model has yet to be told of one."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mm_tui.core.frozen import mutable
 from mm_tui.core.journal_records import RecordError, SnapshotRecord, UndoRecord, parse_record
 
 
-@dataclasses.dataclass
+@mutable
 class UndoLog:
     turns: list[tuple[int, str]]  # (turn, snapshot before it) of the turns /undo can undo
     # the last /undo and the turns it undid, when nothing happened since (no turn): redo
