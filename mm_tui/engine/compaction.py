@@ -1,6 +1,10 @@
 """`/compact`, and the compaction that makes room when shortening old outputs is not enough: the
 model summarises the conversation, and the summary, in the system message, replaces the
-history (the turn's request goes on after it when it happens in the middle of a turn)."""
+history (the turn's request goes on after it when it happens in the middle of a turn).
+
+The summary is asked as the turn's requests ask the same server (engine/ask_style.py), with no
+tool declared: to a server that refuses tools, the history's calls and their results go as text,
+for such a server may refuse a request that holds them structured, and the compaction with it."""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from mm_tui.config import Settings
-from mm_tui.core.events import HistoryCompacted
+from mm_tui.core.events import Event, HistoryCompacted
 from mm_tui.core.redact import Redactor
+from mm_tui.engine.ask_style import AskStyle
 from mm_tui.engine.context import ContextMeter, summary_request
 from mm_tui.engine.model_stream import ModelClient, ModelError, TextChunk
 from mm_tui.engine.recorder import SessionRecorder
@@ -28,6 +33,7 @@ class Keeper(Protocol):
 
     recorder: SessionRecorder
     meter: ContextMeter
+    asking: AskStyle
     client: ModelClient
     settings: Settings
     redactor: Redactor
@@ -58,7 +64,7 @@ async def _compact(keeper: Keeper, emit: Emit | None, *, auto: bool) -> str:
     session = keeper.recorder.session
     messages = session.messages
     before = keeper.meter.estimate(messages, keeper.tools()) if keeper.meter.window else 0
-    summary = await _summary(keeper, messages)
+    summary = await _summary(keeper, messages, emit)
     # In the system message, so that user and assistant turns still alternate afterwards.
     system = f"{keeper.system_prompt()}\n\nSummary of the conversation so far:\n\n{summary}"
     history: list[dict[str, Any]] = [{"role": "system", "content": system}]
@@ -83,12 +89,14 @@ async def _compact(keeper: Keeper, emit: Emit | None, *, auto: bool) -> str:
     return summary
 
 
-async def _summary(keeper: Keeper, messages: list[dict[str, Any]]) -> str:
+async def _summary(keeper: Keeper, messages: list[dict[str, Any]], emit: Emit | None) -> str:
     """The model's summary of `messages` (within four watchdog periods); ModelError when
-    it gives none."""
+    it gives none. The probe's findings are waited for first, as a turn's request does: a
+    /compact may be the first request to the model."""
     text: list[str] = []
     ask = {"role": "user", "content": SUMMARY_QUESTION}
-    request = summary_request(keeper.meter, messages, ask)
+    await keeper.asking.settle(keeper.client, emit or _unheard)
+    request, _ = keeper.asking.request(summary_request(keeper.meter, messages, ask), [])
     async with asyncio.timeout(keeper.settings.watchdog_timeout * 4):
         async for chunk in keeper.client.stream(request, []):
             if isinstance(chunk, TextChunk):
@@ -97,3 +105,7 @@ async def _summary(keeper: Keeper, messages: list[dict[str, Any]]) -> str:
     if not summary:
         raise ModelError("the model gave an empty summary; the history is unchanged")
     return summary
+
+
+def _unheard(event: Event) -> None:
+    """Where the events of a compaction asked without a listener go."""

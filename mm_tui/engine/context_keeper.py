@@ -9,13 +9,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import Settings
-from mm_tui.core.events import (
-    ContextUsage,
-    EngineError,
-    HistoryShortened,
-    Thinking,
-)
+from mm_tui.core.events import ContextUsage, EngineError, HistoryShortened, Thinking
 from mm_tui.core.redact import Redactor
+from mm_tui.engine.ask_style import AskStyle
 from mm_tui.engine.context import SHRINK_TO, ContextMeter
 from mm_tui.engine.context_window import ContextWindow, window_from_error
 from mm_tui.engine.fixed_prompt import Fit, FixedPrompt, system_texts
@@ -63,6 +59,7 @@ class ContextKeeper:
         self.system_prompt = system_prompt
         self.short_system_prompt = short_system_prompt or system_prompt
         self.meter = ContextMeter()
+        self.asking = AskStyle()  # as the model's probe found: the turn's requests, compaction's
         # the system prompt and the tools within a budget; find_tool finds the tools left out
         self.fixed = FixedPrompt(lambda: self.fit.left_out if self.fit else (), registry.add_helper)
         self.fit: Fit | None = None  # the form the next request sends (None: window unknown)

@@ -70,7 +70,16 @@ class RoundTrip:
         self.recorder = recorder
         self.context = context
         self.server = server
-        self.asking = AskStyle()  # as the model's probe found (start-up turns it on)
+
+    @property
+    def asking(self) -> AskStyle:
+        """How the requests are made, as the model's probe found (start-up turns it on): the
+        context keeper's, for compaction asks the same server in the same way."""
+        return self.context.asking
+
+    @asking.setter
+    def asking(self, asking: AskStyle) -> None:
+        self.context.asking = asking
 
     async def generate(self, emit: Emit, state: TurnState) -> list[ToolCall]:
         """Stream the model's answer; the tool calls it asked for (none: the turn ends)."""

@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 from support.engine import make_engine, of, turn
-from support.scripted_server import ProbeBehaviour, Reply, ScriptedServer, call
+from support.scripted_server import (
+    Error,
+    ProbeBehaviour,
+    Received,
+    Reply,
+    ScriptedServer,
+    call,
+)
+from support.scripted_server.script import Response
 
 from mm_tui.config import Settings
-from mm_tui.core.events import Event, ModelProbed, TextDelta, ToolCallFinished
+from mm_tui.core.events import Event, HistoryCompacted, ModelProbed, TextDelta, ToolCallFinished
 from mm_tui.engine.ask_style import AskStyle
 from mm_tui.engine.model_choice import switch_model
 from mm_tui.engine.probe_findings import ProbeFindings
@@ -111,6 +119,42 @@ async def test_a_model_that_cannot_call_in_text_is_spoken_to_in_chat_only(
     assert HERMES in "".join(e.text for e in of(events, TextDelta))
     (said,) = of(events, ModelProbed)
     assert said.text.startswith("chat only:")
+
+
+def refusing_tools(*answers: str) -> ScriptedServer:
+    """A server that refuses tools outright, as Ollama does a model without them: a request
+    that declares tools, or whose history holds a structured call or a tool's result, gets its
+    400; any other gets the next of `answers`."""
+    left = list(answers)
+
+    def answer(req: Received) -> Response:
+        structured = any("tool_calls" in m or m.get("role") == "tool" for m in req.messages)
+        if req.tools or structured:
+            return Error(400, f"registry.ollama.ai/library/{MODEL} does not support tools")
+        return Reply(left.pop(0))
+
+    return ScriptedServer(on_empty=answer, probe=ProbeBehaviour(tools="refused"))
+
+
+async def test_compaction_sends_the_history_as_text_to_a_server_that_refuses_tools(
+    tmp_path: Path,
+) -> None:
+    with refusing_tools(HERMES, "It said hi.", "We said hi with bash.") as server:
+        made = await started(server, tmp_path)
+        engine = made.engine
+        await turn(engine, "say hi")
+        events: list[Event] = []
+        summary = await engine.compact(events.append)
+        await engine.aclose()
+    assert summary == "We said hi with bash."
+    assert [e.summary for e in of(events, HistoryCompacted)] == [summary]
+    asked = server.requests[-1]
+    assert "tools" not in asked and len(server.requests) == 3
+    assert not any("tool_calls" in m or m["role"] == "tool" for m in asked.messages)
+    called, result = asked.messages[-4:-2]  # the call and its result, then the answer, the ask
+    assert called["content"].startswith('<tool_call>{"name": "bash"')
+    assert result["role"] == "user" and result["content"].startswith("<tool_response>\nhi")
+    assert "Summarise this conversation" in asked.messages[-1]["content"]
 
 
 def test_in_chat_only_a_resumed_sessions_calls_go_as_text() -> None:
