@@ -81,6 +81,8 @@ class AskStyle:
         self._task: asyncio.Future[tuple[ProbeFindings, bool]] | None = None
         self._said: set[tuple[str, str]] = set()
         self._history: TextCallHistory | None = None  # made when first needed
+        # the system message's text as chat only sends it (the engine's: fixed_prompt.py)
+        self.without_tools: Callable[[str], str] = lambda text: text
 
     def start(self, client: ModelClient, window: Callable[[], Any]) -> None:
         """Probe `client`'s model from now on, in the background; `window` gives the window
@@ -139,11 +141,14 @@ class AskStyle:
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The history and the tools as the request sends them: with calls described as text
         (engine/text_call_prompt.py), the tools go in the system prompt, not in `tools`; in
-        chat only, none go, and the history's calls (a resumed session's) go as text."""
+        chat only, none go, the system prompt says nothing of them (`without_tools`), and the
+        history's calls (a resumed session's) go as text."""
         if self.asking == "tools":
             return messages, tools
         if self._history is None:
             from mm_tui.engine.text_call_prompt import TextCallHistory
 
             self._history = TextCallHistory()
+        if self.asking == "chat only":
+            return self._history.messages(messages, [], self.without_tools), []
         return self._history.messages(messages, tools), []

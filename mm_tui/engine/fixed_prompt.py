@@ -11,7 +11,14 @@ demand. The person's own words (a configured systemPrompt, AGENTS.md) are sent w
 Counted as the server counts: its `/tokenize` where it has one (engine/server_tokens.py), else
 the usage of a turn's first request less the user's message; an estimate at the last count's
 characters per token until then. Counts are kept by the text counted, so each form of the
-prompt is asked once, not per request."""
+prompt is asked once, not per request.
+
+A model spoken to in chat only (its server refuses tools and it wrote no call mm could read:
+engine/ask_style.py) is sent neither declarations nor the built-in prompt, which tells it to use
+tools it cannot call: CHAT_ONLY_PROMPT takes the built-in prompt's place, in the sent copy only
+(`without_tools`), and plan mode's note loses its commands. The rest stays as it is: AGENTS.md,
+a compaction's summary, and a configured systemPrompt, the person's own words, whatever they
+say of tools."""
 
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from mm_tui.config import Settings
 from mm_tui.core.frozen import frozen
 from mm_tui.engine.instructions import Instructions
+from mm_tui.engine.permissions import PLAN_NOTE
 from mm_tui.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -34,10 +42,42 @@ BUDGET_SHARE = 0.15  # of the window
 DEFAULT_CHARS_PER_TOKEN = 3.0  # before any count: conservative, as the context meter's
 MAX_COUNTS = 4  # counts asked before one request at most (each choice may change the form)
 
+DEFAULT_SYSTEM_PROMPT = """\
+You are mm, a coding agent working in a terminal, in the folder {cwd}.
+Use the tools to look at the code, run commands and change files; do not guess what a file
+holds, read it. Keep changes small and say what you did in a few sentences. When a tool reports
+an error, read it and adapt instead of repeating the same call."""
+
 SHORT_SYSTEM_PROMPT = (
     "You are mm, a coding agent in a terminal, in the folder {cwd}. Use the tools; read a file "
     "before changing it; keep changes small and say briefly what you did."
 )
+
+
+CHAT_ONLY_PROMPT = """\
+You are mm, a coding assistant working in a terminal, in the folder {cwd}. You have no tools
+here: you cannot read files or run commands. Answer from what the person shows you, ask for the
+files or the output you need, and write the changes you propose as code in your reply. Keep
+them small and say what they do in a few sentences."""
+
+
+CHAT_ONLY_PLAN_NOTE = """
+
+You are in plan mode: the person wants a plan before anything changes. End with a short
+numbered plan of the changes you would make."""
+
+
+def without_tools(text: str, cwd: Path) -> str:
+    """A system message's text as chat only sends it: the built-in prompt at its start, full or
+    short, replaced by CHAT_ONLY_PROMPT, and plan mode's note at its end by one that runs no
+    command (see the module's docstring); the rest as it is."""
+    if text.endswith(PLAN_NOTE):
+        text = text[: -len(PLAN_NOTE)] + CHAT_ONLY_PLAN_NOTE
+    for built_in in (DEFAULT_SYSTEM_PROMPT, SHORT_SYSTEM_PROMPT):
+        prompt = built_in.format(cwd=cwd)
+        if text.startswith(prompt):
+            return CHAT_ONLY_PROMPT.format(cwd=cwd) + text[len(prompt) :]
+    return text
 
 
 def fixed_budget(window: int) -> int:

@@ -13,7 +13,7 @@ body encodes each message once: engine/request_body.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 TEXT_CALL_FORM = (
@@ -41,21 +41,30 @@ def describe_text_calls(tools: Sequence[dict[str, Any]]) -> str:
 
 class TextCallHistory:
     """The history as a server without tools is sent it (see the module's docstring). Without
-    `tools` (a model spoken to in chat only), the system message stays as it is and the calls
-    of the history still go as text."""
+    `tools` (a model spoken to in chat only), the system message's text goes as `plain` makes
+    it (as it is without `plain`) and the calls of the history still go as text."""
 
     def __init__(self) -> None:
         self._made: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._system: tuple[dict[str, Any], str, dict[str, Any]] | None = None
 
     def messages(
-        self, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        plain: Callable[[str], str] | None = None,
     ) -> list[dict[str, Any]]:
         made: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         out = []
         for n, message in enumerate(messages):
-            if n == 0 and message.get("role") == "system" and tools:
-                out.append(self._with_tools(message, describe_text_calls(tools)))
+            if n == 0 and message.get("role") == "system" and (tools or plain is not None):
+                content = message.get("content")
+                text = content if isinstance(content, str) else ""
+                if tools:
+                    text += describe_text_calls(tools)
+                elif plain is not None:
+                    text = plain(text)
+                out.append(message if text == content else self._sent_system(message, text))
                 continue
             hit = self._made.get(id(message))
             if hit is None or hit[0] is not message:
@@ -65,12 +74,11 @@ class TextCallHistory:
         self._made = made
         return out
 
-    def _with_tools(self, first: dict[str, Any], description: str) -> dict[str, Any]:
+    def _sent_system(self, first: dict[str, Any], text: str) -> dict[str, Any]:
+        """The system message with `text`, the same copy while they are the same."""
         kept = self._system
-        if kept is None or kept[0] is not first or kept[1] != description:
-            content = first.get("content")
-            text = (content if isinstance(content, str) else "") + description
-            kept = self._system = (first, description, {**first, "content": text})
+        if kept is None or kept[0] is not first or kept[1] != text:
+            kept = self._system = (first, text, {**first, "content": text})
         return kept[2]
 
 

@@ -33,6 +33,7 @@ from mm_tui.core.questions import Questions
 from mm_tui.core.redact import Redactor
 from mm_tui.engine.context import ContextMeter
 from mm_tui.engine.context_keeper import UNKNOWN_WINDOW, ContextKeeper
+from mm_tui.engine.fixed_prompt import DEFAULT_SYSTEM_PROMPT, without_tools
 from mm_tui.engine.fixed_prompt import short_system_prompt as short_prompt
 from mm_tui.engine.guards import LoopDetector
 from mm_tui.engine.instructions import Instructions
@@ -54,12 +55,6 @@ if TYPE_CHECKING:
     from mm_tui.engine.undoing import PendingUndo
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "UNKNOWN_WINDOW", "Emit", "Engine"]
-
-DEFAULT_SYSTEM_PROMPT = """\
-You are mm, a coding agent working in a terminal, in the folder {cwd}.
-Use the tools to look at the code, run commands and change files; do not guess what a file
-holds, read it. Keep changes small and say what you did in a few sentences. When a tool reports
-an error, read it and adapt instead of repeating the same call."""
 
 
 class Engine:
@@ -115,6 +110,8 @@ class Engine:
             permissions=self.permissions,
             short_system_prompt=lambda: short_prompt(self.settings, self.cwd, self.instructions),
         )
+        # in chat only, the built-in prompt's words about tools are left out (fixed_prompt.py)
+        self.context.asking.without_tools = lambda text: without_tools(text, self.cwd)
         self.round_trip = RoundTrip(settings, client, self.recorder, self.context, self.server)
         self.calls = ToolCalls(
             settings,

@@ -5,6 +5,7 @@ even that cannot work; a kept answer asks nothing; a probe that never ends holds
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,12 @@ from support.scripted_server.script import Response
 from mm_tui.config import Settings
 from mm_tui.core.events import Event, HistoryCompacted, ModelProbed, TextDelta, ToolCallFinished
 from mm_tui.engine.ask_style import AskStyle
+from mm_tui.engine.fixed_prompt import CHAT_ONLY_PLAN_NOTE, CHAT_ONLY_PROMPT
 from mm_tui.engine.model_choice import switch_model
+from mm_tui.engine.permissions import PLAN_NOTE
 from mm_tui.engine.probe_findings import ProbeFindings
 from mm_tui.engine.text_call_prompt import TEXT_CALL_FORM
+from mm_tui.engine.turn import DEFAULT_SYSTEM_PROMPT
 from mm_tui.startup import Started, start
 
 MODEL = "scripted-model"
@@ -119,6 +123,32 @@ async def test_a_model_that_cannot_call_in_text_is_spoken_to_in_chat_only(
     assert HERMES in "".join(e.text for e in of(events, TextDelta))
     (said,) = of(events, ModelProbed)
     assert said.text.startswith("chat only:")
+
+
+async def test_in_chat_only_the_system_prompt_speaks_of_no_tool(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "AGENTS.md").write_text("Answer in French.\n")
+    with ScriptedServer(
+        Reply("Bonjour."),
+        Reply("1. Rien."),
+        probe=ProbeBehaviour(tools="refused", text_calls=False),
+    ) as server:
+        made = await started(server, tmp_path)
+        engine = made.engine
+        names = [tool["function"]["name"] for tool in engine.tools()]
+        await turn(engine, "hi")
+        engine.set_mode("plan")
+        await turn(engine, "a plan, please")
+        kept = engine.session.messages[0]["content"]
+        await engine.aclose()
+    first, planned = (request.messages[0]["content"] for request in server.requests)
+    assert first.startswith(CHAT_ONLY_PROMPT.format(cwd=work))
+    assert "Answer in French." in first  # the project's instructions stay
+    assert "bash" in names and not re.search(rf"\b({'|'.join(names)})\b", first)
+    assert "Use the tools" not in first and "Use the tools" not in planned
+    assert planned == first + CHAT_ONLY_PLAN_NOTE and PLAN_NOTE not in planned
+    assert kept.startswith(DEFAULT_SYSTEM_PROMPT.format(cwd=work))  # the journal's is as it was
 
 
 def refusing_tools(*answers: str) -> ScriptedServer:
