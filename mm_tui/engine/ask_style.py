@@ -6,7 +6,13 @@ in the background, so that start-up is not slowed; the first request of a model 
 (bounded: the probe gives up after PROBE_BOUND seconds, and mm then asks as it always does). A
 model met later (`/model`) is probed at its first request. A kept answer (engine/probe_cache.py)
 that still holds costs one `GET /models` and no probe request. When the answer changes how mm
-asks, one line says so, once per model (`ModelProbed`)."""
+asks, one line says so, once per model (`ModelProbed`).
+
+One process probes a model once at a time: engines that begin the probe of a server's model
+while it is under way (ACP sessions opened at once) wait for the same probe (`shared_probe`),
+rather than doubling the requests to a server that may be slow. It is shared within one event
+loop, none cancels it for the others, and it is dropped when done: later starts read the kept
+answer."""
 
 from __future__ import annotations
 
@@ -68,6 +74,28 @@ async def probed(
     return findings, False
 
 
+ProbeKey = tuple[asyncio.AbstractEventLoop, str, str]
+_probing: dict[ProbeKey, asyncio.Task[tuple[ProbeFindings, bool]]] = {}
+"""The probes under way, by loop, server and model."""
+
+
+def shared_probe(
+    client: ModelClient, window: Any, *, state_dir: Path | None, bound: float
+) -> asyncio.Task[tuple[ProbeFindings, bool]]:
+    """The probe of `client`'s model (`probed`): the one under way in this loop, else a new
+    one. Its waiters shield it: a waiter cancelled leaves it running for the others."""
+    loop = asyncio.get_running_loop()
+    key = (loop, client.base_url.rstrip("/"), client.model)
+    task = _probing.get(key)
+    if task is None:
+        task = loop.create_task(probed(client, window, state_dir=state_dir, bound=bound))
+        _probing[key] = task
+        task.add_done_callback(
+            lambda done: _probing.pop(key) if _probing.get(key) is done else None
+        )
+    return task
+
+
 class AskStyle:
     """The findings of the model in use, and the requests made after them."""
 
@@ -101,9 +129,7 @@ class AskStyle:
         if key == self._key:
             return
         self._key, self.findings = key, None
-        self._task = asyncio.ensure_future(
-            probed(client, self.window(), state_dir=self.state_dir, bound=self.bound)
-        )
+        self._task = shared_probe(client, self.window(), state_dir=self.state_dir, bound=self.bound)
 
     async def settle(self, client: ModelClient, emit: Emit) -> None:
         """Before a request: the probe of its model done (waited for, within its bound), its

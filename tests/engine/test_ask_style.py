@@ -1,10 +1,12 @@
 """How mm asks a model after its probe (engine/ask_style.py), through start-up and real turns
 against the scripted server: as always when the server takes and streams tools, non-streamed
 when it loses streamed tool calls, tools described as text when it refuses them, chat only when
-even that cannot work; a kept answer asks nothing; a probe that never ends holds nothing up."""
+even that cannot work; a kept answer asks nothing; a probe that never ends holds nothing up; two
+engines at once share one probe."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -19,14 +21,17 @@ from support.scripted_server import (
     call,
 )
 from support.scripted_server.script import Response
+from support.waiting import await_until
 
 from mm_tui.config import Settings
 from mm_tui.core.events import Event, HistoryCompacted, ModelProbed, TextDelta, ToolCallFinished
+from mm_tui.engine import ask_style
 from mm_tui.engine.ask_style import AskStyle
 from mm_tui.engine.fixed_prompt import CHAT_ONLY_PLAN_NOTE, CHAT_ONLY_PROMPT
 from mm_tui.engine.model_choice import switch_model
 from mm_tui.engine.permissions import PLAN_NOTE
 from mm_tui.engine.probe_findings import ProbeFindings
+from mm_tui.engine.provider import OpenAIProvider
 from mm_tui.engine.text_call_prompt import TEXT_CALL_FORM
 from mm_tui.engine.turn import DEFAULT_SYSTEM_PROMPT
 from mm_tui.startup import Started, start
@@ -247,3 +252,39 @@ async def test_the_demo_model_is_never_probed(tmp_path: Path) -> None:
     await turn(made.engine, "hi")
     assert made.engine.round_trip.asking.findings is None
     await made.engine.aclose()
+
+
+async def test_two_engines_at_once_share_one_probe_of_a_model(tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        clients = [OpenAIProvider(server.base_url, MODEL, retries=0) for _ in range(2)]
+        styles = [AskStyle(state_dir=tmp_path / "state") for _ in clients]
+        pairs = list(zip(styles, clients, strict=True))
+        for style, client in pairs:
+            style.start(client, lambda: None)
+        said: list[Event] = []
+        await asyncio.gather(*(style.settle(client, said.append) for style, client in pairs))
+        for client in clients:
+            await client.aclose()
+    assert len(server.probe_requests) == 2 and len(server.probe_lookups) == 1  # one probe's
+    assert not ask_style._probing  # dropped when done: the kept answer serves later starts
+    first, second = (style.findings for style in styles)
+    assert first is not None and first.chat == "yes" and second == first
+
+
+async def test_a_waiter_cancelled_leaves_the_shared_probe_to_the_other(tmp_path: Path) -> None:
+    slow = Reply("one two three four five", delay=0.1)  # each chunk a tenth of a second apart
+    with ScriptedServer(probe=ProbeBehaviour(fixed=slow)) as server:
+        clients = [OpenAIProvider(server.base_url, MODEL, retries=0) for _ in range(2)]
+        first, second = (AskStyle(state_dir=tmp_path / "state") for _ in clients)
+        first.start(clients[0], lambda: None)
+        second.start(clients[1], lambda: None)
+        said: list[Event] = []
+        waiting = asyncio.ensure_future(first.settle(clients[0], said.append))
+        assert await await_until(lambda: server.probe_requests), "the probe never asked"
+        waiting.cancel()
+        await second.settle(clients[1], said.append)
+        for client in clients:
+            await client.aclose()
+    assert waiting.cancelled()
+    assert second.findings is not None and second.findings.status == "done"
+    assert second.findings.chat == "yes" and len(server.probe_requests) == 2
