@@ -44,7 +44,8 @@ the whole history, as the chat-completions protocol sends it.
 4. the garbage collector. What start-up made is frozen once the window is ready, as `mm` does
    (`cli.window_boot`); the collector's passes during the turn are counted by generation, with
    the longest of each: a full pass stops the UI loop for as long as it lasts, and would show
-   as the slowest echo.
+   as the slowest echo (the window keeps them short: window/full_passes.py).
+   mm's peak resident memory is printed last.
 
 Run: .venv/bin/python bench/bench_window_turn.py   (MM_BENCH_CALLS=N for another count; the
 first and last fifth of the calls are compared, 400 of 2,000; --quick: 100 calls, unless
@@ -57,6 +58,7 @@ import asyncio
 import gc
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -306,6 +308,7 @@ async def mm_child(base_url: str) -> dict[str, Any]:
                 after=after,
                 items=len(app.main.transcript.items),
                 collections=passes.longest,
+                peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                 session_messages=len(engine.session.messages),
             )
     finally:
@@ -551,6 +554,7 @@ def main() -> None:
             for g, (n, longest) in sorted(passes.items(), key=lambda kv: int(kv[0]))
         )
     )
+    print(f"mm's peak memory (resident): {mm['peak_rss'] / 1024:.0f} MB")
     print(f"whole run {total:.0f} s")
 
 

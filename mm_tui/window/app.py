@@ -18,6 +18,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from mm_tui.window.full_passes import FullPasses
 from mm_tui.window.screens.main import MainScreen
 from mm_tui.window.terminal_keys import named_key
 from mm_tui.window.widgets.prompt_stand_in import COMMANDS
@@ -118,8 +119,12 @@ class MMApp(App[int]):
         # (`_let_keys_through`); None once it has.
         self._held: list[events.Event] | None = []
         self._replaying: events.Event | None = None
+        # the collector's full passes, kept short once ready (`full_passes.py`)
+        self.collector = FullPasses()
 
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.collector.key()
         if event is self._replaying:  # a held key, on its way now (`_let_keys_through`)
             await super().on_event(event)
             return
@@ -258,6 +263,7 @@ class MMApp(App[int]):
         self.main.attach(started, started.warnings + theme_warnings)
         self.ready_at = time.perf_counter()
         self.engine_ready.set()
+        self.collector.start(self)
         self.main.run_queued()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -325,6 +331,7 @@ class MMApp(App[int]):
 
     async def on_unmount(self) -> None:
         self._signals.close()
+        self.collector.stop()
         if self.engine is not None:
             self.engine.cancel()
             await self.engine.aclose()

@@ -1,0 +1,149 @@
+"""The collector's full passes in window mode (`window/full_passes.py`): Python's own are off
+once the window is ready; a pass runs when due and freezes what it kept, so that the next walks
+only what is new; a whole pass runs when nobody types; all is given back as the window closes."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.scripted_model import ScriptedModel
+from support.waiting import until
+from support.window_helpers import make_app
+
+from mm_tui.window import full_passes
+from mm_tui.window.full_passes import FullPasses
+
+
+@pytest.fixture
+def collector_state() -> Iterator[tuple[int, int, int]]:
+    """This process's thresholds, as they were, and nothing left frozen, whatever the test
+    did."""
+    saved = gc.get_threshold()
+    yield saved
+    gc.set_threshold(*saved)
+    gc.unfreeze()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Interval:
+    """A repeating timer that the test fires itself (`set_interval`'s part of the app)."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[tuple[float, Callable[[], object]]] = []
+        self.stopped = False
+
+    def set_interval(self, interval: float, callback: Callable[[], object]) -> Interval:
+        self.callbacks.append((interval, callback))
+        return self
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class Passes:
+    """The full passes that run, and how many objects each walked (the frozen ones are not)."""
+
+    def __init__(self) -> None:
+        self.walked: list[int] = []
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            self.walked.append(sum(len(gc.get_objects(g)) for g in range(3)))
+
+
+def young(count: int) -> None:
+    for _ in range(count):
+        gc.collect(1)
+
+
+def test_a_due_pass_runs_and_freezes_what_it_kept(
+    collector_state: tuple[int, int, int],
+) -> None:
+    """Python's automatic full passes are off; once the middle generation has been collected
+    as often as Python's threshold asks, a pass runs, whatever the keys, and what survives it
+    is frozen: the next pass walks only what was made since."""
+    clock, timers = Clock(), Interval()
+    collector = FullPasses(clock)
+    collector.start(timers)
+    passes = Passes()
+    gc.callbacks.append(passes)
+    kept: list[list[int]] = []
+    try:
+        assert gc.get_threshold() == (*collector_state[:2], full_passes.OUT_OF_REACH)
+        assert [interval for interval, _ in timers.callbacks] == [full_passes.CHECK_EVERY]
+        assert not collector.check()  # nothing collected since: nothing to do
+        young(full_passes.YOUNG_PASSES - 1)
+        assert not collector.check()
+        young(1)
+        collector.key()  # typing: a due pass runs anyway, it is short
+        assert timers.callbacks[0][1]()  # the timer's check
+        assert len(passes.walked) == 1 and gc.get_freeze_count() > 0
+        kept.extend([i] for i in range(10_000))  # new objects, after the freeze
+        young(full_passes.YOUNG_PASSES)
+        assert collector.check()
+        assert len(passes.walked) == 2
+        assert passes.walked[1] < 20_000 < gc.get_freeze_count()  # the frozen ones not walked
+    finally:
+        gc.callbacks.remove(passes)
+        collector.stop()
+    assert gc.get_threshold() == collector_state and timers.stopped
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_whole_pass_waits_until_nobody_types(collector_state: tuple[int, int, int]) -> None:
+    """What was frozen and became garbage since is freed by a whole pass, which walks all:
+    only when no key came for a while, and not more often than WHOLE_EVERY."""
+    clock, timers = Clock(), Interval()
+    collector = FullPasses(clock)
+    collector.start(timers)
+    passes = Passes()
+    try:
+        young(full_passes.YOUNG_PASSES)
+        assert collector.check()  # a due pass: something is frozen now
+        gc.callbacks.append(passes)
+        clock.now += full_passes.WHOLE_EVERY
+        collector.key()
+        clock.now += full_passes.QUIET / 2
+        assert not collector.check()  # a key a moment ago
+        clock.now += full_passes.QUIET
+        frozen = gc.get_freeze_count()
+        assert collector.check()  # quiet: the whole pass
+        assert passes.walked and passes.walked[0] >= frozen  # the frozen ones walked too
+        assert not collector.check()  # nothing frozen since
+        young(full_passes.YOUNG_PASSES)
+        assert collector.check()  # due again
+        clock.now += full_passes.QUIET
+        assert not collector.check()  # the last whole pass is too recent
+    finally:
+        if passes in gc.callbacks:
+            gc.callbacks.remove(passes)
+        collector.stop()
+
+
+async def test_the_window_takes_the_full_passes_once_ready_and_gives_them_back(
+    folder: Path, collector_state: tuple[int, int, int]
+) -> None:
+    """Before ready Python runs them; once ready the window does, told of every key; once
+    the window has closed Python runs them again."""
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: app.prompt_in_place, "ready", pilot=pilot)
+        assert gc.get_threshold()[2] == full_passes.OUT_OF_REACH
+        young(full_passes.YOUNG_PASSES)
+        assert app.collector.check()  # a due pass, which freezes
+        app.collector.clock = lambda: 1e9  # long after: a whole pass is due if nobody types
+        await pilot.press("a")
+        assert not app.collector.check()  # a key "a moment ago" (the frozen clock's now)
+    assert gc.get_threshold() == collector_state
+    assert gc.get_freeze_count() == 0
