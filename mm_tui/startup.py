@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import McpServer, Settings, sessions_folders
 from mm_tui.core.asking import AgentEntry, AgentRunner
@@ -214,6 +214,7 @@ async def start(
             provider=client.provider,
             base_url=client.base_url,
         )
+    asked = _window_asked(client, settings, picked.answering)
     # The AGENTS.md files are read here with the rest (in the window: after its first frame).
     registry, instructions = await local if local is not None else _local_parts(settings, cwd)
     engine = Engine(
@@ -230,7 +231,7 @@ async def start(
         notes.extend(pool.notes)  # a `${VAR}` that is not set
         engine.registry.add_source(pool)
         engine.registry.start()
-    notes.extend(await engine.learn_context_window())
+    notes.extend(await engine.learn_context_window(asked))
     if not isinstance(client, DemoModel):  # probed in the background (engine/ask_style.py)
         engine.round_trip.asking.start(client, lambda: engine.context.meter.window)
     warnings.extend(engine.context.window_warnings)  # contextWindow that Ollama cannot keep
@@ -244,6 +245,20 @@ async def start(
     notes = [redact(note) for note in notes]
     warnings = [redact(warning) for warning in warnings]
     return Started(engine=engine, notes=notes, warnings=warnings)
+
+
+def _window_asked(client: Any, settings: Settings, answering: bool | None) -> Any:
+    """The model's context window, asked of its server as soon as the model is picked: the
+    answer comes while the tools are made and the engine built, not after (a local server's
+    round trip, on the way to ready). None where it will not be asked (the demo model, a
+    configured contextWindow, a server found down). Whatever becomes of it is taken: a lookup
+    that fails says so where it is awaited, or nowhere if start-up failed first."""
+    reader = getattr(client, "read_context_window", None)
+    if reader is None or settings.context_window or answering is False:
+        return None
+    task = asyncio.ensure_future(reader())
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return task
 
 
 def _local_parts(settings: Settings, cwd: Path) -> tuple[ToolRegistry, Instructions]:

@@ -5,7 +5,7 @@ and `/compact`. The meter (`context.py`) measures; this decides what to do about
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mm_tui.config import Settings
@@ -151,10 +151,11 @@ class ContextKeeper:
 
     # -- the window ----------------------------------------------------------------------------
 
-    async def learn_window(self) -> list[str]:
+    async def learn_window(self, asked: Awaitable[ContextWindow | None] | None = None) -> list[str]:
         """Ask the server for the model's context window (the config's `contextWindow` wins,
         and Ollama is asked to keep it: `_keep_window`); returns the start-up notes that say
-        what was learned (those that are warnings also in `window_warnings`)."""
+        what was learned (those that are warnings also in `window_warnings`). `asked`: the
+        client's `read_context_window()` begun already (start-up's, beside the tools)."""
         self.window_warnings = []
         kept: list[str] = []
         if self.settings.context_window:
@@ -170,7 +171,7 @@ class ContextKeeper:
                 self.window_unread = True
                 return []
             try:
-                self.meter.window = await reader()
+                self.meter.window = await (asked if asked is not None else reader())
             except Exception:  # noqa: BLE001 - never a reason not to start
                 self.meter.window = None
         window = self.meter.window

@@ -218,9 +218,10 @@ class Engine:
         """The tools' declarations for the next request (those ready now)."""
         return self.context.tools()
 
-    async def learn_context_window(self) -> list[str]:
-        """Ask the server for the model's context window (`contextWindow` wins); the notes."""
-        return await self.context.learn_window()
+    async def learn_context_window(self, asked: Any = None) -> list[str]:
+        """Ask the server for the model's context window (`contextWindow` wins); the notes.
+        `asked`: the asking begun already (`ContextKeeper.learn_window`)."""
+        return await self.context.learn_window(asked)
 
     def context_usage(self) -> ContextUsage | None:
         """How full the model's context is now, or None while the window is unknown."""
