@@ -158,29 +158,39 @@ def test_importing_mm_changes_no_other_packages_modules() -> None:
     assert json.loads(out.stdout) == [False, []]
 
 
+def _loaded_when(
+    method: str, boot: tuple[str, str], cwd: Path, *, after: str = "pass"
+) -> list[str]:
+    """The modules a window in a process of its own has loaded when its `method` runs (after
+    `after`, MMApp's own if it is called), where it ends. `boot`: the app's boot, as an
+    expression and the lines that define what it names."""
+    expression, lines = boot
+    code = (
+        f"import asyncio, json, sys\nfrom pathlib import Path\n{lines}"
+        "from mm_tui.window.app import MMApp\n"
+        "class Probe(MMApp):\n"
+        f"    def {method}(self, *args):\n"
+        f"        {after}\n"
+        "        self.loaded = sorted(sys.modules)\n"
+        "        self.exit(0)\n"
+        f"app = Probe({expression})\n"
+        "app.run(headless=True, size=(100, 30))\n"
+        "print(json.dumps(app.loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 def test_the_first_frame_loads_only_what_it_draws() -> None:
     """The window's first frame (an empty transcript, the boot not yet begun) loads neither the
     engine (its events, the configuration, the tools, the HTTP client, pydantic) nor the
     transcript's renderers (Rich's Markdown among them), nor importlib.resources for mm's own
     themes, nor Textual's TextArea (a stand-in draws the empty prompt): they load after it, or
     when first needed (docs/performance.md)."""
-    code = (
-        "import asyncio, json, sys\n"
-        "from mm_tui.window.app import MMApp\n"
-        "async def never():\n"
-        "    await asyncio.Event().wait()\n"
-        "class First(MMApp):\n"
-        "    def on_ready(self):  # before MMApp.on_ready, which starts the boot\n"
-        "        self.loaded = sorted(sys.modules)\n"
-        "        self.exit(0)\n"
-        "app = First(never)\n"
-        "app.run(headless=True, size=(100, 30))\n"
-        "print(json.dumps(app.loaded))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    loaded = json.loads(out.stdout.splitlines()[-1])
+    boot = "never", "async def never():\n    await asyncio.Event().wait()\n"
+    loaded = _loaded_when("on_ready", boot, ROOT)  # before MMApp.on_ready, which boots
     assert "mm_tui.window.screens.main" in loaded
     kept_off = (
         "mm_tui.core.events",
@@ -211,24 +221,11 @@ def test_ready_loads_neither_the_sandbox_nor_the_prompts_text_area(work: Path) -
     file tools and bash work under (its launcher, the file gate) nor Textual's TextArea (its
     stand-in takes the typing until then) has been loaded; they load after it, the sandbox in
     a thread (docs/performance.md)."""
-    code = (
-        "import json, sys\n"
-        "from pathlib import Path\n"
-        "from mm_tui.cli import parser, window_boot\n"
-        "from mm_tui.window.app import MMApp\n"
-        "class Ready(MMApp):\n"
-        "    def attach(self, started):\n"
-        "        super().attach(started)\n"
-        "        self.loaded = sorted(sys.modules)\n"
-        "        self.exit(0)\n"
-        "app = Ready(window_boot(parser().parse_args(['--demo']), Path.cwd()))\n"
-        "app.run(headless=True, size=(100, 30))\n"
-        "print(json.dumps(app.loaded))\n"
+    boot = (
+        "window_boot(parser().parse_args(['--demo']), Path.cwd())",
+        ("from mm_tui.cli import parser, window_boot\n"),
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True
-    )
-    loaded = json.loads(out.stdout.splitlines()[-1])
+    loaded = _loaded_when("attach", boot, work, after="super().attach(*args)")
     assert "mm_tui.engine.turn" in loaded and "mm_tui.tools.bash" in loaded
     kept_off = (
         "mm_tui.core.sandbox",
