@@ -247,7 +247,9 @@ async def start(
     return Started(engine=engine, notes=notes, warnings=warnings)
 
 
-def _window_asked(client: Any, settings: Settings, answering: bool | None) -> Any:
+def _window_asked(
+    client: Any, settings: Settings, answering: bool | None
+) -> asyncio.Future[Any] | None:
     """The model's context window, asked of its server as soon as the model is picked: the
     answer comes while the tools are made and the engine built, not after (a local server's
     round trip, on the way to ready). None where it will not be asked (the demo model, a

@@ -35,10 +35,14 @@ WHOLE_EVERY = 60.0  # seconds between whole passes at least
 OUT_OF_REACH = 1 << 30  # a third threshold that Python's own count never reaches
 
 
+class Timer(Protocol):
+    def stop(self) -> None: ...
+
+
 class Timers(Protocol):
     """What the collector needs of the app: a repeating timer (Textual's `set_interval`)."""
 
-    def set_interval(self, interval: float, callback: Callable[[], object]) -> object: ...
+    def set_interval(self, interval: float, callback: Callable[[], object]) -> Timer: ...
 
 
 class FullPasses:
@@ -52,7 +56,7 @@ class FullPasses:
         self._last_whole = clock()
         self._frozen_since_whole = False
         self._young = self._young_passes()
-        self._timer: object | None = None
+        self._timer: Timer | None = None
 
     def start(self, app: Timers) -> None:
         """Take over the full passes from Python (once: again does nothing)."""
@@ -71,10 +75,9 @@ class FullPasses:
             self._saved = None
         if self.passes:
             gc.unfreeze()  # what it froze goes back to Python's collector
-        stop = getattr(self._timer, "stop", None)
-        if stop is not None:
-            stop()
-        self._timer = None
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
 
     def key(self) -> None:
         self._last_key = self.clock()
