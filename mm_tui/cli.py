@@ -394,7 +394,6 @@ def window_boot(
                         f"mm: the demo's playground cannot be made ({exc})"
                     ) from None
                 os.chdir(cwd)
-            _prepare_tls(args)  # after the first frame: nothing of it is needed for that
             from mm_tui.config import ConfigError, answer_project, load_settings, read_project
             from mm_tui.startup import StartupError, start
 
@@ -409,6 +408,8 @@ def window_boot(
                 settings = load_settings(
                     config_file=args.config, overrides=_overrides(args), cwd=cwd, project=project
                 )
+                if settings.base_url:  # else detection, which asks without TLS: made once ready
+                    _prepare_tls(args)
                 started = await start(
                     settings, cwd, demo=args.demo, resume=args.resume, playground=True
                 )
@@ -447,8 +448,11 @@ def _prepare_after_ready(on_demo: bool) -> None:
 
 
 def _prepare_tls(args: argparse.Namespace) -> None:
-    """The TLS context of the model-server clients, made in a thread, on the other core, while
-    the configuration loads (`engine/tls.py`); the demo model talks to no server."""
+    """The TLS context of the model-server clients, made in a thread, on the other core
+    (`engine/tls.py`); the demo model talks to no server. Line mode starts it while the
+    configuration loads; the window once it is loaded, and only for a configured server (which
+    start-up checks through httpx): detection asks this machine's servers over plain http, so
+    the context is made after ready (`provider.prepare`), before the first request needs it."""
     if not args.demo:
         from mm_tui.engine.tls import prepare
 

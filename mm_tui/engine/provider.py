@@ -58,11 +58,13 @@ __all__ = ["OpenAIProvider", "prepare"]
 
 def prepare() -> None:
     """Load httpx, and what its first request loads (in that order, should one start
-    meanwhile), in a thread: window mode calls it once ready, so that the first request does
-    not wait for them while the person types it."""
+    meanwhile), and make the TLS context, in threads: window mode calls it once ready, so that
+    the first request does not wait for them while the person types it."""
     from mm_tui.core.preload import preload
+    from mm_tui.engine.tls import prepare as prepare_tls
 
     preload("mm-http", *HTTP_MODULES)
+    prepare_tls()
 
 
 HTTP_MODULES = ("httpx", "httpcore._backends.anyio")
