@@ -6,7 +6,9 @@ PyYAML's import: see docs/performance.md. Most such files are flat lines, which 
 exactly as PyYAML does; anything else (`None` here) goes to PyYAML. A line holds a key
 that starts with a letter or `_`, then nothing, a quoted text without escapes, a whole number
 written plainly (`0`, `20000`: no sign, no leading zero, no `_`), or a plain text that starts
-with a letter and holds no colon, `#`, tab or quote; a comment may follow after a space. `true`
+with a letter and holds no `#`, tab or quote, nor a colon but one followed by neither a space nor
+the line's end (a URL: `baseUrl: http://localhost:11434/v1`); a comment may follow after a
+space. `true`
 and `false` are booleans; the other words YAML 1.1 reads as booleans or null (`yes`, `no`,
 `on`, `off`, `null`, and `y`, `n` to be safe) are left to PyYAML, as are keys that are such
 words. A key given twice takes its last value, as in PyYAML, or (`unique`) leaves the file to
@@ -18,7 +20,7 @@ from __future__ import annotations
 import re
 
 _LINE = re.compile(
-    r"""([A-Za-z_][\w-]*):(?: +("[^"\\]*"|'[^']*'|0|[1-9][0-9]*|[A-Za-z][^:#\t'"]*?))?(?: +#.*)? *"""
+    r"""([A-Za-z_][\w-]*):(?: +("[^"\\]*"|'[^']*'|0|[1-9][0-9]*|[A-Za-z](?:[^:#\t'"]|:(?=[^ \t]))*?))?(?: +#.*)? *"""
 )
 _BLANK = re.compile(r" *(?:#.*)?")
 _WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}

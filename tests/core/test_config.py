@@ -792,7 +792,11 @@ def test_plain_values_are_validated_without_pydantic(
 
 @pytest.mark.parametrize(
     ("text", "loaded"),
-    [("theme: nord\nmaxOutput: 5  # short\n", "[]"), ("maxOutput: 5\nyolo: yes\n", "['yaml']")],
+    [
+        ("theme: nord\nmaxOutput: 5  # short\n", "[]"),
+        ("baseUrl: http://localhost:11434/v1\nmodel: qwen3:8b\n", "[]"),
+        ("maxOutput: 5\nyolo: yes\n", "['yaml']"),
+    ],
 )
 def test_a_file_of_plain_keys_is_read_without_pyyaml(
     home: Path, proj: Path, text: str, loaded: str

@@ -164,10 +164,13 @@ FLAT_SAMPLES = [
     "primary: '#010203'\nprimary: '#040506'\n",  # the last one wins, as in PyYAML
     "dark: true \nname: a.b-c_d\n",
     "maxOutput: 20000\npreviewLines: 0  # none\n",
+    "baseUrl: http://localhost:11434/v1  # Ollama\nmodel: qwen3:8b\n",
 ]
 NOT_FLAT_SAMPLES = [
     "primary: '#010203'\nvariables:\n  footer-key-foreground: red\n",
     "dark: yes\n",  # YAML 1.1's true
+    "model: a: b\n",  # a mapping in a value: PyYAML's error
+    "model: a:\n",
     "name: Null\n",
     "on: '#010203'\n",
     "luminosity_spread: 0.2\n",
@@ -208,6 +211,8 @@ _SEPARATORS = [": ", ":  ", ":\t", ":", ": \t"]
 _VALUES = ["true", "false", "yes", "True", "Null", "~", "mm-dark", "a.b", "0", "1.5", "é", "-a"]
 _VALUES += ["20000", "007", "1_000", "+5", "-5", "0x1f", "12:30", "1e5", "190:20:30", "0b1"]
 _VALUES += ["a b", "a  b ", "Skill: x", "a {b} [c] *d* &e !f", "a-b_c %d @e `f`", "y", "n", "On"]
+_VALUES += ["http://localhost:11434/v1", "a:b", "a:", "a: b", "a::b", "a:#b", "a:'b", "a:\tb"]
+_VALUES += ["http://h:1/v1#x", "h:1 # c:", "No:x", "a:b:c", "a :b"]
 _VALUES += [
     "'#010203'",
     '"#010203"',
