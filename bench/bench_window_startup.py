@@ -15,7 +15,8 @@ The variants:
 
 - bare: `App` with nothing in it, exiting on its first frame: the floor.
 - mm: `import mm_tui.window.app`, then `MMApp` with a boot that never returns, exiting on its first
-  frame (a subclass in the child process; nothing of mm is changed).
+  frame (a subclass in the child process; nothing of mm is changed). The collector is paused
+  before the import, as `mm` pauses it (`cli.run_window`) until ready.
 - mm --demo (cli): `mm_tui.cli.main(["--demo"])`, the real `mm --demo`, with `MMApp` replaced in
   the child by a subclass that notes the first frame and exits once ready (made as
   `mm_tui.window.app` is imported, where and when `mm` imports it).
@@ -28,6 +29,9 @@ The variants:
   `mm_tui.engine.servers` is imported) probes closed ports for Ollama, Docker Model Runner, LM
   Studio and vLLM and the scripted server for llama.cpp, over real sockets; the run fails unless
   mm attaches to that server's model.
+- mm, server configured (cli): `mm_tui.cli.main([])` with a configuration file that names that
+  same scripted server (`baseUrl`, `model`, `provider`), as a person names their Ollama: the
+  path that checks a configured server before ready.
 
 Every child runs with a fresh HOME and working folder (no configuration file is read but the one
 the config-file variant writes).
@@ -100,7 +104,12 @@ def child_bare() -> None:
 
 
 def child_mm() -> None:
+    """MMApp as `mm` runs it (`cli.run_window`): the collector paused before the app is
+    imported, the boot (here one that never returns) resuming it once ready."""
+    import gc
+
     started = time.perf_counter()
+    gc.disable()
     from mm_tui.window.app import MMApp
 
     imported = time.perf_counter()
@@ -206,17 +215,21 @@ def _patch_presets_on_import(presets: list[tuple[str, str]]) -> None:
     _patch_on_import("mm_tui.engine.servers", patch)
 
 
+def _on_the_scripted_server(app: Any) -> str | None:
+    client = app.engine.client
+    if (client.model, client.provider) != (SERVED_MODEL, "llama.cpp"):
+        return f"attached to {client.model} @ {client.provider}, not the scripted server"
+    return None
+
+
 def child_cli_detect() -> None:
     presets = json.loads(os.environ["BENCH_PRESETS"])
     _patch_presets_on_import(presets)
+    _cli([], _on_the_scripted_server)
 
-    def check(app: Any) -> str | None:
-        client = app.engine.client
-        if (client.model, client.provider) != (SERVED_MODEL, "llama.cpp"):
-            return f"attached to {client.model} @ {client.provider}, not the scripted server"
-        return None
 
-    _cli([], check)
+def child_cli_local() -> None:
+    _cli([], _on_the_scripted_server)
 
 
 CHILDREN = {
@@ -225,6 +238,7 @@ CHILDREN = {
     "cli": child_cli_demo,
     "configured": child_cli_demo,
     "detect": child_cli_detect,
+    "local": child_cli_local,
 }
 
 
@@ -307,10 +321,14 @@ ROWS = [
     ("mm --demo (cli)", "cli"),
     ("mm --demo, a config file", "configured"),
     ("mm, server detected (cli)", "detect"),
+    ("mm, server configured", "local"),
 ]
-READY_KINDS = ("cli", "configured", "detect")
+READY_KINDS = ("cli", "configured", "detect", "local")
 CONFIG_FILE = "theme: mm-dark\nmaxOutput: 20000\nsandbox: auto\n"
 """The configuration file of the config-file variant: keys a person sets, valid."""
+LOCAL_CONFIG = "baseUrl: {url}\nmodel: {model}\nprovider: llama.cpp\n"
+"""The configuration file of the configured-server variant: the scripted server, as a person
+names their Ollama or llama.cpp (on its well-known port, whose provider mm then knows)."""
 
 
 def main(rounds: int) -> None:
@@ -348,9 +366,14 @@ def main(rounds: int) -> None:
     os.makedirs(os.path.join(configured_home, ".config", "mm"))
     with open(os.path.join(configured_home, ".config", "mm", "config.yaml"), "w") as file:
         file.write(CONFIG_FILE)
+    local_home = os.path.join(tmp, "home-local")
+    os.makedirs(os.path.join(local_home, ".config", "mm"))
+    with open(os.path.join(local_home, ".config", "mm", "config.yaml"), "w") as file:
+        file.write(LOCAL_CONFIG.format(url=server.base_url, model=SERVED_MODEL))
     env = {
         "detect": {"BENCH_PRESETS": json.dumps(presets)},
         "configured": {"HOME": configured_home},
+        "local": {"HOME": local_home},
     }
     try:
         for kind in kinds:  # warm up the file cache and the bytecode

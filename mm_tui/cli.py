@@ -23,7 +23,7 @@ from mm_tui.core.terminal_text import safe_display
 if TYPE_CHECKING:
     import argparse
 
-    from mm_tui.config import ProjectConfig
+    from mm_tui.config import ProjectConfig, Settings
     from mm_tui.startup import Started
 
 
@@ -408,7 +408,7 @@ def window_boot(
                 settings = load_settings(
                     config_file=args.config, overrides=_overrides(args), cwd=cwd, project=project
                 )
-                if settings.base_url:  # else detection, which asks without TLS: made once ready
+                if _asks_over_tls(settings):  # else made once ready (provider.prepare)
                     _prepare_tls(args)
                 started = await start(
                     settings, cwd, demo=args.demo, resume=args.resume, playground=True
@@ -450,13 +450,23 @@ def _prepare_after_ready(on_demo: bool) -> None:
 def _prepare_tls(args: argparse.Namespace) -> None:
     """The TLS context of the model-server clients, made in a thread, on the other core
     (`engine/tls.py`); the demo model talks to no server. Line mode starts it while the
-    configuration loads; the window once it is loaded, and only for a configured server (which
-    start-up checks through httpx): detection asks this machine's servers over plain http, so
-    the context is made after ready (`provider.prepare`), before the first request needs it."""
+    configuration loads; the window once it is loaded, and only when start-up asks through
+    httpx (`_asks_over_tls`); else it is made once ready (`provider.prepare`), before the first
+    request needs it."""
     if not args.demo:
         from mm_tui.engine.tls import prepare
 
         prepare()
+
+
+def _asks_over_tls(settings: Settings) -> bool:
+    """Whether start-up asks the model server through httpx, with the TLS context: not for
+    detection nor a configured server on this machine over plain http, which are asked without
+    httpx (engine/plain_http.py), but for one elsewhere, or to list the models when none is set."""
+    from mm_tui.engine.plain_http import plain_local
+
+    base_url = settings.base_url
+    return bool(base_url) and not (plain_local(base_url.strip()) and settings.model)
 
 
 async def _run(args: argparse.Namespace, settings, cwd: Path) -> int:  # noqa: ANN001

@@ -42,6 +42,24 @@ async def local_json(
     """GET `url` (POST `body` as JSON when given) on a loopback http URL (`plain_local`): the
     status and the answer's JSON (None when a non-200 answer is not JSON). Raises OSError,
     TimeoutError, or ValueError for an answer that is not HTTP or a 200 that is not JSON."""
+    status, content = await local_answer(url, body=body, headers=headers, timeout=timeout)
+    try:
+        return status, json.loads(content)
+    except ValueError:
+        if status == 200:
+            raise
+        return status, None
+
+
+async def local_answer(
+    url: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 2.0,
+) -> tuple[int, bytes]:
+    """As `local_json`, the answer's status and body as they came. Raises OSError, TimeoutError,
+    or ValueError for an answer that is not HTTP."""
     parts = urlsplit(url)
     if parts.scheme.lower() != "http" or not parts.hostname:
         raise ValueError(f"not a plain http URL: {url}")
@@ -54,13 +72,7 @@ async def local_json(
             raw = await _answer(reader, url)
         finally:
             writer.close()
-    status, content = parse_http_answer(raw)
-    try:
-        return status, json.loads(content)
-    except ValueError:
-        if status == 200:
-            raise
-        return status, None
+    return parse_http_answer(raw)
 
 
 def _request(
@@ -102,12 +114,17 @@ async def _answer(reader: asyncio.StreamReader, url: str) -> bytes:
     return b"".join(pieces)
 
 
+class ClosedUnanswered(ValueError):
+    """The server closed the connection before the end of an answer's headers: nothing there
+    speaks HTTP as a model server does, or it stopped mid-request."""
+
+
 def parse_http_answer(raw: bytes) -> tuple[int, bytes]:
     """The status and the body of one HTTP/1.x answer read to the end of the connection
     (Content-Length, chunked, or up to the close). Raises ValueError."""
     head, sep, rest = raw.partition(b"\r\n\r\n")
     if not sep:
-        raise ValueError("the answer ended inside its headers")
+        raise ClosedUnanswered("the answer ended inside its headers")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     version, _, code = status_line.partition(" ")
     if not version.startswith("HTTP/1.") or not code[:3].isdigit():

@@ -7,12 +7,13 @@ Only a configured server is checked: a detected one has just answered detection.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from mm_tui.core.frozen import frozen
+from mm_tui.engine.plain_http import local_answer, plain_local
 from mm_tui.engine.servers import (
     HOW_TO_POINT,
     USER_AGENT,
@@ -20,7 +21,9 @@ from mm_tui.engine.servers import (
     is_loopback,
     model_ids,
 )
-from mm_tui.engine.tls import tls_context
+
+if TYPE_CHECKING:
+    import httpx
 
 SUFFIX = "/chat/completions"
 
@@ -63,49 +66,103 @@ async def check_server(
     base_url: str, api_key: str | None = None, timeout: float = 2.0
 ) -> ServerCheck:
     """Ask `GET {base_url}/models`, the one endpoint every OpenAI-compatible server has. Never
-    raises: a server that cannot be asked is an ordinary outcome, said in the note."""
+    raises: a server that cannot be asked is an ordinary outcome, said in the note.
+
+    A server on this machine over plain http (a configured Ollama, llama.cpp…) is asked without
+    httpx, as detection asks it (plain_http.py): the window is then ready without importing
+    httpx or making the TLS context, which load once it is (docs/performance.md)."""
     base = base_url.strip().rstrip("/")
     headers = {"User-Agent": USER_AGENT}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    if plain_local(base):
+        return await _check(base, _plainly(base, headers, timeout))
+    import httpx
+
+    from mm_tui.engine.tls import tls_context
+
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout),
         trust_env=not is_loopback(base),
         headers=headers,
         verify=tls_context(),
     ) as client:
+        return await _check(base, _through_httpx(base, client, timeout))
 
-        async def models(url: str) -> httpx.Response:
-            return await client.get(f"{url}/models")
 
+class _Unasked(Exception):
+    """No answer came from the server: the note that says why."""
+
+
+Models = Callable[[str], Awaitable[tuple[int, Any]]]
+"""GET `{url}/models`: the status and the JSON (None when it is not JSON); raises `_Unasked`."""
+
+
+def _timed_out(base: str, timeout: float) -> _Unasked:
+    return _Unasked(
+        f"the model server at {base} did not answer within {timeout:g} s. "
+        + HOW_TO_POINT.rstrip(".")
+    )
+
+
+def _unreached(base: str, exc: BaseException) -> _Unasked:
+    message, hint = connection_problem(base, exc)
+    return _Unasked(f"{message}. {hint}".strip().rstrip("."))
+
+
+def _plainly(base: str, headers: dict[str, str], timeout: float) -> Models:
+    async def models(url: str) -> tuple[int, Any]:
         try:
-            answer = await models(base)
+            status, content = await local_answer(f"{url}/models", headers=headers, timeout=timeout)
+        except TimeoutError:
+            raise _timed_out(base, timeout) from None
+        except (OSError, ValueError) as exc:
+            raise _unreached(base, exc) from None
+        try:
+            return status, json.loads(content)
+        except ValueError:
+            return status, None
+
+    return models
+
+
+def _through_httpx(base: str, client: httpx.AsyncClient, timeout: float) -> Models:
+    import httpx
+
+    async def models(url: str) -> tuple[int, Any]:
+        try:
+            answer = await client.get(f"{url}/models")
         except httpx.TimeoutException:
-            return ServerCheck(
-                base,
-                False,
-                f"the model server at {base} did not answer within {timeout:g} s. "
-                + HOW_TO_POINT.rstrip("."),
-            )
+            raise _timed_out(base, timeout) from None
         except (httpx.RequestError, OSError) as exc:
-            message, hint = connection_problem(base, exc)
-            return ServerCheck(base, False, f"{message}. {hint}".strip().rstrip("."))
-        if answer.status_code == 200 or answer.status_code in (401, 403):
-            return ServerCheck(base, True)  # a wrong key is said by the first request
-        if urlsplit(base).path.rstrip("/").endswith("/v1"):
-            return ServerCheck(base, True)  # a server without /models: the requests will tell
-        return await _without_v1(base, answer.status_code, models)
+            raise _unreached(base, exc) from None
+        try:
+            return answer.status_code, answer.json()
+        except ValueError:
+            return answer.status_code, None
+
+    return models
 
 
-async def _without_v1(
-    base: str, status: int, models: Callable[[str], Awaitable[httpx.Response]]
-) -> ServerCheck:
+async def _check(base: str, models: Models) -> ServerCheck:
+    try:
+        status, _ = await models(base)
+    except _Unasked as unasked:
+        return ServerCheck(base, False, str(unasked))
+    if status == 200 or status in (401, 403):
+        return ServerCheck(base, True)  # a wrong key is said by the first request
+    if urlsplit(base).path.rstrip("/").endswith("/v1"):
+        return ServerCheck(base, True)  # a server without /models: the requests will tell
+    return await _without_v1(base, status, models)
+
+
+async def _without_v1(base: str, status: int, models: Models) -> ServerCheck:
     """A server that answered `/models` with neither the list nor a refusal: a base URL that
     lacks its `/v1` is taken with it, when that one lists the models."""
     try:
-        again = await models(base + "/v1")
-        listed = again.status_code == 200 and model_ids(again.json()) is not None
-    except (httpx.HTTPError, OSError, ValueError):
+        again, data = await models(base + "/v1")
+        listed = again == 200 and model_ids(data) is not None
+    except _Unasked:
         listed = False
     if listed:
         return ServerCheck(

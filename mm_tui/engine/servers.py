@@ -15,7 +15,13 @@ from urllib.parse import urlsplit
 
 from mm_tui.core.frozen import frozen
 from mm_tui.engine.model_stream import ModelError
-from mm_tui.engine.plain_http import LOOPBACK, is_loopback, local_json, plain_local
+from mm_tui.engine.plain_http import (
+    LOOPBACK,
+    ClosedUnanswered,
+    is_loopback,
+    local_json,
+    plain_local,
+)
 from mm_tui.engine.server_errors import status_message
 
 __all__ = [
@@ -93,6 +99,8 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 def connection_problem(base_url: str, exc: BaseException) -> tuple[str, str]:
     """What went wrong, and the hint that follows it (after the count of tries, if any)."""
+    if isinstance(exc, OSError | ValueError):  # asked without httpx (plain_http.py), or the OS's
+        return _plain_problem(base_url, exc)
     import httpx  # loaded already: `exc` is one of its errors
 
     causes = _causes(exc)
@@ -117,6 +125,24 @@ def connection_problem(base_url: str, exc: BaseException) -> tuple[str, str]:
             "",
         )
     else:
+        return f"the connection to the model server at {base_url} failed: {text}", ""
+    return f"could not connect to the model server at {base_url} ({why})", HOW_TO_POINT
+
+
+def _plain_problem(base_url: str, exc: OSError | ValueError) -> tuple[str, str]:
+    """`connection_problem` of a request made without httpx, in the same words."""
+    if isinstance(exc, ConnectionRefusedError):
+        why = "connection refused"
+    elif isinstance(exc, socket.gaierror):
+        why = f"unknown host {urlsplit(base_url).hostname!r}"
+    elif isinstance(exc, ClosedUnanswered | ConnectionResetError | BrokenPipeError):
+        return (
+            f"the model server at {base_url} closed the connection without answering "
+            "(is it an OpenAI-compatible server, and is it still running?)",
+            "",
+        )
+    else:
+        text = str(exc) or type(exc).__name__
         return f"the connection to the model server at {base_url} failed: {text}", ""
     return f"could not connect to the model server at {base_url} ({why})", HOW_TO_POINT
 

@@ -25,7 +25,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.engine.model_stream import ModelError, Retrying, TextChunk
 from mm_tui.engine.provider import OpenAIProvider
-from mm_tui.engine.server_check import base_url_problem, check_server
+from mm_tui.engine.server_check import base_url_problem
 from mm_tui.engine.turn import Engine
 from mm_tui.startup import StartupError, start
 from mm_tui.window.widgets.agent_header import AgentHeader
@@ -88,46 +88,6 @@ async def test_start_up_refuses_a_base_url_without_scheme_at_once(tmp_path: Path
 
 
 # --------------------------------------------------------------------------- the start-up check
-
-
-async def test_a_closed_port_is_not_answering_and_says_how_to_fix_it() -> None:
-    url = closed_port_url()
-    check = await check_server(url)
-    assert not check.answering
-    assert check.base_url == url
-    assert check.note.startswith(f"could not connect to the model server at {url}")
-    assert "(connection refused)" in check.note
-    assert "--base-url" in check.note
-
-
-async def test_a_server_that_answers_is_fine_and_says_nothing() -> None:
-    with ScriptedServer() as server:
-        check = await check_server(server.base_url)
-        assert check.answering and check.note == "" and check.base_url == server.base_url
-
-
-async def test_a_base_url_missing_v1_is_used_with_v1_and_said() -> None:
-    # the root's /models is not there (as with Ollama at http://localhost:11434)
-    with ScriptedServer(routes={("GET", "/models"): Error(404, "404 page not found")}) as server:
-        check = await check_server(server.root_url)
-        root, base = server.root_url, server.base_url
-    assert check.answering
-    assert check.base_url == base  # the root with /v1
-    assert check.note == (
-        f"the base URL {root} lacks /v1: using {base} — set baseUrl "
-        "(or --base-url) to it to make this note go"
-    )
-
-
-async def test_a_server_with_no_models_anywhere_is_said_to_check_the_base_url() -> None:
-    with ScriptedServer(models=None, prefix="/api") as server:
-        check = await check_server(server.base_url)
-        base = server.base_url
-    assert check.answering  # something answered: the requests will say the rest
-    assert check.note == (
-        f"the server at {base} answered GET {base}/models with 404 — "
-        "OpenAI-compatible servers serve under a path such as /v1: check the base URL"
-    )
 
 
 async def test_start_up_on_a_dead_server_marks_it_and_warns(tmp_path: Path) -> None:

@@ -186,19 +186,26 @@ def test_the_window_loads_markdown_in_a_thread_once_ready(tmp_path: Path) -> Non
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, True]
 
 
-def test_a_detected_server_gets_its_tls_context_made_after_ready(tmp_path: Path) -> None:
-    """Loading the certificate authorities is about a tenth of a detected start-up's work, and
-    detection asks over plain http: the window's boot (in a fresh process) does not make the
-    context on its way to ready, and starts making it in a thread once ready, so that the
-    first request does not make it while it waits."""
+@pytest.mark.parametrize("configured", [False, True])
+def test_a_local_server_is_ready_without_httpx_and_its_tls_context(
+    tmp_path: Path, configured: bool
+) -> None:
+    """Importing httpx and loading the certificate authorities were a third of the way from
+    the first frame to ready, and a server on this machine is asked over plain http, detected
+    or configured: the window's boot (in a fresh process) loads neither on its way to ready,
+    and starts making the context in a thread once ready, so that the first request does not
+    make it while it waits."""
     code = (
         "import asyncio, json, sys, threading; from pathlib import Path; from mm_tui import cli\n"
         "from mm_tui.engine import servers, tls\n"
         "servers.PRESETS = (servers.Preset('Ollama', sys.argv[1]),"
         " servers.Preset('llama.cpp', sys.argv[2]))\n"
+        "argv = ['--base-url', sys.argv[2], '--model', 'm1'] if sys.argv[3] == 'yes' else []\n"
         "async def main():\n"
-        "    started = await cli.window_boot(cli.parser().parse_args([]), Path.cwd())()\n"
-        "    ready = ['mm-tls' in [t.name for t in threading.enumerate()], tls._context]\n"
+        "    started = await cli.window_boot(cli.parser().parse_args(argv), Path.cwd())()\n"
+        "    ready = ['mm-tls' in [t.name for t in threading.enumerate()],\n"
+        "             tls._context is not None,\n"
+        "             'httpx' in sys.modules]\n"
         "    await asyncio.sleep(0)\n"
         "    after = 'mm-tls' in [t.name for t in threading.enumerate()]\n"
         "    [t.join() for t in threading.enumerate() if t.name == 'mm-tls']\n"
@@ -209,11 +216,25 @@ def test_a_detected_server_gets_its_tls_context_made_after_ready(tmp_path: Path)
     env = {**os.environ, "HOME": str(tmp_path)}
     with ScriptedServer(models=["m1"], serves="llama.cpp", context_window=32768) as server:
         out = subprocess.run(
-            [sys.executable, "-c", code, closed_port_url(), server.base_url],
+            [
+                sys.executable,
+                "-c",
+                code,
+                closed_port_url(),
+                server.base_url,
+                "yes" if configured else "no",
+            ],
             cwd=tmp_path,
             env=env,
             capture_output=True,
             text=True,
             check=True,
         )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["m1", False, None, True, True]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [
+        "m1",
+        False,  # no thread making the TLS context at ready
+        False,  # nor a context made
+        False,  # nor httpx
+        True,  # the thread begun once ready
+        True,  # which made it
+    ]
