@@ -1,7 +1,8 @@
 """The transcript's view: selecting its text with the mouse, as Textual's Log allows, and copying
 it with Ctrl+C, while a click or a drag does what it did (fold a line, scroll); its line cache;
 an item drawn before its frame; a spinner timer that runs only while a tool call does; a frame
-rate that adapts to what a frame costs."""
+rate that adapts to what a frame costs; a line added to a long transcript, which touches only
+its bottom."""
 
 from __future__ import annotations
 
@@ -354,3 +355,43 @@ async def test_a_transcript_emptied_leaves_nothing_drawn(folder: Path) -> None:
         app.main.view.reset()
         await settle(pilot, app)
         assert "a line that goes away" not in screen_text(app)
+
+
+async def test_a_line_added_to_a_long_transcript_costs_what_the_screen_costs(
+    folder: Path,
+) -> None:
+    """A long session's ten thousandth tool line costs what its twentieth did
+    (bench/bench_window_long.py times it): adding one renders and measures only items at the
+    bottom, where the screen is, and lays the offsets out again from the new line on, never
+    the whole transcript."""
+    app = make_app(ScriptedModel(), folder)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        transcript, view = app.main.transcript, app.main.view
+        for n in range(2000):
+            done = ToolItem(call_id=f"old{n}", tool="bash", title=f"bash  echo {n}", status="ok")
+            transcript.add(done)
+        view.update_items(transcript.items)
+        await settle(pilot, app)
+        touched: dict[str, list[int]] = {"estimated": [], "rendered": [], "laid out from": []}
+
+        def noting(name: str, original):  # noqa: ANN001, ANN202
+            def noted(index: int, *args):  # noqa: ANN002, ANN202
+                touched[name].append(index)
+                return original(index, *args)
+
+            return noted
+
+        view._estimate = noting("estimated", view._estimate)
+        view._render_item = noting("rendered", view._render_item)
+        view._cache.reflow = noting("laid out from", view._cache.reflow)
+        for n in range(3):
+            app.main.emit(tool_started("bash", {"command": f"echo new {n}"}, call_id=f"new{n}"))
+            app.main.emit(ToolCallFinished(f"new{n}", "bash", "ok", "new\n", elapsed=0.1))
+            await settle(pilot, app)
+        assert transcript.items[-1].call_id == "new2"
+        assert "echo new 2" in screen_text(app)
+        bottom = len(transcript.items) - view.size.height  # a screen of one-line items
+        far = {name: [i for i in indices if i < bottom] for name, indices in touched.items()}
+        assert touched["rendered"], touched  # the new lines were drawn
+        assert far == {name: [] for name in touched}, far
