@@ -85,9 +85,7 @@ class _Call:
     __slots__ = ("arguments", "id", "name")
 
     def __init__(self) -> None:
-        self.id = ""
-        self.name = ""
-        self.arguments = ""
+        self.id = self.name = self.arguments = ""
 
     def merge_name(self, name: Any) -> bool:
         """Fold a piece's name in; True when the name changed."""
@@ -226,7 +224,6 @@ class ChunkAssembler:
         """The chunks to show for these objects, in order; an error event stops them. Text
         that follows text (or thought that follows thought) among them is one chunk (`_Chunks`)."""
         out = _Chunks()
-        put = out.put
         show = self.shown.append
         replay = self._replay
         for obj in objs:
@@ -243,7 +240,10 @@ class ChunkAssembler:
                             text = replay.unseen(TextChunk, text)
                         if text:
                             show(text)
-                            put(TextChunk, text)
+                            if out.kind is TextChunk:  # `put`, without a call per event
+                                out.parts.append(text)
+                            else:
+                                out.put(TextChunk, text)
                     elif delta:
                         self._delta(delta, out)
                     reason = choice.get("finish_reason")

@@ -86,10 +86,15 @@ class PacedStream(httpcore.AsyncNetworkStream):
                 await asyncio.sleep(wait)
         data = await self._stream.read(max_bytes, timeout)
         self.reads += 1
-        self._trickled = time.monotonic() if 0 < len(data) < BULK else None
-        if _ENDED.search(data):
+        # Only a small read is looked at for the reply's end: after a big one the next read
+        # waits for nothing anyway, and on a bulk body that search is most of the cost of
+        # reading it (bench/bench_provider.py; docs/performance.md).
+        small = 0 < len(data) < BULK
+        if small and _ENDED.search(data):
             self._trickled = None  # the rest of the reply comes at once: read it as it comes
-        elif _CALLING in data:
+            return data
+        self._trickled = time.monotonic() if small else None
+        if _CALLING in data:
             self._next_gap = min(self._gap, CALL_GAP)
         elif _TEXT.search(data):
             self._next_gap = self._gap
