@@ -43,6 +43,7 @@ from mm_tui.engine.retries import (
 )
 from mm_tui.engine.servers import USER_AGENT, is_loopback, provider_name
 from mm_tui.engine.sse import SseDecoder
+from mm_tui.engine.tls import prepare as prepare_tls
 from mm_tui.engine.tls import tls_context
 
 if TYPE_CHECKING:
@@ -57,11 +58,9 @@ __all__ = ["OpenAIProvider", "prepare"]
 
 
 def prepare() -> None:
-    """Load httpx, and what its first request loads (in that order, should one start
-    meanwhile), and make the TLS context, in threads: window mode calls it once ready, so that
-    the first request does not wait for them while the person types it."""
+    """Load httpx and what its first request loads (in that order), and make the TLS context,
+    in threads: window mode calls it once ready, so the first request does not wait for them."""
     from mm_tui.core.preload import preload
-    from mm_tui.engine.tls import prepare as prepare_tls
 
     preload("mm-http", *HTTP_MODULES)
     prepare_tls()
