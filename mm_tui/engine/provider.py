@@ -28,8 +28,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from mm_tui.engine import tls
 from mm_tui.engine.chunk_assembly import ChunkAssembler
 from mm_tui.engine.completions import from_completion, is_json
+from mm_tui.engine.kept_connection import read_to_the_end
 from mm_tui.engine.model_stream import ModelChunk, ModelError, Retrying, StreamEnd
 from mm_tui.engine.request_body import RequestBody
 from mm_tui.engine.retries import (
@@ -43,8 +45,6 @@ from mm_tui.engine.retries import (
 )
 from mm_tui.engine.servers import USER_AGENT, is_loopback, provider_name
 from mm_tui.engine.sse import SseDecoder
-from mm_tui.engine.tls import prepare as prepare_tls
-from mm_tui.engine.tls import tls_context
 
 if TYPE_CHECKING:
     # Imported where a request is made: start-up makes the provider without loading httpx,
@@ -63,7 +63,7 @@ def prepare() -> None:
     from mm_tui.core.preload import preload
 
     preload("mm-http", *HTTP_MODULES)
-    prepare_tls()
+    tls.prepare()
 
 
 HTTP_MODULES = ("httpx", "httpcore._backends.anyio")
@@ -135,10 +135,8 @@ class OpenAIProvider:
         It makes its own connections, unless this one was given its HTTP client."""
         twin = copy.copy(self)
         twin.body = RequestBody()  # its own encoded messages; what the server refused, kept
-        twin.body.usage_option, twin.body.tool_choice = (
-            self.body.usage_option,
-            self.body.tool_choice,
-        )
+        twin.body.usage_option = self.body.usage_option
+        twin.body.tool_choice = self.body.tool_choice
         twin._headers = dict(self._headers)
         twin._no_stream = set(self._no_stream)
         if self._owns_client:
@@ -191,7 +189,7 @@ class OpenAIProvider:
             from mm_tui.engine.paced_reads import pace
 
             trust_env = not is_loopback(self.base_url)
-            transport = httpx.AsyncHTTPTransport(verify=tls_context(), trust_env=trust_env)
+            transport = httpx.AsyncHTTPTransport(verify=tls.tls_context(), trust_env=trust_env)
             self.paced = pace(transport)  # a streamed answer read in batches (paced_reads.py)
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=connect, read=read, write=60.0, pool=60.0),
@@ -251,8 +249,7 @@ class OpenAIProvider:
         text, no call, a plain stop), the model chose to answer in words and the server lost
         them: it is asked once more with `tool_choice: "none"`, and that answer is the answer."""
         said = False
-        # aclosing: a consumer that stops early (a guard, a cancelled turn) closes the request
-        # beneath at once, not when the garbage collector gets to it.
+        # aclosing: a consumer that stops early (a guard, a cancel) closes the request at once.
         async with aclosing(self._ask(messages, tools, "auto")) as answer:
             async for item in answer:
                 if item.__class__ is StreamEnd:
@@ -333,12 +330,15 @@ class OpenAIProvider:
                 if is_json(resp):  # a server that ignores `stream: true`
                     yield self._from_completion(await resp.aread())
                     return
-                async for raw in resp.aiter_bytes():
+                chunks = resp.aiter_bytes()
+                async for raw in chunks:
                     yield answer.add(sse.feed(raw))
                     if answer.failure is not None or sse.done:
                         break
                 else:
                     yield answer.add(sse.close())
+                if sse.done:  # the connection is kept for the next request
+                    await read_to_the_end(chunks)
                 if answer.failure is not None:
                     raise answer.failure
         except httpx.RequestError as exc:

@@ -33,7 +33,6 @@ from support.scripted_server import (
     tool_call_chunks,
     usage_chunk,
 )
-from support.waiting import await_until
 from support.waits import Waits
 
 from mm_tui.core.events import Usage
@@ -580,8 +579,8 @@ async def test_stopping_early_with_tools_leaves_the_provider_usable(server, prov
     assert await anext(with_tools) == TextChunk("a")
     await with_tools.aclose()
     assert text_of(await collect(provider, TOOLS)) == "next"
-    # the server notices the first connection closed at its next write
-    assert await await_until(lambda: len(server._connections) <= 1, 10)
+    # the abandoned answer's connection, closed in mid-body, is not the one the next answer took
+    assert server.connections_made == 2
 
 
 async def test_a_server_that_refuses_stream_options_is_asked_again_without(server, provider):

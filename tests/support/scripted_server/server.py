@@ -468,6 +468,7 @@ class ScriptedServer:
         self._stopping = threading.Event()
         self._generating: Generating | None = None  # the last generation started
         self._connections: set[socket.socket] = set()
+        self.connections_made = 0  # every connection a client opened, kept-alive ones once
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -501,13 +502,7 @@ class ScriptedServer:
         self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
-        with self._lock:
-            conns = list(self._connections)
-        for conn in conns:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self.cut_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._httpd = None
@@ -699,6 +694,18 @@ class ScriptedServer:
     def _track(self, conn: socket.socket) -> None:
         with self._lock:
             self._connections.add(conn)
+            self.connections_made += 1
+
+    def cut_connections(self) -> None:
+        """Close the connections clients keep open between requests, as a server that drops
+        idle ones does; it goes on serving new ones."""
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _untrack(self, conn: socket.socket) -> None:
         with self._lock:
