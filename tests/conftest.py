@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ settings.load_profile("mm")
 # tests of every folder under tests/ (this file is the conftest of them all).
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support import folders, processes  # noqa: E402
+from support import folders, processes, temp_folder  # noqa: E402
 
 # `mm -p` reads what is piped to it: a test's child that inherits the tests' own stdin must not
 # wait on a pipe whoever started the tests left open (a CI runner's). A terminal stays: mm never
@@ -77,6 +78,25 @@ def _no_user_instructions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What the tests and the programs they start put in the temp folder goes in one of the
+    run's own (support/temp_folder.py), never in the machine's: `mm --demo` keeps its playground
+    there three days, for a person. The run fails if one is left in the machine's all the same,
+    naming it (another program making one there meanwhile, a person's `mm --demo`, would too)."""
+    machines = Path(tempfile.gettempdir())
+    before = temp_folder.playgrounds(machines)
+    with temp_folder.in_place_of_the_machines(tmp_path_factory.mktemp("tmp")):
+        yield
+    left = sorted(temp_folder.playgrounds(machines) - before)
+    if left:
+        pytest.fail(
+            f"the demo's playgrounds {', '.join(left)} were made in {machines} while the tests "
+            "ran: a test started mm with a TMPDIR not the run's own (or another program on the "
+            "machine made them meanwhile)"
+        )
 
 
 @pytest.fixture

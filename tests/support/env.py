@@ -18,6 +18,8 @@ HOME is the test's folder (no ~/.config/mm/config.yaml of the developer's), XDG_
 a folder in it (the logs of asked agents, line mode's history), and XDG_CONFIG_HOME too (no
 ~/.config/mm/AGENTS.md of the developer's, wherever their XDG_CONFIG_HOME points); the rest (PATH, LANG, the
 virtual environment's variables) is kept: the program needs it to run as it runs for a person.
+TMPDIR among it: during the tests it is the run's own temp folder (temp_folder.py), so what a
+child makes there, the demo's playground above all, never lands in the machine's.
 """
 
 from __future__ import annotations
