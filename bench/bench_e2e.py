@@ -183,8 +183,10 @@ class Relay:
         return out
 
     def close(self) -> None:
+        """The relay stops, and its folder of exchanges goes with it."""
         self.proc.kill()
         self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 EVENT = re.compile(rb"data: (\{[^\r\n]*\})\r?\n")

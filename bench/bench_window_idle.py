@@ -65,6 +65,7 @@ def idle_cpu(name: str, command: str, ready: str, seconds: float, cwd: Path) -> 
     )
     if started.returncode != 0:
         raise RuntimeError(f"{name}: tmux new-session failed: {started.stderr.strip()}")
+    pid = 0
     try:
         deadline = time.monotonic() + 60
         screen = ""
@@ -84,6 +85,24 @@ def idle_cpu(name: str, command: str, ready: str, seconds: float, cwd: Path) -> 
         # tmux leaves the socket of a server that exited behind
         folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
         (folder / server).unlink(missing_ok=True)
+        gone(pid)
+
+
+def gone(pid: int) -> None:
+    """Wait (up to 30 s) for the program to end: mm writes its session as it goes, and the
+    folder it works in is removed next; what it wrote after that would stay in the temp folder."""
+    deadline = time.monotonic() + 30
+    while pid and running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def running(pid: int) -> bool:
+    """Whether the process is there and not a zombie (one nobody has reaped yet has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def main() -> None:
@@ -95,7 +114,10 @@ def main() -> None:
         cwd = Path(folder)
         floor_script = cwd / "bare.py"
         floor_script.write_text(FLOOR_APP)
-        env = f"exec env HOME={shlex.quote(folder)} TERM=xterm-256color"
+        # TMPDIR too: the demo's playground goes in this folder and with it, not in the machine's
+        # temp folder, where mm keeps it three days for a person
+        here = shlex.quote(folder)
+        env = f"exec env HOME={here} TMPDIR={here} TERM=xterm-256color"
         mm = f"{env} PYTHONPATH={shlex.quote(str(ROOT))} {PYTHON} -m mm_tui.cli --demo"
         bare = f"{env} {PYTHON} {shlex.quote(str(floor_script))}"
         print(f"an idle window over {seconds:.0f} s, in tmux 100x30; load {os.getloadavg()[0]:.2f}")
