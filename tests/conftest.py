@@ -84,19 +84,23 @@ def _no_user_instructions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def _own_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """What the tests and the programs they start put in the temp folder goes in one of the
     run's own (support/temp_folder.py), never in the machine's: `mm --demo` keeps its playground
-    there three days, for a person. The run fails if one is left in the machine's all the same,
-    naming it (another program making one there meanwhile, a person's `mm --demo`, would too)."""
+    there three days, for a person. On CI (`CI` set: a machine of the run's own) the run fails if
+    one is left in the machine's all the same, naming it; elsewhere a person's own `mm --demo`
+    may make one meanwhile, so it is only said."""
     machines = Path(tempfile.gettempdir())
     before = temp_folder.playgrounds(machines)
     with temp_folder.in_place_of_the_machines(tmp_path_factory.mktemp("tmp")):
         yield
     left = sorted(temp_folder.playgrounds(machines) - before)
     if left:
-        pytest.fail(
+        said = (
             f"the demo's playgrounds {', '.join(left)} were made in {machines} while the tests "
             "ran: a test started mm with a TMPDIR not the run's own (or another program on the "
             "machine made them meanwhile)"
         )
+        if os.environ.get("CI"):
+            pytest.fail(said)
+        print(f"\nwarning: {said}", file=sys.stderr)
 
 
 @pytest.fixture
