@@ -321,15 +321,30 @@ def _lmstudio_window(model: str, data: Any) -> ContextWindow | None:
     return None
 
 
+ASKED_FIRST = {
+    "llama.cpp": ("props",),
+    "Ollama": ("show", "ps"),
+    "vLLM": ("models",),
+    "LM Studio": ("lmstudio",),
+}
+"""The endpoints of a server of a known kind, asked alone first (on the way to ready each
+request costs mm and the server time); the others only if those tell no window."""
+
+
 async def read_context_window(
-    base_url: str, model: str, *, api_key: str | None = None, timeout: float = 2.0
+    base_url: str,
+    model: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = 2.0,
+    provider: str = "",
 ) -> ContextWindow | None:
     """The window the server really runs `model` with, from whichever server answers, or None.
 
-    Every kind of server is asked at once, so a dead or slow endpoint costs at most `timeout`;
-    nothing that goes wrong with the asking is raised, since not knowing is an ordinary outcome.
-    When several answer, the most specific wins: llama.cpp /props, Ollama, vLLM, LM Studio, then
-    the table of hosted models."""
+    Every kind of server is asked at once (after `provider`'s own endpoints: `ASKED_FIRST`), so
+    a dead or slow endpoint costs at most `timeout`; nothing that goes wrong with the asking is
+    raised, since not knowing is an ordinary outcome. When several answer, the most specific
+    wins: llama.cpp /props, Ollama, vLLM, LM Studio, then the table of hosted models."""
     # Here, not at the top: the engine imports this module for the window's type and for
     # reading refusals, and the demo model asks no server at all.
     from mm_tui.engine.servers import JsonAsker, is_loopback
@@ -343,34 +358,41 @@ async def read_context_window(
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with JsonAsker(timeout, headers, trust_env=trust_env) as asker:
-        asks = (
-            asker.json(f"{root}/props"),
-            asker.json(f"{root}/api/show", {"model": model}),
-            asker.json(f"{root}/api/ps"),
-            asker.json(f"{base}/models"),
-            asker.json(f"{root}/api/v0/models"),
-        )
-        try:  # (not wait_for: a caller cancelled meanwhile left its gather unretrieved)
-            async with asyncio.timeout(timeout + 1.0):
-                answers = await asyncio.gather(*asks)
-        except TimeoutError:
-            answers = [None] * len(asks)
-    props, show, ps, models, lmstudio = answers
+        asks = {
+            "props": lambda: asker.json(f"{root}/props"),
+            "show": lambda: asker.json(f"{root}/api/show", {"model": model}),
+            "ps": lambda: asker.json(f"{root}/api/ps"),
+            "models": lambda: asker.json(f"{base}/models"),
+            "lmstudio": lambda: asker.json(f"{root}/api/v0/models"),
+        }
+        answers: dict[str, Any] = {}
+        for names in (ASKED_FIRST.get(provider, ()), tuple(asks)):
+            names = tuple(name for name in names if name not in answers)
+            try:  # (not wait_for: a caller cancelled meanwhile left its gather unretrieved)
+                async with asyncio.timeout(timeout + 1.0):
+                    got = await asyncio.gather(*(asks[name]() for name in names))
+            except TimeoutError:
+                got = [None] * len(names)
+            answers.update(zip(names, got, strict=True))
+            found = _served_window(model, answers)
+            if found is not None:
+                return found
+    return _from_table(model)
 
-    n = _props_window(props)
+
+def _served_window(model: str, answers: dict[str, Any]) -> ContextWindow | None:
+    """The window the answers so far tell, the most specific first (the table left out)."""
+    n = _props_window(answers.get("props"))
     if n:
         return ContextWindow(n, "llama.cpp /props")
-    found = _ollama_window(model, show, ps)
+    found = _ollama_window(model, answers.get("show"), answers.get("ps"))
     if found:
         return found
-    entry = _entry(models, model)
+    entry = _entry(answers.get("models"), model)
     n = _positive(entry.get("max_model_len")) if entry else None
     if n:
         return ContextWindow(n, "vLLM /v1/models")
-    found = _lmstudio_window(model, lmstudio)
-    if found:
-        return found
-    return _from_table(model)
+    return _lmstudio_window(model, answers.get("lmstudio"))
 
 
 def _from_table(model: str) -> ContextWindow | None:

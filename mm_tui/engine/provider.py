@@ -160,9 +160,9 @@ class OpenAIProvider:
 
     async def read_context_window(self) -> Any:
         """The model's context window as this server reports it (a `ContextWindow`), or None."""
-        from mm_tui.engine.context_window import read_context_window
+        from mm_tui.engine.context_window import read_context_window as read
 
-        return await read_context_window(self.base_url, self.model, api_key=self.api_key)
+        return await read(self.base_url, self.model, api_key=self.api_key, provider=self.provider)
 
     async def count_tokens(self, text: str) -> int | None:
         """`text`'s tokens as the server counts them (`/tokenize`), or None where it cannot."""

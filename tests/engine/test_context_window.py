@@ -718,3 +718,36 @@ async def test_usage_of_scripted_replies_is_unchanged_by_default():
     for answer in (default, not_asked):
         usage = [p["usage"] for p in sse_payloads(answer.text) if p.get("usage")]
         assert usage == [{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}]
+
+
+@pytest.mark.parametrize(
+    ("serves", "provider", "model", "asked"),
+    [
+        ("llama.cpp", "llama.cpp", MODEL, ["/props"]),
+        ("ollama", "Ollama", "llama3.2", ["/api/ps", "/api/show"]),
+        ("vllm", "vLLM", "Qwen/Qwen3-8B", ["/v1/models"]),
+        ("lmstudio", "LM Studio", "qwen3-8b", ["/api/v0/models"]),
+    ],
+)
+async def test_a_server_of_a_known_kind_is_asked_its_own_endpoints_alone(
+    serves: str, provider: str, model: str, asked: list[str]
+) -> None:
+    """Start-up knows the kind of a detected server (its port) or a named one: on the way to
+    ready, that kind's endpoints are asked, not all five."""
+    with ScriptedServer(serves=serves, context_window=8192, models=[model]) as server:
+        found = await read_context_window(server.base_url, model, provider=provider)
+        paths = sorted(r.path for r in server.lookups)
+    assert found is not None and found.tokens == 8192
+    assert paths == asked
+
+
+async def test_a_server_taken_for_another_kind_is_asked_everything_after():
+    """A port's usual server is not always the one there (an Ollama on llama.cpp's port):
+    when the named kind's endpoint tells nothing, every source is asked, as for an unknown
+    server, and the most specific answer wins."""
+    with ScriptedServer(serves="ollama", context_window=4096, models=["llama3.2"]) as server:
+        found = await read_context_window(server.base_url, "llama3.2", provider="llama.cpp")
+        paths = [r.path for r in server.lookups]
+    assert found is not None and found.tokens == 4096 and "Ollama" in found.source
+    assert paths[0] == "/props"
+    assert sorted(paths[1:]) == ["/api/ps", "/api/show", "/api/v0/models", "/v1/models"]
