@@ -1,6 +1,5 @@
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,7 +86,7 @@ def _own_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
     there three days, for a person. On CI (`CI` set: a machine of the run's own) the run fails if
     one is left in the machine's all the same, naming it; elsewhere a person's own `mm --demo`
     may make one meanwhile, so it is only said."""
-    machines = Path(tempfile.gettempdir())
+    machines = temp_folder.MACHINES
     before = temp_folder.playgrounds(machines)
     with temp_folder.in_place_of_the_machines(tmp_path_factory.mktemp("tmp")):
         yield

@@ -760,7 +760,10 @@ async def one_prompt(
     with ScriptedServer(*replies) as server:
         async with mm_acp(project, server, client) as (conn, log):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(project), mcp_servers=servers)
+            try:
+                session = await conn.new_session(cwd=str(project), mcp_servers=servers)
+            except acp.RequestError as exc:  # what mm logged says why
+                raise AssertionError(f"session/new: {exc}\nmm's log:\n{log.read_text()}") from exc
             assert await ask(conn, session.session_id, "go") == "end_turn"
             text = log.read_text()
         return server.requests, text

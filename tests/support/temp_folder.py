@@ -8,7 +8,8 @@ child inherits TMPDIR (env.py's `clean_env` starts from this process's environme
 under pytest's own folder, which pytest cleans.
 
 `playgrounds` lists the demo's folders of a temp folder: tests/conftest.py checks that the run
-left none in the machine's.
+left none in the machine's. `MACHINES` is the machine's own, for the few tests that need a folder
+another user can reach (the run's is under pytest's, which is root's alone when root runs it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from pathlib import Path
 import pytest
 
 from mm_tui.core.paths import PLAYGROUND_PREFIX
+
+MACHINES = Path(tempfile.gettempdir())
+"""The machine's temp folder, as it was before the run's own took its place."""
 
 
 @contextlib.contextmanager

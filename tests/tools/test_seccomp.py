@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import temp_folder
 
 from mm_tui.core import seccomp
 
@@ -494,8 +495,9 @@ results["-1"] = libc.syscall(ctypes.c_long(-1)), errno.errorcode[ctypes.get_errn
 
 @pytest.fixture
 def readable_module() -> Iterator[Path]:
-    """A copy of the module any user may read (the test's tmp_path is root's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="mm-seccomp-"))
+    """A copy of the module any user may read (the test's tmp_path, and the run's own temp
+    folder, are root's alone): in the machine's temp folder, removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="mm-seccomp-", dir=temp_folder.MACHINES))
     try:
         folder.chmod(0o755)
         copy = folder / "seccomp.py"
