@@ -366,17 +366,16 @@ async def read_context_window(
             "lmstudio": lambda: asker.json(f"{root}/api/v0/models"),
         }
         answers: dict[str, Any] = {}
-        for names in (ASKED_FIRST.get(provider, ()), tuple(asks)):
-            names = tuple(name for name in names if name not in answers)
-            try:  # (not wait_for: a caller cancelled meanwhile left its gather unretrieved)
-                async with asyncio.timeout(timeout + 1.0):
-                    got = await asyncio.gather(*(asks[name]() for name in names))
-            except TimeoutError:
-                got = [None] * len(names)
-            answers.update(zip(names, got, strict=True))
-            found = _served_window(model, answers)
-            if found is not None:
-                return found
+        for batch in (ASKED_FIRST.get(provider, ()), tuple(asks)):  # an unknown kind: one
+            if names := tuple(name for name in batch if name not in answers):
+                try:  # (not wait_for: a caller cancelled meanwhile left its gather unretrieved)
+                    async with asyncio.timeout(timeout + 1.0):
+                        got = await asyncio.gather(*(asks[name]() for name in names))
+                except TimeoutError:
+                    got = [None] * len(names)
+                answers.update(zip(names, got, strict=True))
+                if (found := _served_window(model, answers)) is not None:
+                    return found
     return _from_table(model)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from mm_tui.core.frozen import frozen
@@ -94,8 +94,9 @@ class _Unasked(Exception):
     """No answer came from the server: the note that says why."""
 
 
-Models = Callable[[str], Awaitable[tuple[int, Any]]]
-"""GET `{url}/models`: the status and the JSON (None when it is not JSON); raises `_Unasked`."""
+Models = Callable[[str], Awaitable[tuple[int, bytes]]]
+"""GET `{url}/models`: the status and the body as it came; raises `_Unasked`. The body is read
+as JSON only where it matters (`_without_v1`), not at every start-up's check."""
 
 
 def _timed_out(base: str, timeout: float) -> _Unasked:
@@ -111,17 +112,13 @@ def _unreached(base: str, exc: BaseException) -> _Unasked:
 
 
 def _plainly(base: str, headers: dict[str, str], timeout: float) -> Models:
-    async def models(url: str) -> tuple[int, Any]:
+    async def models(url: str) -> tuple[int, bytes]:
         try:
-            status, content = await local_answer(f"{url}/models", headers=headers, timeout=timeout)
+            return await local_answer(f"{url}/models", headers=headers, timeout=timeout)
         except TimeoutError:
             raise _timed_out(base, timeout) from None
         except (OSError, ValueError) as exc:
             raise _unreached(base, exc) from None
-        try:
-            return status, json.loads(content)
-        except ValueError:
-            return status, None
 
     return models
 
@@ -129,17 +126,14 @@ def _plainly(base: str, headers: dict[str, str], timeout: float) -> Models:
 def _through_httpx(base: str, client: httpx.AsyncClient, timeout: float) -> Models:
     import httpx
 
-    async def models(url: str) -> tuple[int, Any]:
+    async def models(url: str) -> tuple[int, bytes]:
         try:
             answer = await client.get(f"{url}/models")
         except httpx.TimeoutException:
             raise _timed_out(base, timeout) from None
         except (httpx.RequestError, OSError) as exc:
             raise _unreached(base, exc) from None
-        try:
-            return answer.status_code, answer.json()
-        except ValueError:
-            return answer.status_code, None
+        return answer.status_code, answer.content
 
     return models
 
@@ -160,9 +154,9 @@ async def _without_v1(base: str, status: int, models: Models) -> ServerCheck:
     """A server that answered `/models` with neither the list nor a refusal: a base URL that
     lacks its `/v1` is taken with it, when that one lists the models."""
     try:
-        again, data = await models(base + "/v1")
-        listed = again == 200 and model_ids(data) is not None
-    except _Unasked:
+        again, content = await models(base + "/v1")
+        listed = again == 200 and model_ids(json.loads(content)) is not None
+    except (_Unasked, ValueError):  # ValueError: not JSON
         listed = False
     if listed:
         return ServerCheck(

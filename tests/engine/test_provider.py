@@ -577,9 +577,11 @@ async def test_stopping_early_with_tools_leaves_the_provider_usable(server, prov
     server.script(SSE(text_chunks("a b c d e f", split=1), delay=60.0), Reply("next"))
     with_tools = provider.stream(MESSAGES, TOOLS)
     assert await anext(with_tools) == TextChunk("a")
+    assert provider.paced is not None
+    first = provider.paced.streams[-1].get_extra_info("socket")
     await with_tools.aclose()
+    assert first.fileno() == -1  # the abandoned answer's connection is closed, not kept
     assert text_of(await collect(provider, TOOLS)) == "next"
-    # the abandoned answer's connection, closed in mid-body, is not the one the next answer took
     assert server.connections_made == 2
 
 
