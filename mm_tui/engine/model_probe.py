@@ -25,7 +25,6 @@ what was found before it stays."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import time
 from dataclasses import field, replace
@@ -335,8 +334,9 @@ async def _head(resp: httpx.Response) -> bytes:
 
 
 def _load_http() -> None:
-    """The HTTP client's modules, as engine/provider.py's `prepare` loads them."""
+    """The HTTP client's modules, as engine/provider.py's `prepare` loads them (and in the same
+    order, packages first: core/preload.py says why)."""
+    from mm_tui.core.preload import import_in_order
     from mm_tui.engine.provider import HTTP_MODULES
 
-    for name in HTTP_MODULES:
-        importlib.import_module(name)
+    import_in_order(*HTTP_MODULES)
