@@ -283,15 +283,28 @@ class Settings(SettingsBase):
         return (*keys, *url_secrets(self.base_url)) if self.base_url else keys
 
     def sandbox_config(self) -> SandboxConfig:
-        """What core/sandbox.py needs of these settings."""
+        """What core/sandbox.py needs of these settings: asked at every bash, read_file and
+        write_file call, so kept while the four settings it is made of stay as they are (they
+        may change: these settings are not frozen)."""
+        made = self.__dict__.get("_sandbox_config")
+        if made is not None and made[0] == (
+            self.sandbox,
+            self.sandbox_network,
+            self.sandbox_deny,
+            self.sandbox_write,
+        ):
+            return made[1]
         from mm_tui.core.sandbox import SandboxConfig
 
-        return SandboxConfig(
+        config = SandboxConfig(
             mode=self.sandbox,
             network=self.sandbox_network,
             deny=tuple(self.sandbox_deny),
             write=tuple(self.sandbox_write),
         )
+        made = ((config.mode, config.network, list(config.deny), list(config.write)), config)
+        self.__dict__["_sandbox_config"] = made
+        return config
 
 
 ENV_NAMES: dict[str, str] = {

@@ -189,6 +189,27 @@ def release_middle(fd: int) -> None:
         _fallocate = False  # this file system cannot: do not try again
 
 
+class OutputFile:
+    """The command's output file, unlinked from the start (O_TMPFILE: nothing is left behind
+    whatever happens); its descriptor, closed at the end of the `with`. As
+    `tempfile.TemporaryFile` makes it, without the file object around it, which nothing here
+    reads through (bench/bench_bash.py)."""
+
+    def __enter__(self) -> int:
+        tmpfile = getattr(os, "O_TMPFILE", 0)
+        try:
+            if not tmpfile:
+                raise OSError("no O_TMPFILE here")
+            self.fd = os.open(tempfile.gettempdir(), os.O_RDWR | tmpfile, 0o600)
+        except OSError:  # a file system that cannot (or not Linux): a named file, unlinked
+            self.fd, path = tempfile.mkstemp()
+            os.unlink(path)
+        return self.fd
+
+    def __exit__(self, *_: object) -> None:
+        os.close(self.fd)
+
+
 async def _wait(proc: LaunchedProcess, fd: int) -> None:
     """Wait for the shell, keeping an eye on how much disk its output takes (a timer rather
     than a task: most commands end before the first look, and then it costs nothing)."""
@@ -258,9 +279,7 @@ class BashTool(Tool):
         sandbox = confine(settings.sandbox_config(), ctx.cwd, env)
         if sandbox.refused is not None:  # strict, and no sandbox here
             return ToolResult(sandbox.refused, status="error")
-        # Unlinked at once (O_TMPFILE on Linux): nothing is left behind whatever happens.
-        with tempfile.TemporaryFile(buffering=0) as out:
-            fd = out.fileno()
+        with OutputFile() as fd:
             # From the launcher process (confined, or unconfined when the sandbox is off),
             # without waiting for the pid: a failure to start comes out of the wait.
             popen: dict[str, Any] = {

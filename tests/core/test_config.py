@@ -872,3 +872,22 @@ def test_resolve_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_dir("/var/mm", tmp_path) == Path("/var/mm")
     monkeypatch.setenv("HOME", str(tmp_path / "h"))
     assert resolve_dir("~/mm", Path("/elsewhere")) == tmp_path / "h/mm"
+
+
+def test_the_sandbox_config_follows_the_settings_it_is_made_of() -> None:
+    """Kept from call to call, and made again when a setting it is made of changes, in place
+    or not (the settings are not frozen)."""
+    settings = Settings(sandbox_write=["/srv"])
+    first = settings.sandbox_config()
+    assert settings.sandbox_config() is first
+    assert (first.mode, first.write) == ("auto", ("/srv",))
+    settings.sandbox_write.append("/opt")
+    assert settings.sandbox_config().write == ("/srv", "/opt")
+    settings.sandbox = "off"
+    assert settings.sandbox_config().mode == "off"
+    settings.sandbox_deny.append("/secret")
+    settings.sandbox_network = False
+    assert settings.sandbox_config().deny[-1] == "/secret"
+    assert settings.sandbox_config().network is False
+    copy = settings.model_copy(update={"sandbox": "strict"})
+    assert (copy.sandbox_config().mode, settings.sandbox_config().mode) == ("strict", "off")

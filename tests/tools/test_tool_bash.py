@@ -310,13 +310,23 @@ async def test_cancellation_without_output(ctx: ToolContext) -> None:
     assert caught.value.output == "[error: cancelled]"
 
 
-async def test_no_temporary_file_is_left(ctx: ToolContext, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("unlinked_file", ["O_TMPFILE", "named then unlinked"])
+async def test_no_temporary_file_is_left(
+    ctx: ToolContext, tmp_path: Path, monkeypatch, unlinked_file: str
+) -> None:
+    """Nor a descriptor: on Linux the output file has no name (O_TMPFILE); where that is not
+    there (another system), it is named and unlinked at once."""
     spool = tmp_path / "spool"
     spool.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spool))
-    await run("echo x", ctx)
-    await run("exit 1", ctx)
+    if unlinked_file != "O_TMPFILE":
+        monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    await run("true", ctx)  # the launcher is up: its descriptors are not the call's
+    before = sorted(os.listdir("/proc/self/fd"))
+    assert (await run("echo x", ctx)).output == "x\n"
+    assert (await run("echo y; exit 1", ctx)).output == "y\n[exit code: exit status 1]"
     assert list(spool.iterdir()) == []
+    assert sorted(os.listdir("/proc/self/fd")) == before
 
 
 async def test_missing_working_directory_is_an_error_not_a_crash(tmp_path: Path) -> None:
