@@ -101,11 +101,13 @@ def parse_yaml(raw: bytes, label: str) -> Layer:
         line = raw.count(b"\n", 0, exc.start) + 1
         reason = f"not valid UTF-8: line {line}, byte 0x{raw[exc.start]:02x}"
         raise ConfigError(label, reason) from None
-    from mm_tui.core.flat_yaml import read_flat_yaml
+    from mm_tui.core.flat_yaml import is_blank, read_flat_yaml
 
     flat = read_flat_yaml(text, unique=True)
     if flat is not None:  # plain keys, read as PyYAML reads them, without its import
         return Layer(label, flat)
+    if is_blank(text):  # an empty file, or only comments, as PyYAML reads it: nothing
+        return Layer(label, {})
     import yaml
 
     try:

@@ -55,3 +55,10 @@ def read_flat_yaml(text: str, *, unique: bool = False) -> dict[str, str | bool |
         else:
             data[key] = value
     return data or None
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` is only blank lines and comments: YAML's None, read without PyYAML."""
+    return text.replace("\n", "").replace("\r", "").isprintable() and all(
+        _BLANK.fullmatch(line) for line in text.splitlines()
+    )

@@ -796,6 +796,8 @@ def test_plain_values_are_validated_without_pydantic(
         ("theme: nord\nmaxOutput: 5  # short\n", "[]"),
         ("baseUrl: http://localhost:11434/v1\nmodel: qwen3:8b\n", "[]"),
         ("maxOutput: 5\nyolo: yes\n", "['yaml']"),
+        ("", "[]"),  # a file made to be filled later, or all of it commented out
+        ("\n# theme: nord\n  # maxOutput: 5\n", "[]"),
     ],
 )
 def test_a_file_of_plain_keys_is_read_without_pyyaml(

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from support.scripted_model import ScriptedModel
 from support.window_helpers import make_app, settle
 
-from mm_tui.core.flat_yaml import read_flat_yaml
+from mm_tui.core.flat_yaml import is_blank, read_flat_yaml
 from mm_tui.window.theme_files import (
     builtin_themes_dir,
     load_themes,
@@ -245,3 +245,5 @@ def test_whatever_the_flat_reader_reads_pyyaml_reads_the_same(text: str) -> None
     flat = read_flat_yaml(text)
     if flat is not None:
         assert flat == yaml.safe_load(text)
+    if is_blank(text):  # nothing, as a config file reads it (config/files.py)
+        assert yaml.safe_load(text) is None
