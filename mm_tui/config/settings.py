@@ -302,8 +302,13 @@ class Settings(SettingsBase):
             deny=tuple(self.sandbox_deny),
             write=tuple(self.sandbox_write),
         )
-        made = ((config.mode, config.network, list(config.deny), list(config.write)), config)
-        self.__dict__["_sandbox_config"] = made
+        given = (
+            self.sandbox,
+            self.sandbox_network,
+            list(self.sandbox_deny),
+            list(self.sandbox_write),
+        )
+        self.__dict__["_sandbox_config"] = (given, config)
         return config
 
 
