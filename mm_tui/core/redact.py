@@ -24,7 +24,6 @@ them, what a session file keeps and a person is shown.
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import os
 import re
@@ -126,7 +125,6 @@ def _query_items(tail: str) -> tuple[str, list[str], str]:
     return path, query.split("&") if query else [], hash_ + fragment
 
 
-@functools.lru_cache(maxsize=16)  # asked at every bash call, of the same base URL
 def url_secrets(url: str | None) -> tuple[str, ...]:
     """The secrets `url` carries: the password of its userinfo (the user name when it comes
     alone: `https://KEY@host` is how some servers take a token) and the Basic authorization
