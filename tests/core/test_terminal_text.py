@@ -106,3 +106,17 @@ def test_exact_escapes_every_control_format_and_space_character() -> None:
             assert safe_display(char) == visible_form(char), hex(code)
         if char in kept_in_prose or category == "Zs":
             assert safe_display(char) == char, hex(code)
+
+
+def test_every_character_escaped_is_one_isprintable_refuses() -> None:
+    """`safe_display` returns printable text without a scan: that holds only while neither class
+    holds a character `str.isprintable` accepts (as this Python's Unicode knows them)."""
+    import re
+
+    from mm_tui.core import terminal_text
+
+    everything = "".join(chr(code) for code in range(0x110000))
+    for exact, pattern in terminal_text._CLASSES.items():
+        escaped = re.findall(pattern, everything)
+        assert len(escaped) > 150, exact  # the class is read, not empty
+        assert not [hex(ord(c)) for c in escaped if c.isprintable()], exact
