@@ -108,7 +108,7 @@ class McpServer(SettingsBase):
                     unset.append(name)
                 return value
 
-            return MCP_VARIABLE.sub(one, value)
+            return re.sub(MCP_VARIABLE, one, value)
 
         made = self.model_copy(
             update={
@@ -131,12 +131,12 @@ MCP_TYPES = {
 """The values of an mcpServers entry's `type` that mm accepts (lower case, `_` read as `-`);
 SSE, the transport the protocol replaced, is not among them."""
 
-MCP_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+MCP_VARIABLE = r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}"
 """`${VAR}` or `${VAR:-default}` in an mcpServers entry (see `McpServer.expanded`)."""
 
-MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+MCP_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
 """A server's name: the first part of its tools' names (`files__read`), which a model's tool
-name must allow."""
+name must allow. (These two are compiled by `re` at their first use, with MCP servers only.)"""
 
 
 @described
@@ -152,7 +152,7 @@ def _mcp_names(value: dict[str, McpServer]) -> dict[str, McpServer]:
     from pydantic_core import PydanticCustomError
 
     for name in value:
-        if not MCP_NAME.fullmatch(name):
+        if not re.fullmatch(MCP_NAME, name):
             raise PydanticCustomError(
                 "mcp_name",
                 'server name "{name}" may hold only letters, digits, - and _ (its tools '

@@ -97,8 +97,9 @@ def _walk(data: Any, known: tuple[str, ...]) -> Any:
 
 
 # A query parameter whose name says it is a credential: `api_key`, `key`, `token`,
-# `access_token`, `secret`, `password`, `pwd`, `auth`, `sig` (a signed URL's).
-CREDENTIAL_PARAMETER = re.compile(r"key|token|secret|pass|pwd|credential|auth|sig", re.IGNORECASE)
+# `access_token`, `secret`, `password`, `pwd`, `auth`, `sig` (a signed URL's). Compiled by `re`
+# at its first use: the demo model has no URL to read.
+CREDENTIAL_PARAMETER = r"(?i)key|token|secret|pass|pwd|credential|auth|sig"
 
 
 def _split_authority(url: str) -> tuple[str, str, str, str]:
@@ -144,7 +145,7 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     _, items, _ = _query_items(tail)
     for item in items:
         name, eq, value = item.partition("=")
-        if eq and value and CREDENTIAL_PARAMETER.search(unquote(name)):
+        if eq and value and re.search(CREDENTIAL_PARAMETER, unquote(name)):
             found.extend((value, unquote(value)))
     return tuple(dict.fromkeys(s for s in found if s))
 
@@ -161,7 +162,7 @@ def clean_url(url: str | None) -> str | None:
     kept = []
     for item in items:
         name, eq, value = item.partition("=")
-        if eq and value and CREDENTIAL_PARAMETER.search(unquote(name)):
+        if eq and value and re.search(CREDENTIAL_PARAMETER, unquote(name)):
             item = f"{name}={MARK}"
         kept.append(item)
     query = "?" + "&".join(kept) if kept else ("?" if "?" in tail.partition("#")[0] else "")

@@ -61,7 +61,9 @@ from mm_tui.engine.journal_files import JournalDamaged, read_records
 
 SESSION_VERSION = 2  # the journal; format 1 was one JSON file, converted when opened
 
-SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
+SESSION_ID = (
+    r"[0-9A-Za-z][0-9A-Za-z_-]*"  # compiled by `re` at its first use, not on the way to ready
+)
 JOURNAL_SUFFIX = ".jsonl"
 META_SUFFIX = ".meta.json"
 OLD_SUFFIX = ".json"
@@ -187,11 +189,11 @@ def session_paths(folder: Path) -> dict[str, Path]:
         name = path.name
         if name.endswith(JOURNAL_SUFFIX):
             session_id = name[: -len(JOURNAL_SUFFIX)]
-            if SESSION_ID.fullmatch(session_id):
+            if re.fullmatch(SESSION_ID, session_id):
                 found[session_id] = path
         elif name.endswith(OLD_SUFFIX):
             session_id = name[: -len(OLD_SUFFIX)]
-            if SESSION_ID.fullmatch(session_id):
+            if re.fullmatch(SESSION_ID, session_id):
                 found.setdefault(session_id, path)
     return found
 

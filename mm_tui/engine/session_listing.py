@@ -3,6 +3,7 @@ list (read from the metadata files, so that listing does not read whole journals
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def find_session(folders: Sequence[Path], session_id: str, *, fork: bool = True)
     mm writes goes on in a fork (with `fork` False: SessionError)."""
     for index, folder in enumerate(folders):
         folder = Path(folder)
-        if SESSION_ID.fullmatch(session_id) and session_id in session_paths(folder):
+        if re.fullmatch(SESSION_ID, session_id) and session_id in session_paths(folder):
             session = Session.load(folder, session_id, claim=not index, fork=fork)
             if index:
                 session.move_to(folders[0])

@@ -9,6 +9,7 @@ them the class, so that this module needs nothing of `session.py`, which imports
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def load(cls: Any, folder: Path, session_id: str, *, claim: bool = False, fork: 
     lock). When another mm holds it, the session goes on in a fork, said in `warnings`, or
     with `fork` False SessionError says so."""
     folder = Path(folder)
-    if not SESSION_ID.fullmatch(session_id):
+    if not re.fullmatch(SESSION_ID, session_id):
         raise SessionError(f"mm: {session_id!r} is not a session id")
     path = folder / f"{session_id}{JOURNAL_SUFFIX}"
     old = folder / f"{session_id}{OLD_SUFFIX}"
