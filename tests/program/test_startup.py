@@ -187,8 +187,8 @@ def test_the_first_frame_loads_only_what_it_draws() -> None:
     """The window's first frame (an empty transcript, the boot not yet begun) loads neither the
     engine (its events, the configuration, the tools, the HTTP client, pydantic) nor the
     transcript's renderers (Rich's Markdown among them), nor importlib.resources for mm's own
-    themes, nor Textual's TextArea (a stand-in draws the empty prompt): they load after it, or
-    when first needed (docs/performance.md)."""
+    themes, nor Textual's TextArea (a stand-in draws the empty prompt), nor the permission box:
+    they load after it, or when first needed (docs/performance.md)."""
     boot = "never", "async def never():\n    await asyncio.Event().wait()\n"
     loaded = _loaded_when("on_ready", boot, ROOT)  # before MMApp.on_ready, which boots
     assert "mm_tui.window.screens.main" in loaded
@@ -208,6 +208,7 @@ def test_the_first_frame_loads_only_what_it_draws() -> None:
         "pydantic",
         "yaml",
         "mm_tui.window.widgets.prompt",
+        "mm_tui.window.widgets.permission",
         "textual.widgets._text_area",
         "textual.document",
         "tree_sitter",
@@ -232,6 +233,7 @@ def test_ready_loads_neither_the_sandbox_nor_the_prompts_text_area(work: Path) -
         "mm_tui.core.launcher",
         "mm_tui.core.file_access",
         "mm_tui.window.widgets.prompt",
+        "mm_tui.window.widgets.permission",
         "textual.widgets._text_area",
     )
     assert [m for m in loaded if m.startswith(kept_off) and "prompt_stand_in" not in m] == []

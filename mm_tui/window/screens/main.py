@@ -32,7 +32,6 @@ from mm_tui.window.transcript.store import NoticeItem, Transcript
 from mm_tui.window.transcript.view import TranscriptView
 from mm_tui.window.widgets.agent_header import AgentHeader
 from mm_tui.window.widgets.key_bar import KeyBar
-from mm_tui.window.widgets.permission import PermissionBox
 from mm_tui.window.widgets.prompt_stand_in import ArgumentsWanted, PromptStandIn, Submitted
 from mm_tui.window.widgets.status_line import StatusLine
 
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from mm_tui.engine.session import Session
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
+    from mm_tui.window.widgets.permission import PermissionBox
     from mm_tui.window.widgets.prompt import Prompt
 
 W = TypeVar("W", bound=Widget)
@@ -91,6 +91,7 @@ class MainScreen(Screen[None]):
         self._interrupts = 0.0  # time of the last Ctrl+C while idle
         self._planned = False  # a turn ended in plan mode since it was entered
         self._widgets: dict[type, Any] = {}
+        self._box: PermissionBox | None = None  # mounted at the first question (`box`)
         self._updated = 0.0  # when `_on_idle` last updated the screen itself
         self._resumed = False  # whether the screen was shown once (`on_screen_resume`)
 
@@ -206,16 +207,18 @@ class MainScreen(Screen[None]):
     def box(self) -> PermissionBox:
         """The permission box, mounted the first time it is wanted, above the status line:
         mounted hidden in the first frame, it cost that frame 0.5% (docs/performance.md), for a
-        box most sessions never open."""
-        box = self._widgets.get(PermissionBox)
+        box most sessions never open. Its module is loaded then too, not with the screen."""
+        box = self._box
         if box is None:
-            box = self._widgets[PermissionBox] = PermissionBox(id="permission")
+            from mm_tui.window.widgets.permission import PermissionBox
+
+            box = self._box = PermissionBox(id="permission")
             self.mount(box, before=self.status)
         return box
 
     def _asking(self) -> bool:
         """Whether the permission box holds a question (without mounting it to ask)."""
-        box = self._widgets.get(PermissionBox)
+        box = self._box
         return box is not None and box.request is not None
 
     def _widget(self, kind: type[W]) -> W:
@@ -388,8 +391,7 @@ class MainScreen(Screen[None]):
         else:
             self.run_turn(text)
 
-    @on(PermissionBox.Answered)
-    def on_permission_answered(self, message: PermissionBox.Answered) -> None:
+    def on_permission_box_answered(self, message: PermissionBox.Answered) -> None:
         """The answer goes to the engine as a command; the call's line and the status line
         follow what the engine says next (`ToolCallRunning`, or the rejected call's end)."""
         request = message.request
@@ -402,8 +404,7 @@ class MainScreen(Screen[None]):
         self.prompt.focus()
         self.prompt.insert(message.character)
 
-    @on(PermissionBox.Typed)
-    def on_permission_typed(self, message: PermissionBox.Typed) -> None:
+    def on_permission_box_typed(self, message: PermissionBox.Typed) -> None:
         """Typed while the box is up: kept in the prompt; the box keeps the focus."""
         self.prompt.insert(message.character)
 
