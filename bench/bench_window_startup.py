@@ -43,7 +43,8 @@ ready (as `attach` returns, before the threads it starts once ready load httpx a
 argument classes): without a configuration file, pydantic stays off that path too.
 Goals: mm's first frame at most 1.1x the bare app's first frame; mm ready at most 1.25x it.
 
-Run: .venv/bin/python bench/bench_window_startup.py [rounds, 20 by default: the machine is noisy]
+Run: .venv/bin/python bench/bench_window_startup.py [rounds, 40 by default: the machine is noisy,
+     and medians of 20 moved by 3 to 5% from run to run]
      (--quick: 1 round, after the warm-up one)
 """
 
@@ -451,4 +452,4 @@ if __name__ == "__main__":
     elif "--quick" in sys.argv:
         main(1)
     else:
-        main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 40)
