@@ -196,12 +196,10 @@ class OutputFile:
     reads through (bench/bench_bash.py)."""
 
     def __enter__(self) -> int:
-        tmpfile = getattr(os, "O_TMPFILE", 0)
         try:
-            if not tmpfile:
-                raise OSError("no O_TMPFILE here")
-            self.fd = os.open(tempfile.gettempdir(), os.O_RDWR | tmpfile, 0o600)
-        except OSError:  # a file system that cannot (or not Linux): a named file, unlinked
+            self.fd = os.open(tempfile.gettempdir(), os.O_RDWR | os.O_TMPFILE, 0o600)
+        except (AttributeError, OSError):  # not Linux, or a file system that cannot: a named
+            # file, unlinked at once
             self.fd, path = tempfile.mkstemp()
             os.unlink(path)
         return self.fd
