@@ -68,6 +68,9 @@ def ms(times: list[float]) -> str:
 
 
 async def main(calls: int) -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     tool = BashTool()
     ctx = ToolContext(cwd=Path.cwd(), settings=Settings(sandbox="off"))
     confined = ToolContext(cwd=Path.cwd(), settings=Settings(sandbox="auto"))

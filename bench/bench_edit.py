@@ -83,6 +83,9 @@ async def timed(tool: EditFileTool, args: EditFileArgs, ctx: ToolContext) -> tup
 
 
 async def main(repeats: int) -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     text, targets = make_file()
     tool = EditFileTool()
     with tempfile.TemporaryDirectory() as folder:

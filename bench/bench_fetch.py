@@ -291,6 +291,9 @@ def _timed(work: Callable[[], object]) -> float:
 
 
 def main(megabytes: float, rounds: int, install: bool = True) -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     page = realistic_page(int(megabytes * 1_000_000))
     size_mb = len(page.encode()) / 1_000_000
     converters = _converters(install)

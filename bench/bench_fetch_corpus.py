@@ -59,15 +59,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_fetch import _converters, realistic_page  # noqa: E402 - after the path set-up
+from private_home import bench_cache  # noqa: E402
 from selectolax.lexbor import LexborHTMLParser  # noqa: E402
 
 # Pages of another project are not committed here. The corpus is read from --corpus, MM_CORPUS,
 # the workplace's shared folder beside the clone, or else downloaded once from Readability's
 # repository at a fixed commit into the cache (`corpus()`).
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "readability"
-CACHE = (
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mm-bench" / "readability"
-)
+CACHE = bench_cache() / "readability"
 READABILITY = "https://raw.githubusercontent.com/mozilla/readability/"
 COMMIT = "ab4027a8b37669745016869a37a504727992b2ba"
 PAGES = (
@@ -257,6 +256,9 @@ def made_corpus(folder: Path) -> Path:
 
 
 def main() -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     parser = argparse.ArgumentParser()
     parser.add_argument("rounds", nargs="?", type=int, default=8)
     parser.add_argument("--corpus", type=Path, default=None)

@@ -16,10 +16,11 @@ of bench_round_trip.py behind a line prompt (httpx streaming, each delta written
 terminal, bash through a subprocess), and the peers that install from PyPI or npm and can be
 pointed at a local server: mistral-vibe and aider from PyPI, OpenCode and Codex from npm, each
 configured through its own config file in its HOME (or flags) and run with its flag to ask
-nothing before a command. Peers are installed into ~/.cache/mm-bench/peers (a venv each for
-PyPI, with a Python new enough for it, found on PATH or in pyenv; one npm prefix) when missing
-there or when `--install` asks (then upgraded); one that does not install or run is skipped
-with the reason, and a figure an agent cannot give is "-" with the reason under the table.
+nothing before a command. Peers are installed into ~/.cache/mm-bench/peers (under
+$XDG_CACHE_HOME when that is set; a venv each for PyPI, with a Python new enough for it, found
+on PATH or in pyenv; one npm prefix) when missing there or when `--install` asks (then
+upgraded); one that does not install or run is skipped with the reason, and a figure an
+agent cannot give is "-" with the reason under the table.
 
 Per agent, three launches, each with a server of its own: one not timed (the file cache warmed,
 the agent's first-run set-up done), then:
@@ -66,6 +67,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_round_trip import TOKEN, _event  # noqa: E402
+from private_home import bench_cache  # noqa: E402
 from window_common import ROOT, ServerProcess, answer_markdown, machine, pieces  # noqa: E402
 
 QUICK = "--quick" in sys.argv
@@ -81,7 +83,7 @@ SETTLE = 0.5 if QUICK else 3.0  # seconds after start-up before the first figure
 POLL = 0.02  # seconds between two looks at the screen while timing
 COLUMNS, ROWS = 100, 30
 HZ = os.sysconf("SC_CLK_TCK")
-CACHE = Path.home() / ".cache" / "mm-bench" / "peers"
+CACHE = bench_cache() / "peers"
 
 # The word in a prompt that picks the server's answer, and the word the answer ends with.
 SCENARIOS = {"benchfast": "fast", "benchpaced": "paced", "benchcalls": "calls"}
@@ -894,6 +896,9 @@ def table(agents: list[Agent], results: dict[str, Result]) -> None:
 
 
 def main() -> int:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     args = sys.argv[1:]
     only = None
     if "--only" in args:

@@ -178,6 +178,9 @@ async def one_window(
 
 
 def main() -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     quick = "--quick" in sys.argv
     windows = QUICK_WINDOWS if quick else WINDOWS
     tokenizer, said = real_tokenizer()

@@ -199,6 +199,9 @@ def paced_waits(provider: OpenAIProvider, seen: dict[PacedStream, int]) -> None:
 
 
 async def main(events: int, rounds: int) -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     parent, child = multiprocessing.Pipe()
     proc = multiprocessing.Process(target=serve, args=(child, events), daemon=True)
     proc.start()

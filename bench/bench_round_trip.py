@@ -339,6 +339,9 @@ def run(kind: str, calls: int) -> dict[str, Any]:
 
 
 def main(calls: int, rounds: int) -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from window_common import machine, verdict
 

@@ -217,6 +217,9 @@ def old_save(session: Any, folder: Path, messages: int) -> float:
 
 
 def main() -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     from mm_tui.core.redact import Redactor
     from mm_tui.engine.journal import encode_record, flush_all
 

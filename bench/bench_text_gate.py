@@ -98,6 +98,9 @@ async def one_turn(folder: Path, chunks: list[str], tools: bool) -> float:
 
 
 async def main() -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quick = "--quick" in sys.argv
     count = int(args[0]) if args else (3_000 if quick else 60_000)

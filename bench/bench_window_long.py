@@ -331,6 +331,9 @@ def print_ratios(n: int, runs: dict[int, list[dict[str, float]]], base_size: int
 
 
 def main(sizes: list[int]) -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     runs: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
     for _ in range(ROUNDS):
         for n in sizes:

@@ -338,7 +338,11 @@ def main(rounds: int) -> None:
     import statistics
     import tempfile
 
+    from private_home import private_home
+
     import mm_tui
+
+    private_home()  # a home of its own: none of the person's is read or written
 
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)

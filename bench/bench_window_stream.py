@@ -282,6 +282,9 @@ async def message_floor(seconds: float) -> float:
 
 
 async def main(n_chunks: int, rounds: int, seconds: float) -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     text = answer_markdown(n_chunks * 4)
     chunks = pieces(text)[:n_chunks]
     # warm up both: imports, CSS, caches

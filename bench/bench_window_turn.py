@@ -443,6 +443,9 @@ def mean(values: list[float]) -> float:
 
 
 def main() -> None:
+    from private_home import private_home
+
+    private_home()  # a home of its own: none of the person's is read or written
     started = time.perf_counter()
     print(
         f"one turn of {CALLS:,} bash calls with {OUTPUT:,}-byte outputs, window mode, headless "

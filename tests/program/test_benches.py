@@ -82,9 +82,23 @@ def tail(output: str, lines: int = 40) -> str:
     [pytest.param(b, id=b.stem, marks=() if b.stem in FAST else pytest.mark.slow) for b in BENCHES],
 )
 def test_the_bench_runs_at_quick_size(bench: Path, tmp_path: Path) -> None:
-    status, output = run_quick(bench, bench_env(tmp_path))
+    env = bench_env(tmp_path)
+    status, output = run_quick(bench, env)
     assert status == 0, (
         f"{bench.name} --quick exited {status}; the end of its output:\n{tail(output)}"
+    )
+    # It ran mm in a home of its own (bench/private_home.py): the person's holds nothing new
+    # but what the benches download once into their cache.
+    assert left_in(Path(env["HOME"])) == []
+
+
+def left_in(home: Path) -> list[str]:
+    """What is in `home`, the benches' download cache (.cache/mm-bench) left out."""
+    cache = home / ".cache" / "mm-bench"
+    return sorted(
+        str(path.relative_to(home))
+        for path in home.rglob("*")
+        if path.is_file() and cache not in path.parents
     )
 
 
