@@ -13,18 +13,28 @@ it wrote a reply's last byte and when the next request's first byte came; the ro
 gap, and holds the client's reading of the reply, its running of the command and its writing of
 the next request.
 
+Only the turn's requests are timed (their first message is the turn's question): mm's model
+probe asks first (engine/ask_style.py), and a person's turn finds it done.
+
 - mm: `mm_tui.startup.start` with the server's base URL (yolo, a fresh session in a temporary
-  folder), one turn.
-- window: the same turn in window mode (the real MMApp, headless, 100x30).
+  folder), one turn, as `mm -p` runs it (what a first call loads, it loads in the turn).
+- window: the same turn in window mode: the real MMApp, headless, 100x30, started as `mm`
+  starts it (`cli.window_boot`, the settings in a config file), the request sent once what
+  ready starts loading for the first exchange has loaded, as it has when a person has typed.
 - floor: a minimal client: httpx streaming, the SSE lines parsed as they come, the command run
   with `asyncio.create_subprocess_exec("bash", "-c", ...)`, the next request posted with the
   growing history.
 
-Rounds alternate the three, each against a fresh server. Goal: mm's median round trip, as `mm -p`
-and in window mode, at most 1.2x the floor's plus 10 ms; the time of the whole turn is printed
-beside it.
+Rounds alternate the three, each against a fresh server. Goals:
+- the round trip: mm's median, as `mm -p` and in window mode, at most 1.2x the floor's plus
+  10 ms;
+- the whole turn (the server's, from the turn's first request to its answer's last byte): no
+  slower than the floor's plus mm's tool work, the time its bash calls took from their start
+  to their result (`ToolCallFinished.elapsed`: the launcher, the sandbox, the command itself).
+  Printed beside it, a call's share: what mm's turn takes beyond the floor's, and what its
+  tool takes beyond the floor's own run of the command.
 
-Run: .venv/bin/python bench/bench_round_trip.py [calls, 200 by default] [rounds, 3 by default]
+Run: .venv/bin/python bench/bench_round_trip.py [calls, 500 by default] [rounds, 3 by default]
      (--quick: 20 calls, 1 round)
 """
 
@@ -97,9 +107,13 @@ def _reply(n: int, calls: int) -> tuple[list[bytes], list[bytes]]:
 
 
 def serve(calls: int) -> None:
-    """Child: serve until stdin closes; print the base URL first, then the round trips (JSON)."""
-    ended: list[float] = []  # when each tool-call reply's last byte was written
-    began: list[float] = []  # when each request's first byte came
+    """Child: serve until stdin closes; print the base URL first, then what it timed (JSON).
+
+    Only the turn's requests are timed, those whose first message is QUESTION: mm's model probe
+    asks first (engine/ask_style.py), and a person's turn finds it done."""
+    ended: list[float] = []  # when each tool-call reply of the turn wrote its last byte
+    began: list[float] = []  # when each request of the turn sent its first byte
+    last: list[float] = []  # when the turn's last reply (the text answer) wrote its last byte
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -107,7 +121,7 @@ def serve(calls: int) -> None:
                 first = await reader.read(1)
                 if not first:
                     return
-                began.append(time.monotonic())
+                arrived = time.monotonic()
                 head = first + await reader.readuntil(b"\r\n\r\n")
                 length = 0
                 for line in head.split(b"\r\n"):
@@ -123,9 +137,13 @@ def serve(calls: int) -> None:
                         + data
                     )
                     await writer.drain()
-                    began.pop()
                     continue
-                n = sum(1 for m in body.get("messages") or [] if m.get("role") == "tool")
+                messages = body.get("messages") or []
+                asked = [m.get("content") for m in messages if m.get("role") == "user"]
+                turn = asked[:1] == [QUESTION]
+                if turn:
+                    began.append(arrived)
+                n = sum(1 for m in messages if m.get("role") == "tool")
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                     b"Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n\r\n"
@@ -140,8 +158,8 @@ def serve(calls: int) -> None:
                 for piece in end:
                     writer.write(piece)
                     await writer.drain()
-                if n < calls:
-                    ended.append(time.monotonic())
+                if turn:
+                    (ended if n < calls else last).append(time.monotonic())
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
@@ -155,7 +173,8 @@ def serve(calls: int) -> None:
         server.close()
         # the request after each tool-call reply: the first request has none before it
         trips = [b - e for e, b in zip(ended, began[1:], strict=False)]
-        print(json.dumps({"trips": trips, "requests": len(began)}), flush=True)
+        turn = last[-1] - began[0] if began and last else None
+        print(json.dumps({"trips": trips, "requests": len(began), "turn": turn}), flush=True)
 
     asyncio.run(main())
 
@@ -184,10 +203,12 @@ async def mm_child(base_url: str, calls: int) -> dict[str, Any]:
     try:
         engine = (await start(settings_for(base_url, calls, folder), folder)).engine
         statuses: dict[str, int] = {}
+        tools = [0.0]
 
         def emit(event: Any) -> None:
             if isinstance(event, ToolCallFinished):
                 statuses[event.status] = statuses.get(event.status, 0) + 1
+                tools[0] += event.elapsed
 
         began = time.perf_counter()
         ended = await engine.run_turn(QUESTION, emit)
@@ -195,34 +216,45 @@ async def mm_child(base_url: str, calls: int) -> dict[str, Any]:
         await engine.aclose()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return {"seconds": seconds, "statuses": statuses, "reason": ended.stop_reason}
+    return {
+        "seconds": seconds,
+        "statuses": statuses,
+        "reason": ended.stop_reason,
+        "tools": tools[0],
+    }
 
 
 async def window_child(base_url: str, calls: int) -> dict[str, Any]:
-    """The same turn in window mode: the real MMApp, headless at 100x30, the request submitted
-    as the prompt submits it; the engine's events go through the window as they always do."""
+    """The same turn in window mode: the real MMApp, headless at 100x30, started as `mm` starts
+    it (`cli.window_boot`, the settings in a config file), the request submitted as the prompt
+    submits it once what ready starts loading for the first exchange has loaded, as it has by
+    the time a person has typed; the engine's events go through the window as they always do."""
+    from mm_tui.cli import parse_flags, window_boot
     from mm_tui.core.events import ToolCallFinished, TurnEnded
-    from mm_tui.startup import start
     from mm_tui.window.app import MMApp
 
     folder = Path(tempfile.mkdtemp(prefix="mm-bench-trip-window-"))
     statuses: dict[str, int] = {}
     ended: dict[str, Any] = {}
+    tools = [0.0]
     try:
-        settings = settings_for(base_url, calls, folder)
-
-        async def boot() -> Any:
-            return await start(settings, folder)
-
-        app = MMApp(boot)
+        config = folder / "bench.yaml"
+        config.write_text(
+            f"baseUrl: {base_url}\nmodel: {MODEL}\nyolo: true\nmaxTurns: {calls + 10}\n"
+            f"sessionsDir: {folder / 'sessions'}\n"
+        )
+        app = MMApp(window_boot(parse_flags(["--config", str(config)]), folder))
         async with app.run_test(size=(100, 30)) as pilot:
             await app.engine_ready.wait()
+            await pilot.pause(0.05)  # the loading starts in the loop's turn after ready
+            await asyncio.to_thread(_loaded_after_ready)
             done = asyncio.Event()
             original = app.main.emit
 
             def emit(event: Any) -> None:
                 if isinstance(event, ToolCallFinished):
                     statuses[event.status] = statuses.get(event.status, 0) + 1
+                    tools[0] += event.elapsed
                 elif isinstance(event, TurnEnded):
                     ended["reason"] = event.stop_reason
                     done.set()
@@ -236,7 +268,21 @@ async def window_child(base_url: str, calls: int) -> dict[str, Any]:
             await pilot.pause(0.1)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return {"seconds": seconds, "statuses": statuses, "reason": ended.get("reason")}
+    return {
+        "seconds": seconds,
+        "statuses": statuses,
+        "reason": ended.get("reason"),
+        "tools": tools[0],
+    }
+
+
+def _loaded_after_ready(bound: float = 30.0) -> None:
+    """Wait for the threads window mode starts once ready (`core/preload.py`, named mm-...)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("mm-") and not thread.daemon:
+            thread.join(bound)
 
 
 MINIMAL_TOOLS = [
@@ -257,11 +303,13 @@ async def minimal_turn(
     messages: list[dict[str, Any]],
     write: Any = None,
     model: str = MODEL,
+    commands: list[float] | None = None,
 ) -> dict[str, int]:
     """One turn of the minimal client, the floor under any agent: post the history (httpx
     streaming), parse the SSE lines as they come, hand each text delta to `write`, run a bash
     call with `asyncio.create_subprocess_exec`, and post again until a reply asks for nothing.
-    `messages` grows by the turn; returns the calls' statuses."""
+    `messages` grows by the turn; returns the calls' statuses. `commands` gets the time of each
+    command, from its start to its output read."""
     statuses: dict[str, int] = {}
     while True:
         body = {"model": model, "messages": messages, "stream": True, "tools": MINIMAL_TOOLS}
@@ -287,10 +335,13 @@ async def minimal_turn(
             messages.append({"role": "assistant", "content": "".join(text)})
             return statuses
         command = json.loads(found["arguments"])["command"]
+        began = time.perf_counter()
         process = await asyncio.create_subprocess_exec(
             "bash", "-c", command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
         output, _ = await process.communicate()
+        if commands is not None:
+            commands.append(time.perf_counter() - began)
         statuses["ok"] = statuses.get("ok", 0) + 1
         call = {"id": found["id"], "type": "function"}
         call["function"] = {"name": "bash", "arguments": found["arguments"]}
@@ -302,10 +353,16 @@ async def floor_child(base_url: str, calls: int) -> dict[str, Any]:
     import httpx
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+    commands: list[float] = []
     began = time.perf_counter()
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0), trust_env=False) as client:
-        statuses = await minimal_turn(client, base_url, messages)
-    return {"seconds": time.perf_counter() - began, "statuses": statuses, "reason": "end_turn"}
+        statuses = await minimal_turn(client, base_url, messages, commands=commands)
+    return {
+        "seconds": time.perf_counter() - began,
+        "statuses": statuses,
+        "reason": "end_turn",
+        "tools": sum(commands),
+    }
 
 
 CHILDREN = {"mm": mm_child, "window": window_child, "floor": floor_child}
@@ -346,12 +403,14 @@ def main(calls: int, rounds: int) -> None:
     from window_common import machine, verdict
 
     trips: dict[str, list[float]] = {kind: [] for kind in KINDS}
-    seconds: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    turns: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    tools: dict[str, list[float]] = {kind: [] for kind in KINDS}
     for r in range(rounds):
         for kind in KINDS if r % 2 == 0 else KINDS[::-1]:
             found = run(kind, calls)
             trips[kind] += found["trips"]
-            seconds[kind].append(found["seconds"])
+            turns[kind].append(found["turn"])
+            tools[kind].append(found["tools"])
     print(f"a tool call's round trip, {calls} calls of bash `{COMMAND}`, {rounds} rounds")
     print(f"machine: {machine()}")
 
@@ -367,8 +426,14 @@ def main(calls: int, rounds: int) -> None:
         ms = [t * 1000 for t in trips[kind]]
         print(
             f"  {labels[kind]:24} round trip median {statistics.median(ms):7.1f} ms  p95 "
-            f"{p95(ms):7.1f} ms  whole turn {statistics.median(seconds[kind]):6.2f} s"
+            f"{p95(ms):7.1f} ms  whole turn {statistics.median(turns[kind]):6.2f} s  "
+            f"its commands {statistics.median(tools[kind]):5.2f} s"
         )
+    print(
+        "  (whole turn: the server's, from the turn's first request to its last answer;\n"
+        "  its commands: the bash calls from start to result, as mm's ToolCallFinished times\n"
+        "  them, and the floor's from its subprocess's start to its output read)"
+    )
     floor_median = statistics.median(trips["floor"])
     goal = floor_median * GOAL_RATIO + GOAL_PLUS
     for kind in ("mm", "window"):
@@ -377,6 +442,25 @@ def main(calls: int, rounds: int) -> None:
             f"{labels[kind]:24} median {median * 1000:.1f} ms against the floor's "
             f"{floor_median * 1000:.1f} ms: {median / floor_median:.2f}x (goal: <= {GOAL_RATIO}x "
             f"+ {GOAL_PLUS * 1000:.0f} ms = {goal * 1000:.1f} ms) -> {verdict(median <= goal)}"
+        )
+    # The whole turn: no slower than the floor's plus mm's tool work (its bash calls' time,
+    # which holds their commands' run as the floor's time holds its own). Printed beside it:
+    # what mm's turn takes beyond the floor's a call, and what of that its tool adds beyond the
+    # floor's run of the command; the rest is mm's own work for a call (the session's records,
+    # the events, the next request).
+    floor_turn = statistics.median(turns["floor"])
+    floor_tools = statistics.median(tools["floor"])
+    for kind in ("mm", "window"):
+        turn, tool = statistics.median(turns[kind]), statistics.median(tools[kind])
+        print(
+            f"{labels[kind]:24} whole turn {turn:.2f} s against the floor's {floor_turn:.2f} s "
+            f"plus mm's tool work {tool:.2f} s = {floor_turn + tool:.2f} s -> "
+            f"{verdict(turn <= floor_turn + tool)}"
+        )
+        print(
+            f"{'':24} a call: {(turn - floor_turn) * 1000 / calls:+.2f} ms beyond the floor's, "
+            f"of which the tool beyond the floor's command {(tool - floor_tools) * 1000 / calls:+.2f}"
+            " ms"
         )
 
 
@@ -390,4 +474,4 @@ if __name__ == "__main__":
         main(20, 1)
     else:
         args = [int(a) for a in sys.argv[1:]]
-        main(*(args + [200, 3][len(args) :]))
+        main(*(args + [500, 3][len(args) :]))
