@@ -19,7 +19,16 @@ out of step with them, and a read's text then waits for a frame as well. The pri
 waits in the kernel up to 80 ms for its read (40 ms on average, which keeps the median from the
 server to the screen under 50 ms), and the text moves 12.5 times a second even when frames would
 be cheap enough for more. The figures, and where they were measured: docs/performance.md. Line
-mode, `mm -p` and ACP print in batches of at most 80 ms.
+mode, `mm -p` and ACP print in batches of at most 80 ms (120 ms, fast, below).
+
+A fast stream is read less often: once the reply's text has come at FAST_RATE tokens a second or
+more (its events over the time since it began, RATE_SPAN at least: a model's pace within a reply
+is steady, and a burst after a stall says nothing of it), the reads wait FAST_FACTOR times the
+gap, 120 ms. Each read and frame costs about the same whatever it carries, so at 200 tokens a
+second the answer costs a fifth to a quarter less CPU (docs/performance.md); the text then comes
+faster than anyone reads it, and moves 8 times a second. A model slower than that (a local model
+on a CPU: 80 to 110 tokens a second on this machine's test model) keeps the 80 ms gap, and the
+median above; a reply whose pace falls under FAST_RATE gets it back.
 A server reached through a proxy (httpx's proxy transports) is read unpaced.
 
 What is not paced: the first read after a request is written (the answer's status and headers
@@ -53,14 +62,28 @@ from typing import Any
 
 import httpcore
 
-__all__ = ["BULK", "CALL_GAP", "READ_GAP", "PacedBackend", "PacedStream", "pace"]
+__all__ = [
+    "BULK",
+    "CALL_GAP",
+    "FAST_FACTOR",
+    "FAST_RATE",
+    "RATE_SPAN",
+    "READ_GAP",
+    "PacedBackend",
+    "PacedStream",
+    "pace",
+]
 
 READ_GAP = 0.08  # seconds: the least time between two reads while a server trickles text
+FAST_RATE = 150.0  # events a second: text this fast is read FAST_FACTOR times less often
+FAST_FACTOR = 1.5
+RATE_SPAN = 0.5  # seconds of a reply's text before its rate is told
 CALL_GAP = 0.0  # seconds: the same while it trickles a tool call's arguments: none
 BULK = 16384  # bytes: a read this big is a bulk transfer, not a trickle, and is not paced
 
 _ENDED = re.compile(rb'"finish_reason"\s*:\s*"')  # a reply's end: its finish_reason is not null
 _CALLING = b'"tool_calls"'
+_EVENT = b"data:"  # an SSE event: a token, as local servers send them
 _TEXT = re.compile(rb'"(?:content|reasoning_content|reasoning)"\s*:\s*"[^"]')  # text, not ""
 
 
@@ -72,6 +95,8 @@ class PacedStream(httpcore.AsyncNetworkStream):
         self._gap = gap
         self._next_gap = min(gap, CALL_GAP)  # what the words read so far ask of the next read
         self._trickled: float | None = None  # when the last read returned a small piece
+        self._text_began: float | None = None  # the reply's text: when it began, its events
+        self._text_events = 0
         self.reads = 0  # reads made, and how many of them waited (what the tests count)
         self.waits = 0
         # the pace of the last reads: None, unpaced (what the tests look at)
@@ -93,15 +118,28 @@ class PacedStream(httpcore.AsyncNetworkStream):
         if small and _ENDED.search(data):
             self._trickled = None  # the rest of the reply comes at once: read it as it comes
             return data
-        self._trickled = time.monotonic() if small else None
+        before, self._trickled = self._trickled, time.monotonic() if small else None
         if _CALLING in data:
             self._next_gap = min(self._gap, CALL_GAP)
         elif _TEXT.search(data):
-            self._next_gap = self._gap
+            self._next_gap = self._text_gap(data, before)
         return data  # neither (the headers, a role chunk, a comment): the pace stays
+
+    def _text_gap(self, data: bytes, before: float | None) -> float:
+        """The gap after a read of text: FAST_FACTOR times longer while the reply's text, over
+        RATE_SPAN or more since it began, came at FAST_RATE."""
+        if before is None or self._trickled is None:
+            return self._gap
+        if self._text_began is None:
+            self._text_began = before
+        self._text_events += data.count(_EVENT)
+        span = self._trickled - self._text_began
+        fast = span >= RATE_SPAN and self._text_events >= FAST_RATE * span
+        return self._gap * FAST_FACTOR if fast else self._gap
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._trickled = None  # a new request: its answer's first read waits for nothing
+        self._text_began, self._text_events = None, 0  # and its text's rate is its own
         self._next_gap = min(self._gap, CALL_GAP)  # until the reply shows text
         await self._stream.write(buffer, timeout)
 

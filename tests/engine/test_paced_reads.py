@@ -89,6 +89,42 @@ def test_a_bulk_body_is_not_paced(server):
     assert stream.waits * 2 < stream.reads, (stream.reads, stream.waits)
 
 
+TEXT_GAPS = (paced_reads.READ_GAP, paced_reads.READ_GAP * paced_reads.FAST_FACTOR)
+
+
+def words(count: int) -> list[str]:
+    return [f"w{i} " for i in range(count)]
+
+
+def words_every(delay: float, count: int) -> Raw:
+    """`count` one-word events, each its own write `delay` after the last."""
+    events = encode_sse([role_chunk(), *(text_chunks(w)[0] for w in words(count))])
+    return Raw(events, delay=delay)
+
+
+def test_a_fast_stream_is_read_less_often(server):
+    """At 500 tokens a second (FAST_RATE and more even when a loaded machine sleeps twice as
+    long between writes), the reads wait FAST_FACTOR times the gap once RATE_SPAN of the text
+    has told its pace: a third fewer reads and frames for text nobody reads that fast."""
+    chunks, provider = answer(server, words_every(0.002, 600))
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "".join(words(600))
+    assert provider.paced is not None
+    (stream,) = provider.paced.streams
+    gaps = [gap for gap in stream.gaps if gap in TEXT_GAPS]
+    assert gaps.count(paced_reads.READ_GAP * paced_reads.FAST_FACTOR) >= 2, stream.gaps
+
+
+def test_a_model_slower_than_that_keeps_the_gap(server):
+    """At 50 tokens a second every read of text waits READ_GAP, no more (the median from the
+    server to the screen stays under 50 ms: bench/bench_e2e.py)."""
+    chunks, provider = answer(server, words_every(0.02, 40))
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "".join(words(40))
+    assert provider.paced is not None
+    (stream,) = provider.paced.streams
+    gaps = [gap for gap in stream.gaps if gap in TEXT_GAPS]
+    assert len(gaps) >= 5 and set(gaps) == {paced_reads.READ_GAP}, stream.gaps
+
+
 def text_then_a_call() -> Raw:
     """30 words, then a bash call whose arguments come a character an event, each event 4 ms
     after the last, as a model makes them; then the reply's end, at once, as servers send it."""
@@ -108,10 +144,11 @@ def test_text_is_paced_and_a_tool_call_is_read_as_it_comes(server):
     assert provider.paced is not None
     (stream,) = provider.paced.streams
     gaps = list(stream.gaps)
-    assert paced_reads.READ_GAP in gaps  # the words
-    after_text = gaps[len(gaps) - gaps[::-1].index(paced_reads.READ_GAP) :]
+    text = [i for i, gap in enumerate(gaps) if gap in TEXT_GAPS]
+    assert text, gaps  # the words
+    after_text = gaps[text[-1] + 1 :]
     assert after_text and set(after_text) <= {paced_reads.CALL_GAP, None}, gaps
-    assert gaps[-1] != paced_reads.READ_GAP  # the read that carried the end
+    assert gaps[-1] not in TEXT_GAPS  # the read that carried the end
 
 
 def test_a_tool_call_paced_as_text_waits_for_its_end(server, monkeypatch):
