@@ -277,7 +277,8 @@ async def window_child(base_url: str, calls: int) -> dict[str, Any]:
 
 
 def _loaded_after_ready(bound: float = 30.0) -> None:
-    """Wait for the threads window mode starts once ready (`core/preload.py`, named mm-...)."""
+    """Wait for the loading threads window mode starts once ready: mm's threads that are not
+    daemons are those (`core/preload.py`, `engine/tls.py`); the others serve the session."""
     import threading
 
     for thread in threading.enumerate():

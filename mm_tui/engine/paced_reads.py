@@ -24,9 +24,9 @@ mode, `mm -p` and ACP print in batches of at most 80 ms (120 ms, fast, below).
 A fast stream is read less often: once the reply's text has come at FAST_RATE tokens a second or
 more (its events over the time since it began, RATE_SPAN at least: a model's pace within a reply
 is steady, and a burst after a stall says nothing of it), the reads wait FAST_FACTOR times the
-gap, 120 ms. Each read and frame costs about the same whatever it carries, so at 200 tokens a
-second the answer costs a fifth to a quarter less CPU (docs/performance.md); the text then comes
-faster than anyone reads it, and moves 8 times a second. A model slower than that (a local model
+gap, 120 ms. Each read and frame costs about the same whatever it carries, so a third fewer of
+them cost less CPU at 200 tokens a second (the figures, noisy: docs/performance.md); the text
+then comes faster than anyone reads it, and moves 8 times a second. A model slower than that (a local model
 on a CPU: 80 to 110 tokens a second on this machine's test model) keeps the 80 ms gap, and the
 median above; a reply whose pace falls under FAST_RATE gets it back.
 A server reached through a proxy (httpx's proxy transports) is read unpaced.
