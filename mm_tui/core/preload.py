@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
 
 
-def preload(name: str, *modules: str) -> None:
-    """Import `modules`, in this order, in a thread called `name`."""
-    threading.Thread(target=_load, args=(modules,), name=name).start()
+def preload(name: str, *modules: str, then: Callable[[], object] | None = None) -> None:
+    """Import `modules`, in this order, in a thread called `name`; then call `then` there (what
+    the modules make on first use: it imports what it needs itself)."""
+    threading.Thread(target=_load, args=(modules, then), name=name).start()
 
 
 def import_in_order(*modules: str) -> None:
@@ -32,8 +34,10 @@ def import_in_order(*modules: str) -> None:
             importlib.import_module(".".join(parts[:depth]))
 
 
-def _load(modules: tuple[str, ...]) -> None:
+def _load(modules: tuple[str, ...], then: Callable[[], object] | None) -> None:
     try:
         import_in_order(*modules)
+        if then is not None:
+            then()
     except Exception:  # noqa: BLE001, S110 - the first use then loads it and says what is wrong
         pass

@@ -19,15 +19,16 @@ out of step with them, and a read's text then waits for a frame as well. The pri
 waits in the kernel up to 80 ms for its read (40 ms on average, which keeps the median from the
 server to the screen under 50 ms), and the text moves 12.5 times a second even when frames would
 be cheap enough for more. The figures, and where they were measured: docs/performance.md. Line
-mode, `mm -p` and ACP print in batches of at most 80 ms (120 ms, fast, below).
+mode, `mm -p` and ACP print in batches of at most 80 ms (160 ms, fast, below).
 
 A fast stream is read less often: once the reply's text has come at FAST_RATE tokens a second or
 more (its events over the time since it began, RATE_SPAN at least: a model's pace within a reply
 is steady, and a burst after a stall says nothing of it), the reads wait FAST_FACTOR times the
-gap, 120 ms. Each read and frame costs about the same whatever it carries, so a third fewer of
-them cost less CPU at 200 tokens a second (the figures, noisy: docs/performance.md); the text
-then comes faster than anyone reads it, and moves 8 times a second. A model slower than that (a local model
-on a CPU: 80 to 110 tokens a second on this machine's test model) keeps the 80 ms gap, and the
+gap, 160 ms. Each read and frame costs about the same whatever it carries (a frame of a growing
+answer 4 ms of CPU in bench_peers' paced answer), so half as many cost less CPU at 200 tokens a
+second (the figures: docs/performance.md); the text then comes faster than anyone reads it, and
+moves 6 times a second, a line or so at a time. A model slower than that (a local model on a
+CPU: 80 to 110 tokens a second on this machine's test model) keeps the 80 ms gap, and the
 median above; a reply whose pace falls under FAST_RATE gets it back.
 A server reached through a proxy (httpx's proxy transports) is read unpaced.
 
@@ -76,7 +77,7 @@ __all__ = [
 
 READ_GAP = 0.08  # seconds: the least time between two reads while a server trickles text
 FAST_RATE = 150.0  # events a second: text this fast is read FAST_FACTOR times less often
-FAST_FACTOR = 1.5
+FAST_FACTOR = 2.0
 RATE_SPAN = 0.5  # seconds of a reply's text before its rate is told
 CALL_GAP = 0.0  # seconds: the same while it trickles a tool call's arguments: none
 BULK = 16384  # bytes: a read this big is a bulk transfer, not a trickle, and is not paced

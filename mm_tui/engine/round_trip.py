@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from mm_tui.engine.call_gate import CallGate
     from mm_tui.engine.think_tags import ThinkSplitter
 
+WATCHDOG_STEPS = 64  # a sign of life moves the watchdog once it has fallen this share behind
+
 
 @mutable
 class _Answer:
@@ -358,7 +360,12 @@ class _Reading:
             server.answered()
             self.retried |= self.finishing
             self.finishing = False
-        watchdog.reschedule(self.loop.time() + self.timeout)
+        # Moved only when it moves by a step: each move is a new timer of the event loop, and a
+        # chunk comes per token (the watchdog then ends the silence up to a step early).
+        deadline = self.loop.time() + self.timeout
+        when = watchdog.when()
+        if when is None or abs(deadline - when) >= self.timeout / WATCHDOG_STEPS:
+            watchdog.reschedule(deadline)
         if self.retried:
             self.retried = False
             self.emit(Thinking(state="Thinking"))

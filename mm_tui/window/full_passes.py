@@ -7,8 +7,9 @@ waits it out. Python starts one whenever the objects that survived the younger g
 the last have grown by a quarter, whatever the person is doing.
 
 So in window mode, once ready, Python's automatic full passes are off (the third threshold out
-of reach; the younger generations are collected as ever) and this runs them, checked every
-CHECK_EVERY seconds:
+of reach; the younger generations are collected as ever), what start-up made is frozen as it
+is (no pass; what the loading threads made after it, at the first check), and this runs them,
+checked every CHECK_EVERY seconds:
 
 - when the middle generation has been collected YOUNG_PASSES times since the last pass (as often
   as Python's own threshold asks; an idle window does none): a pass, then `gc.freeze()`, so that
@@ -55,6 +56,7 @@ class FullPasses:
         self._last_key = float("-inf")
         self._last_whole = clock()
         self._frozen_since_whole = False
+        self._loading = False  # what the loading threads make is still to be frozen
         self._young = self._young_passes()
         self._timer: Timer | None = None
 
@@ -64,6 +66,15 @@ class FullPasses:
             return
         self._saved = gc.get_threshold()
         gc.set_threshold(self._saved[0], self._saved[1], OUT_OF_REACH)
+        # Start-up's objects are frozen as they are (a splice of lists, not a pass): the first
+        # due pass, most often while the first answer streams, then walks only what was made
+        # since ready, not start-up's modules as well (18 ms in bench_peers' paced answer).
+        # What start-up left as garbage in cycles waits for the first whole pass. So do the
+        # modules the loading threads started at ready bring (`core/preload.py`: Markdown's,
+        # httpx's, the lexers), frozen at the first check.
+        gc.freeze()
+        self._loading = True
+        self._frozen_since_whole = True
         self._last_whole = self.clock()
         self._young = self._young_passes()
         self._timer = app.set_interval(CHECK_EVERY, self.check)
@@ -73,7 +84,6 @@ class FullPasses:
         if self._saved is not None:
             gc.set_threshold(*self._saved)
             self._saved = None
-        if self.passes:
             gc.unfreeze()  # what it froze goes back to Python's collector
         if self._timer is not None:
             self._timer.stop()
@@ -85,6 +95,9 @@ class FullPasses:
     def check(self) -> bool:
         """Run the pass that is due, if one is; whether one ran."""
         now = self.clock()
+        if self._loading:
+            self._loading = False
+            gc.freeze()
         if self._young_passes() - self._young >= YOUNG_PASSES:
             gc.collect()  # over what was made since the last freeze: short
             gc.freeze()

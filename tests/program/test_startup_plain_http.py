@@ -160,9 +160,10 @@ def test_prepare_loads_what_the_first_request_needs_in_a_thread() -> None:
 
 
 def test_the_window_loads_markdown_in_a_thread_once_ready(tmp_path: Path) -> None:
-    """The first answer's first frame does not wait for markdown-it and Rich's Markdown: the
-    window's boot (`mm --demo`'s, run in a fresh process that has drawn no Markdown) starts
-    loading them in a thread once it has made the engine."""
+    """The first answer's first frame does not wait for markdown-it and Rich's Markdown, nor
+    its first code block for Pygments to compile its lexer: the window's boot (`mm --demo`'s,
+    run in a fresh process that has drawn no Markdown) starts loading them in a thread once it
+    has made the engine, and the thread makes the lexers of the common languages."""
     code = (
         "import asyncio, json, sys, threading; from pathlib import Path; from mm_tui import cli\n"
         "async def main():\n"
@@ -171,7 +172,10 @@ def test_the_window_loads_markdown_in_a_thread_once_ready(tmp_path: Path) -> Non
         "    await asyncio.sleep(0)\n"
         "    names = [t.name for t in threading.enumerate()]\n"
         "    [t.join() for t in threading.enumerate() if t.name == 'mm-markdown']\n"
-        "    print(json.dumps([before, 'mm-markdown' in names, 'markdown_it' in sys.modules]))\n"
+        "    from pygments.lexers.python import PythonLexer\n"
+        "    made = '_tokens' in PythonLexer.__dict__\n"  # compiled, by the thread
+        "    print(json.dumps([before, 'mm-markdown' in names, 'markdown_it' in sys.modules,"
+        " made]))\n"
         "asyncio.run(main())\n"
     )
     env = {**os.environ, "HOME": str(tmp_path)}
@@ -183,7 +187,7 @@ def test_the_window_loads_markdown_in_a_thread_once_ready(tmp_path: Path) -> Non
         text=True,
         check=True,
     )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, True]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, True, True]
 
 
 @pytest.mark.parametrize("configured", [False, True])

@@ -101,6 +101,41 @@ def test_a_due_pass_runs_and_freezes_what_it_kept(
     assert gc.get_freeze_count() == 0
 
 
+def test_start_up_is_frozen_and_the_first_pass_walks_only_what_came_after(
+    collector_state: tuple[int, int, int],
+) -> None:
+    """Taking over freezes what start-up made, without a pass, and the first check what the
+    loading threads made after it: the first due pass (most often while the first answer
+    streams) walks only what was made since; start-up's garbage waits for the first whole
+    pass."""
+    clock, timers = Clock(), Interval()
+    collector = FullPasses(clock)
+    made = sum(len(gc.get_objects(g)) for g in range(3))  # this test process's, tens of thousands
+    passes = Passes()
+    collector.start(timers)
+    gc.callbacks.append(passes)
+    try:
+        assert gc.get_freeze_count() >= made
+        gc.disable()  # no young passes meanwhile, which would make a pass due at the check
+        try:
+            loaded = [[n] for n in range(made)]  # what the loading threads make, after ready
+        finally:
+            gc.enable()
+        frozen = gc.get_freeze_count()
+        assert not collector.check()  # no pass: a freeze
+        assert gc.get_freeze_count() >= frozen + len(loaded)
+        young(full_passes.YOUNG_PASSES)
+        assert collector.check()
+        assert passes.walked and passes.walked[0] < made / 4
+        clock.now += full_passes.WHOLE_EVERY + full_passes.QUIET
+        assert collector.check()  # quiet long enough: the whole pass, start-up's objects too
+        assert passes.walked[1] >= made + len(loaded)
+    finally:
+        gc.callbacks.remove(passes)
+        collector.stop()
+    assert gc.get_freeze_count() == 0
+
+
 def test_a_whole_pass_waits_until_nobody_types(collector_state: tuple[int, int, int]) -> None:
     """What was frozen and became garbage since is freed by a whole pass, which walks all:
     only when no key came for a while, and not more often than WHOLE_EVERY."""

@@ -36,7 +36,7 @@ from mm_tui.window.widgets.prompt_stand_in import ArgumentsWanted, PromptStandIn
 from mm_tui.window.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
-    from mm_tui.core.events import Event, Mode, TodoStep
+    from mm_tui.core.events import Event, Mode, TextDelta, ThoughtDelta, TodoStep
     from mm_tui.engine.session import Session
     from mm_tui.engine.turn import Engine
     from mm_tui.startup import Started
@@ -94,6 +94,7 @@ class MainScreen(Screen[None]):
         self._box: PermissionBox | None = None  # mounted at the first question (`box`)
         self._updated = 0.0  # when `_on_idle` last updated the screen itself
         self._resumed = False  # whether the screen was shown once (`on_screen_resume`)
+        self._delta_kinds: tuple[type[TextDelta], type[ThoughtDelta]] | None = None  # `emit`
 
     async def _on_idle(self, event: events.Idle) -> None:
         """Paint what changed now, in this wake-up of the event loop, rather than at the next
@@ -297,10 +298,15 @@ class MainScreen(Screen[None]):
 
     def emit(self, event: Event) -> None:
         """The engine's `emit`: every event becomes a message; nothing waits. Streamed text
-        crosses a run at a time (`DeltaJoiner`); any other event posts the run first."""
-        from mm_tui.core.events import TextDelta, ThoughtDelta  # loaded by then: the engine's
+        crosses a run at a time (`DeltaJoiner`); any other event posts the run first. Called
+        per token: the classes are imported once (an import statement costs as much as the
+        rest of this), on the first event, when the engine has loaded them."""
+        deltas = self._delta_kinds
+        if deltas is None:
+            from mm_tui.core.events import TextDelta, ThoughtDelta
 
-        if isinstance(event, TextDelta | ThoughtDelta):
+            deltas = self._delta_kinds = (TextDelta, ThoughtDelta)
+        if isinstance(event, deltas):
             self._deltas.add(event)
             return
         self._deltas.flush()

@@ -162,8 +162,14 @@ class _Kept:
 def prepare() -> None:
     """Load what drawing Markdown needs (markdown-it, Rich's Markdown) in a thread: the window
     calls it once ready, so that the first answer's first frame does not wait for the imports
-    (docs/performance.md)."""
-    preload("mm-markdown", "mm_tui.terminal.block_markdown")
+    (docs/performance.md), nor its first code block for its lexer (`warm_lexers`)."""
+    preload("mm-markdown", "mm_tui.terminal.block_markdown", then=_warm_lexers)
+
+
+def _warm_lexers() -> None:
+    from mm_tui.terminal.block_markdown import warm_lexers
+
+    warm_lexers()
 
 
 class Answer:
