@@ -105,7 +105,7 @@ def words_every(delay: float, count: int) -> Raw:
 def test_a_fast_stream_is_read_less_often(server):
     """At 500 tokens a second (FAST_RATE and more even when a loaded machine sleeps twice as
     long between writes), the reads wait FAST_FACTOR times the gap once RATE_SPAN of the text
-    has told its pace: a third fewer reads and frames for text nobody reads that fast."""
+    has told its pace: half as many reads and frames for text nobody reads that fast."""
     chunks, provider = answer(server, words_every(0.002, 600))
     assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "".join(words(600))
     assert provider.paced is not None

@@ -9,29 +9,21 @@ Textual's does.
 
 from __future__ import annotations
 
-from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBarRender
 
 BAR = 2  # columns of the scrollbar, at the right of the view's lines
-CELLS = 64  # painted glyph pairs kept (a bar has a few: the track, the thumb, its two ends)
 
 
 class ScrollbarPainter:
     def __init__(self) -> None:
         self._rows: tuple[tuple[object, ...], list[Segment]] | None = None
-        # the bar's colours, from the view's styles (its background is its ancestors' blend):
-        # worked out again only when the styles or the base change, not as the thumb moves
-        self._colors: tuple[tuple[object, ...], Color, Color, Style] | None = None
-        self._cells: dict[tuple[str, Style | None], Segment] = {}  # a glyph pair, painted
 
     def forget(self) -> None:
         """The style changed: paint again."""
         self._rows = None
-        self._colors = None
-        self._cells.clear()
 
     def blank(self, base: Style) -> Segment:
         return Segment(" " * BAR, base)
@@ -47,7 +39,12 @@ class ScrollbarPainter:
         if total <= height:
             rows = [self.blank(base)] * height
         else:
-            background, color, under = self._colors_of(view, base)
+            styles = view.styles
+            base_background, _ = view.background_colors
+            background = styles.scrollbar_background
+            if background.a < 1:
+                background = base_background + background
+            color = background + styles.scrollbar_color
             bar = ScrollBarRender.render_bar(
                 size=height,
                 virtual_size=total,
@@ -55,36 +52,17 @@ class ScrollbarPainter:
                 position=scroll_y,
                 thickness=BAR,
                 vertical=True,
-                back_color=background,
-                bar_color=color,
+                back_color=background.rich_color,  # type: ignore[arg-type] - as Textual passes it
+                bar_color=color.rich_color,  # type: ignore[arg-type]
             )
-            cells = self._cells
-            if len(cells) > CELLS:
-                cells.clear()
-            rows = []
-            for segment in bar.segments:
-                if segment.text != "\n" and segment.style is not None:
-                    cell = cells.get((segment.text, segment.style))
-                    if cell is None:
-                        cell = Segment(segment.text, under + segment.style.clear_meta_and_links())
-                        cells[segment.text, segment.style] = cell
-                    rows.append(cell)
+            under = base + Style(bgcolor=background.rich_color)
+            rows = [
+                Segment(segment.text, under + segment.style.clear_meta_and_links())
+                for segment in bar.segments
+                if segment.text != "\n" and segment.style is not None
+            ]
         self._rows = (key, rows)
         return rows
-
-    def _colors_of(self, view: ScrollView, base: Style) -> tuple[Color, Color, Style]:
-        """The bar's back and thumb colours as Textual's bar gets them, and the style under it."""
-        styles = view.styles
-        key = (styles.scrollbar_background, styles.scrollbar_color, base)
-        if self._colors is None or self._colors[0] != key:
-            background = styles.scrollbar_background
-            if background.a < 1:
-                base_background, _ = view.background_colors
-                background = base_background + background
-            color = background + styles.scrollbar_color
-            back, thumb = background.rich_color, color.rich_color
-            self._colors = (key, back, thumb, base + Style(bgcolor=back))
-        return self._colors[1:]
 
     @staticmethod
     def scroll_for(pointer_y: int, view: ScrollView) -> int | None:

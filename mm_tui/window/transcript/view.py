@@ -119,10 +119,6 @@ class TranscriptView(ScrollView, can_focus=True):
         self._renderers: Renderers | None = None
         self._bar = ScrollbarPainter()
         self._bar_rows: list[Segment] | None = None  # the bar's cells while a frame is painted
-        # the selection while a frame is painted: Textual finds it through the screen, a walk up
-        # the widget tree, and a frame asks for it two or three times a row
-        self._painting = False
-        self._painted_selection: Selection | None = None
         # (id(line), its line of the content, scroll_x) -> (the line, the bar's cell, the row as
         # painted): a line that only moved gives the same row object, which is how
         # `PaintedRows` knows it (Strip's own caches of its offsets keep four)
@@ -470,12 +466,10 @@ class TranscriptView(ScrollView, can_focus=True):
         """The compositor's call for the view's lines of a frame, timed: part of a frame's cost."""
         start = time.thread_time()
         self._bar_rows = self._bar.rows(self, self.base_style)  # once, not once a line
-        self._painting, self._painted_selection = True, self.text_selection
         try:
             return super().render_lines(crop)
         finally:
             self._bar_rows = None
-            self._painting, self._painted_selection = False, None
             self._paint_cost += time.thread_time() - start
 
     def render_line(self, y: int) -> Strip:
@@ -485,12 +479,12 @@ class TranscriptView(ScrollView, can_focus=True):
         line_y = y + scroll_y
         line = self._line(line_y)
         key = (id(line), line_y, scroll_x)
-        selection = self._selection()
+        selection = self.text_selection  # once a row: Textual finds it through the screen
         if selection is None:
             kept = self._rows.get(key)
             if kept is not None and kept[0] is line and kept[1] == bar_cell:
                 return kept[2]
-        strip = self._finished(line, line_y, scroll_x)
+        strip = self._finished(line, line_y, scroll_x, selection)
         row = Strip([*strip, bar_cell], strip.cell_length + BAR)
         if selection is None:
             if len(self._rows) >= KEPT:
@@ -498,19 +492,17 @@ class TranscriptView(ScrollView, can_focus=True):
             self._rows[key] = (line, bar_cell, row)
         return row
 
-    def _selection(self) -> Selection | None:
-        return self._painted_selection if self._painting else self.text_selection
-
     def _content_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         line_y = y + scroll_y
-        return self._finished(self._line(line_y), line_y, scroll_x)
+        return self._finished(self._line(line_y), line_y, scroll_x, self.text_selection)
 
-    def _finished(self, strip: Strip, line_y: int, scroll_x: int) -> Strip:
+    def _finished(
+        self, strip: Strip, line_y: int, scroll_x: int, selection: Selection | None
+    ) -> Strip:
         """Line `line_y` as painted: the selection shown, cropped to the view, with the offsets
         a selection by mouse reads."""
         width = self._width or self._content_width()
-        selection = self._selection()
         if selection is not None:
             span = selection.get_span(line_y)
             if span is not None:
