@@ -177,10 +177,14 @@ async def start(
             raise StartupError(str(exc)) from None
         if session is None:
             raise StartupError(f"mm: no session to resume in {folders[0]}")
-    # The tools and the project's instructions do not depend on the model: they are made in a
-    # thread while the model server is asked (network waits on this loop), except for the demo
-    # model, which asks nobody.
-    local = None if demo else asyncio.ensure_future(asyncio.to_thread(_local_parts, settings, cwd))
+    # The tools and the project's instructions do not depend on the model. For a server
+    # elsewhere they are made in a thread while it is asked (network waits on this loop). For
+    # one on this machine (a configured local one, or detection), which answers within a
+    # millisecond or two, they are made here once it has: in a thread, the two took turns at
+    # the GIL and ready came 3 to 4 ms later (docs/performance.md). The demo asks nobody.
+    local = None
+    if not demo and _asked_elsewhere(settings):
+        local = asyncio.ensure_future(asyncio.to_thread(_local_parts, settings, cwd))
     try:
         picked = await pick_model(settings, demo=demo, presets=presets, resumed=session)
     except BaseException:
@@ -261,6 +265,13 @@ def _window_asked(
     task = asyncio.ensure_future(reader())
     task.add_done_callback(lambda done: done.cancelled() or done.exception())
     return task
+
+
+def _asked_elsewhere(settings: Settings) -> bool:
+    """Whether start-up asks a server that is not plain http on this machine."""
+    from mm_tui.engine.plain_http import plain_local
+
+    return bool(settings.base_url) and not plain_local(settings.base_url.strip())
 
 
 def _local_parts(settings: Settings, cwd: Path) -> tuple[ToolRegistry, Instructions]:

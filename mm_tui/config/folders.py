@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mm_tui.config.settings import Settings
 from mm_tui.core.files import resolve_path
@@ -24,11 +25,23 @@ OLD_SESSIONS = Path(".mm/sessions")
 def project_key(cwd: Path) -> str:
     """A readable name for a working folder that no other folder gets: its name (letters,
     digits, `.`, `_`, `-` kept, at most 40) and 12 hex digits of the SHA-256 of its real path."""
-    import hashlib
-
     real = os.path.realpath(cwd)
     name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real))[:40].lstrip(".") or "root"
-    return f"{name}-{hashlib.sha256(os.fsencode(real)).hexdigest()[:12]}"
+    return f"{name}-{_sha256(os.fsencode(real)).hexdigest()[:12]}"
+
+
+def _sha256(data: bytes) -> Any:
+    """SHA-256, from CPython's own implementation where it has one (`_sha2` from 3.12,
+    `_sha256` before): the same digest as hashlib's, which loads OpenSSL's and whose import
+    cost the way to ready 1.5 to 2 ms (docs/performance.md). hashlib where neither is built."""
+    try:
+        from _sha2 import sha256  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # pyright: ignore[reportMissingImports]
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)
 
 
 def sessions_folders(

@@ -387,6 +387,19 @@ def test_two_projects_of_the_same_name_get_different_folders(tmp_path: Path) -> 
     assert sessions_folders(Settings(sessionsDir="s"), one) == (one / "s",)
 
 
+def test_the_project_key_is_the_sha256_it_always_was(tmp_path: Path) -> None:
+    """The key is hashed without hashlib (CPython's own SHA-256, or hashlib where a build has
+    none): the same 12 hex digits, so a project's earlier sessions are still found. A fixed
+    path's key is written out, as a digest that changed would lose them."""
+    import hashlib
+
+    folder = tmp_path / "app"
+    folder.mkdir()
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(folder))).hexdigest()[:12]
+    assert project_key(folder) == f"app-{digest}"
+    assert project_key(Path("/")) == "root-8a5edab28263"
+
+
 # --- a resumed session and the server its journal names ------------------------------------------
 
 

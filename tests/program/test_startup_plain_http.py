@@ -198,7 +198,10 @@ def test_a_local_server_is_ready_without_httpx_and_its_tls_context(
     the first frame to ready, and a server on this machine is asked over plain http, detected
     or configured: the window's boot (in a fresh process) loads neither on its way to ready,
     and starts making the context in a thread once ready, so that the first request does not
-    make it while it waits."""
+    make it while it waits. Nor does it import hashlib (OpenSSL's digests: the project's key
+    is hashed by CPython's own SHA-256), nor make the tools in a thread beside a server that
+    answers within milliseconds (the two took turns at the GIL: asyncio's `to_thread` would
+    leave its worker, `asyncio_0`, behind)."""
     code = (
         "import asyncio, json, sys, threading; from pathlib import Path; from mm_tui import cli\n"
         "from mm_tui.engine import servers, tls\n"
@@ -209,7 +212,8 @@ def test_a_local_server_is_ready_without_httpx_and_its_tls_context(
         "    started = await cli.window_boot(cli.parser().parse_args(argv), Path.cwd())()\n"
         "    ready = ['mm-tls' in [t.name for t in threading.enumerate()],\n"
         "             tls._context is not None,\n"
-        "             'httpx' in sys.modules]\n"
+        "             'httpx' in sys.modules, 'hashlib' in sys.modules,\n"
+        "             any(t.name.startswith('asyncio_') for t in threading.enumerate())]\n"
         "    await asyncio.sleep(0)\n"
         "    after = 'mm-tls' in [t.name for t in threading.enumerate()]\n"
         "    [t.join() for t in threading.enumerate() if t.name == 'mm-tls']\n"
@@ -239,6 +243,8 @@ def test_a_local_server_is_ready_without_httpx_and_its_tls_context(
         False,  # no thread making the TLS context at ready
         False,  # nor a context made
         False,  # nor httpx
+        False,  # nor hashlib
+        False,  # the tools made on the loop, not in asyncio's thread
         True,  # the thread begun once ready
         True,  # which made it
     ]
