@@ -63,18 +63,24 @@ HEAVY_MM = ("mm_tui.tools", "mm_tui.config", "mm_tui.engine.turn", "mm_tui.engin
 SERVED_MODEL = "bench-model"
 
 
-def heavy_loaded() -> list[str]:
-    names = set()
-    for name, module in list(sys.modules.items()):
-        if module is None:  # an import blocked (mm_tui/cli.py's main: httpx._main)
-            continue
+def loaded() -> list[str]:
+    """The modules loaded now, looked at later (`heavy_loaded`): a copy of the names costs the
+    child microseconds where looking through them cost it a third of a millisecond, which a
+    child that goes on to ready counted as mm's."""
+    return [name for name, module in list(sys.modules.items()) if module is not None]
+
+
+def heavy_loaded(names: list[str] | None = None) -> list[str]:
+    found = set()
+    for name in loaded() if names is None else names:  # a None module: an import blocked
+        # (mm_tui/cli.py's main: httpx._main)
         top = name.split(".")[0]
         if top in HEAVY:
-            names.add(top)
+            found.add(top)
         for prefix in HEAVY_MM:
             if name == prefix or name.startswith(prefix + "."):
-                names.add(name if prefix == "mm_tui.tools" else prefix)
-    return sorted(names)
+                found.add(name if prefix == "mm_tui.tools" else prefix)
+    return sorted(found)
 
 
 # -- children: each runs in its own process and reports on the fd named by BENCH_REPORT_FD -------
@@ -147,24 +153,20 @@ def _cli(argv: list[str], check: Any = None) -> None:
         class Probe(module.MMApp):
             def on_ready(self) -> None:  # then MMApp.on_ready, which starts the boot
                 seen["frame"] = time.perf_counter()
-                seen["heavy"] = heavy_loaded()
-                self.run_worker(self._report_when_ready(), group="bench")
+                seen["loaded"] = loaded()
 
             def attach(self, started: Any) -> None:
-                super().attach(started)
-                # what ready loaded, before the threads it starts once ready (httpx, pydantic)
-                seen["heavy_ready"] = heavy_loaded()
-
-            async def _report_when_ready(self) -> None:
-                await self.engine_ready.wait()
+                super().attach(started)  # sets ready_at, then starts the threads of ready
+                # what ready loaded, before those threads load httpx and pydantic
+                heavy_ready = heavy_loaded()
                 problem = check(self) if check is not None else None
                 _report(
                     started=began,
                     imported=seen["imported"],
                     frame=seen["frame"],
-                    heavy=seen["heavy"],
+                    heavy=heavy_loaded(seen["loaded"]),
                     ready=self.ready_at,
-                    heavy_ready=seen["heavy_ready"],
+                    heavy_ready=heavy_ready,
                     problem=problem,
                 )
                 self.exit(0)

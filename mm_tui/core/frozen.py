@@ -16,13 +16,17 @@ feel. `InitVar` is refused and `slots` not supported (nothing here uses them).
 
 `mutable` does the same for a plain `@dataclass`: `__init__`, `__repr__` and `__eq__`, fields
 that may be set, and no hash (as dataclass, unless the class has its own).
+
+A documented class is made at its first use, not as it is defined (`_Waiting`): most of mm's are
+not used before a window is ready.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import reprlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, FrozenInstanceError
 from typing import Any, TypeVar, cast, dataclass_transform
 
@@ -66,7 +70,86 @@ def _repr(shown: tuple[str, ...]) -> Callable[[Any], str]:
     return __repr__
 
 
+WAITING = ("__init__", "__repr__", "__eq__", "__hash__", "__match_args__")
+WAITING += ("__dataclass_fields__", "__dataclass_params__")
+"""What a class of `frozen` or `mutable` is given once first used: an instance is made through
+`__init__`; dataclass's functions, a subclass's own making and pydantic read
+`__dataclass_fields__`; `match` reads `__match_args__`."""
+
+_making = threading.RLock()
+
+
+class _Waiting:
+    """A class of `frozen` or `mutable` whose fields and methods are made at its first use.
+
+    Making them costs about 25 µs a class, and of the ninety such classes imported on the way
+    to a ready window, ten make an instance before it is ready (docs/performance.md). Until
+    then each of `WAITING` the class lacks is an `_Unmade`, which makes the class whole when
+    read, then gives what was read. Making it replaces each of them with the real one (never
+    removing one first: a thread that reads it meanwhile waits for the lock instead of finding
+    `object`'s). A class dataclass would refuse is refused at its first use; a test makes each
+    of mm's (tests/core/test_frozen.py)."""
+
+    __slots__ = ("cls", "done", "frozen", "refused")
+
+    def __init__(self, cls: type, frozen: bool) -> None:
+        self.cls = cls
+        self.frozen = frozen
+        self.done = False
+        self.refused: Exception | None = None  # dataclass's error, given at every use
+
+    def make(self) -> None:
+        with _making:  # once, whichever thread reads first; a base's making may come inside
+            if self.done:
+                return
+            if self.refused is not None:
+                raise self.refused.with_traceback(None)
+            cls = self.cls
+            own = {k: v for k, v in cls.__dict__.items() if type(v) is not _Unmade}
+            unmade = [name for name in WAITING if name not in own]
+            if "__match_args__" in unmade:  # dataclass_fields sets it only when absent
+                type.__delattr__(cls, "__match_args__")
+            try:
+                _made_now(cls, frozen=self.frozen, own=own)
+            except Exception as exc:
+                self.refused = exc
+                for name in unmade:
+                    type.__setattr__(cls, name, _Unmade(self, name))
+                raise
+            self.done = True
+
+
+class _Unmade:
+    """One of `WAITING` on a class that waits (`_Waiting`)."""
+
+    __slots__ = ("name", "waiting")
+
+    def __init__(self, waiting: _Waiting, name: str) -> None:
+        self.waiting = waiting
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        self.waiting.make()
+        if instance is not None:
+            return getattr(instance, self.name)
+        return getattr(owner if owner is not None else self.waiting.cls, self.name)
+
+
 def _made(cls: T, *, frozen: bool) -> T:
+    own = cls.__dict__
+    if not own.get("__doc__") or "__init__" in own or getattr(cls, "__abstractmethods__", None):
+        # made at once: a docstring names the fields; an __init__ of its own would not make
+        # it; an abstract method that one made here implements must be known before __new__
+        return _made_now(cls, frozen=frozen, own=own)
+    waiting = _Waiting(cls, frozen)
+    for name in WAITING:
+        if name not in own:  # a method of the class's own is kept, as dataclass keeps it
+            type.__setattr__(cls, name, _Unmade(waiting, name))
+    return cls
+
+
+def _made_now(cls: T, *, frozen: bool, own: Mapping[str, Any]) -> T:
+    """Make `cls` a dataclass now. `own`: what its body defined (without `_Unmade`s)."""
     # The fields are collected as dataclass does (frozen_fields.py), which is not told `frozen`
     # either: this module makes a frozen class's __setattr__ and __delattr__ (every class of a
     # frozen hierarchy must then come from here, as a frozen dataclass's bases must all be
@@ -75,7 +158,6 @@ def _made(cls: T, *, frozen: bool) -> T:
     # the way to ready (docs/performance.md).
     undocumented = not cls.__dict__.get("__doc__")
     # as dataclass tells a hash of the class's own (Python sets a None one beside an __eq__)
-    own = cls.__dict__
     own_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     every = dataclass_fields(cls)
     if undocumented:
@@ -182,7 +264,7 @@ def _made(cls: T, *, frozen: bool) -> T:
     elif not own_hash:
         type.__setattr__(cls, "__hash__", None)  # as dataclass: equal by value, so no hash
     for name, method in methods.items():
-        if name in cls.__dict__:  # as dataclass, a method of the class's own is kept (repr...)
+        if name in own:  # as dataclass, a method of the class's own is kept (repr...)
             if name in ("__setattr__", "__delattr__"):
                 raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
             continue

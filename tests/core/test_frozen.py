@@ -40,10 +40,23 @@ def family(decorate: Any) -> tuple[type, type, type]:
     return Base, Item, Empty
 
 
+def documented(decorate: Any) -> Any:
+    """`decorate`, given a documented class: `frozen` and `mutable` make such a class at its
+    first use (core/frozen.py, `_Waiting`), an undocumented one at once."""
+
+    def made(cls: type) -> type:
+        cls.__doc__ = f"{cls.__name__}, documented."
+        return decorate(cls)
+
+    return made
+
+
 REAL = family(dataclass(frozen=True))
 MINE = family(frozen)
+WAITING = family(documented(frozen))
 REAL_MUTABLE = family(dataclass)
 MINE_MUTABLE = family(mutable)
+WAITING_MUTABLE = family(documented(mutable))
 
 
 def outcome(make: Any) -> Any:
@@ -67,7 +80,10 @@ CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("args", "kwargs"), CALLS)
-@pytest.mark.parametrize(("reals", "mine"), [(REAL, MINE), (REAL_MUTABLE, MINE_MUTABLE)])
+@pytest.mark.parametrize(
+    ("reals", "mine"),
+    [(REAL, MINE), (REAL_MUTABLE, MINE_MUTABLE), (REAL, WAITING), (REAL_MUTABLE, WAITING_MUTABLE)],
+)
 def test_construction_repr_and_errors(
     args: tuple[Any, ...], kwargs: dict[str, Any], reals: Any, mine: Any
 ) -> None:
@@ -84,7 +100,7 @@ def test_construction_repr_and_errors(
 
 
 def test_equality_hash_and_what_is_compared() -> None:
-    for _, Item, Empty in (REAL, MINE):
+    for _, Item, Empty in (REAL, MINE, WAITING):
         a, b = Item("t", 1, (), hidden=1), Item("t", 1, (), hidden=2)
         assert a == b and hash(a) == hash(b)  # hidden is not compared
         assert hash(a) == hash((None, "t", 1, ()))
@@ -97,7 +113,7 @@ def test_equality_hash_and_what_is_compared() -> None:
 
 
 def test_it_is_frozen_as_a_dataclass_is() -> None:
-    for _, Item, _ in (REAL, MINE):
+    for _, Item, _ in (REAL, MINE, WAITING):
         item = Item("t")
         for name in ("text", "other"):
             with pytest.raises(FrozenInstanceError, match=f"cannot assign to field '{name}'"):
@@ -115,7 +131,7 @@ def test_it_is_frozen_as_a_dataclass_is() -> None:
 
 
 def test_the_dataclass_functions_work() -> None:
-    for _, Item, _ in (REAL, MINE):
+    for _, Item, _ in (REAL, MINE, WAITING):
         item = Item("t", 1, agent="a")
         assert [f.name for f in dataclasses.fields(item)] == [
             "agent",
@@ -158,7 +174,7 @@ def test_the_events_are_made_so() -> None:
 
 
 def test_mutable_compares_as_a_dataclass_and_has_no_hash() -> None:
-    for _, Item, Empty in (REAL_MUTABLE, MINE_MUTABLE):
+    for _, Item, Empty in (REAL_MUTABLE, MINE_MUTABLE, WAITING_MUTABLE):
         a, b = Item("t", 1, (), hidden=1), Item("t", 1, (), hidden=2)
         assert a == b and a != Item("t", 2, ()) and a != Item("t", 1, (), agent="x")
         assert a.__eq__(("t", 1)) is NotImplemented and Empty() == Empty()
@@ -255,7 +271,12 @@ def shape(cls: type) -> dict[str, Any]:
     }
 
 
-PAIRS = [(dataclass(frozen=True), frozen), (dataclass, mutable)]  # dataclass's, and the stand-in
+PAIRS = [  # dataclass's, and the stand-in: made at once, and at first use
+    (dataclass(frozen=True), frozen),
+    (dataclass, mutable),
+    (dataclass(frozen=True), documented(frozen)),
+    (dataclass, documented(mutable)),
+]
 
 
 @pytest.mark.parametrize(("real", "mine"), PAIRS)
@@ -352,9 +373,15 @@ def _classvar_with_a_factory(decorate: Any) -> type:
 )
 @pytest.mark.parametrize(("real", "mine"), PAIRS)
 def test_dataclass_s_errors(make: Any, real: Any, mine: Any) -> None:
+    """dataclass refuses the class as it is made; `frozen` and `mutable` at once, or at its
+    first use for a documented class, each time it is used."""
     expected = outcome(lambda: make(real))
     assert expected[0] in ("ValueError", "TypeError")
-    assert outcome(lambda: make(mine)) == expected
+    assert outcome(lambda: dataclasses.fields(make(mine))) == expected
+    waiting = make(documented(mine))
+    for _ in range(2):
+        assert outcome(lambda: waiting()) == expected  # noqa: B023 - used at once
+        assert outcome(lambda: dataclasses.fields(waiting)) == expected  # noqa: B023
 
 
 def test_what_is_not_supported_is_refused() -> None:
@@ -477,3 +504,131 @@ def test_described_keeps_a_repr_of_the_class_own() -> None:
             return "mine"
 
     assert repr(Shown()) == "mine"
+
+
+# A documented class is made at its first use (`_Waiting`): whichever use comes first, what it
+# finds is the class dataclass would have made.
+
+
+def _one_waiting(decorate: Any) -> tuple[type, type]:
+    @decorate
+    class Base:
+        """Documented: made at its first use."""
+
+        agent: str | None = field(default=None, kw_only=True)
+
+    @decorate
+    class Point(Base):
+        """Documented too."""
+
+        x: int
+        tags: list[str] = field(default_factory=list)
+
+    return Base, Point
+
+
+FIRST_USES: dict[str, Callable[[type, Any], Any]] = {  # (the class, its decorator)
+    "an instance": lambda c, _: repr(c(1, agent="a")),
+    "fields()": lambda c, _: [f.name for f in dataclasses.fields(c)],
+    "is_dataclass()": lambda c, _: dataclasses.is_dataclass(c),
+    "match": lambda c, _: _matched(c(2, ["t"]), c),
+    "__match_args__": lambda c, _: c.__match_args__,
+    "the class's __init__": lambda c, _: c.__init__.__qualname__,
+    "equality and hash": lambda c, _: (c(1) == c(1), c.__hash__ is None or hash(c(1)) > -1),
+    "a subclass": lambda c, d: [f.name for f in dataclasses.fields(d(type("S", (c,), {})))],
+}
+
+
+def _matched(case: Any, cls: type) -> tuple[Any, Any]:
+    match case:
+        case cls(x, tags):  # pyright: ignore[reportGeneralTypeIssues]
+            return x, tags
+    return None, None
+
+
+@pytest.mark.parametrize("use", list(FIRST_USES))
+@pytest.mark.parametrize("mine", [frozen, mutable])
+def test_a_waiting_class_is_whole_whichever_use_comes_first(use: str, mine: Any) -> None:
+    real = dataclass(frozen=True) if mine is frozen else dataclass
+    base, point = _one_waiting(documented(mine))
+    assert type(point.__dict__["__init__"]).__name__ == "_Unmade"  # it waits
+    got = outcome(lambda: FIRST_USES[use](point, documented(mine)))
+    expected = outcome(lambda: FIRST_USES[use](_one_waiting(real)[1], real))
+    assert str(got).replace("_one_waiting.<locals>.", "") == str(expected).replace(
+        "_one_waiting.<locals>.", ""
+    )
+    assert shape(point) == shape(_one_waiting(real)[1]) and shape(base) == shape(
+        _one_waiting(real)[0]
+    )
+    assert not any(type(v).__name__ == "_Unmade" for v in vars(point).values())
+
+
+def test_threads_that_first_use_a_class_together_find_it_whole() -> None:
+    """The first use makes the class under a lock: two threads that read it together (the
+    loop, and a thread loading modules once the window is ready) both find it whole. Made
+    twice, a field's default factory would be lost (the first making takes it off the class)
+    and the class would ask for that field."""
+    import sys
+    import threading
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the GIL over as often as it can be
+    failures: list[str] = []
+    try:
+        for _ in range(200):
+            _, point = _one_waiting(documented(frozen))
+            start = threading.Barrier(3)
+
+            def use(point: type = point, start: threading.Barrier = start) -> None:
+                start.wait()
+                try:
+                    assert point(1).tags == []
+                except Exception as exc:  # noqa: BLE001 - counted below
+                    failures.append(repr(exc))
+
+            threads = [threading.Thread(target=use) for _ in range(3)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert failures == []
+
+
+def test_every_class_of_mm_is_made_whole_at_its_first_use() -> None:
+    """mm's documented classes wait to be made: a class dataclass would refuse would only say
+    so at its first use. Each one is used here."""
+    import importlib
+    import pkgutil
+
+    import mm_tui
+
+    made = 0
+    for info in pkgutil.walk_packages(mm_tui.__path__, "mm_tui."):
+        if info.name.startswith(("mm_tui.acp", "mm_tui.tools.mcp", "mm_tui.tools.lsp")):
+            continue  # their packages are optional extras: their classes are checked there
+        module = importlib.import_module(info.name)
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and type(value.__dict__.get("__init__")).__name__ in (
+                "_Unmade",
+            ):
+                assert dataclasses.is_dataclass(value)
+                assert not any(type(v).__name__ == "_Unmade" for v in vars(value).values())
+                made += 1
+    assert made >= 40
+
+
+def test_importing_the_events_makes_none_of_them() -> None:
+    """What waiting saves: the engine's events, imported on the way to ready and used only
+    in a turn, are not made as they are imported (a fresh process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import mm_tui.core.events as e\n"
+        "print(sum(type(c.__dict__.get('__init__')).__name__ == '_Unmade'"
+        " for c in vars(e).values() if isinstance(c, type)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) >= 15
