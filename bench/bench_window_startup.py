@@ -72,8 +72,8 @@ def loaded() -> list[str]:
 
 def heavy_loaded(names: list[str] | None = None) -> list[str]:
     found = set()
-    for name in loaded() if names is None else names:  # a None module: an import blocked
-        # (mm_tui/cli.py's main: httpx._main)
+    # `loaded` leaves out a None module: an import blocked (mm_tui/cli.py's main: httpx._main)
+    for name in loaded() if names is None else names:
         top = name.split(".")[0]
         if top in HEAVY:
             found.add(top)

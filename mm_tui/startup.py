@@ -181,7 +181,7 @@ async def start(
     # elsewhere they are made in a thread while it is asked (network waits on this loop). For
     # one on this machine (a configured local one, or detection), which answers within a
     # millisecond or two, they are made here once it has: in a thread, the two took turns at
-    # the GIL and ready came 3 to 4 ms later (docs/performance.md). The demo asks nobody.
+    # the GIL and ready came 2 to 3 ms later (docs/performance.md). The demo asks nobody.
     local = None
     if not demo and _asked_elsewhere(settings):
         local = asyncio.ensure_future(asyncio.to_thread(_local_parts, settings, cwd))

@@ -70,8 +70,15 @@ def _repr(shown: tuple[str, ...]) -> Callable[[Any], str]:
     return __repr__
 
 
-WAITING = ("__init__", "__repr__", "__eq__", "__hash__", "__match_args__")
-WAITING += ("__dataclass_fields__", "__dataclass_params__")
+WAITING = (
+    "__init__",
+    "__repr__",
+    "__eq__",
+    "__hash__",
+    "__match_args__",
+    "__dataclass_fields__",
+    "__dataclass_params__",
+)
 """What a class of `frozen` or `mutable` is given once first used: an instance is made through
 `__init__`; dataclass's functions, a subclass's own making and pydantic read
 `__dataclass_fields__`; `match` reads `__match_args__`."""

@@ -534,7 +534,10 @@ FIRST_USES: dict[str, Callable[[type, Any], Any]] = {  # (the class, its decorat
     "match": lambda c, _: _matched(c(2, ["t"]), c),
     "__match_args__": lambda c, _: c.__match_args__,
     "the class's __init__": lambda c, _: c.__init__.__qualname__,
-    "equality and hash": lambda c, _: (c(1) == c(1), c.__hash__ is None or hash(c(1)) > -1),
+    "equality and hash": lambda c, _: (
+        c(1) == c(1),
+        c.__hash__ is None or hash(c(1)) == hash(c(1)),
+    ),
     "a subclass": lambda c, d: [f.name for f in dataclasses.fields(d(type("S", (c,), {})))],
 }
 
