@@ -326,7 +326,6 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
     is frozen (the collector's later passes skip it) and collection resumes."""
     gc.disable()
     try:
-        playground = _playground_meanwhile() if args.demo else None
         from mm_tui.window.app import MMApp
 
         boot = window_boot(
@@ -334,7 +333,7 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
             cwd,
             gc_paused=True,
             ask=lambda project: app.ask_trust(project),
-            playground=playground,
+            playground=_playground_meanwhile if args.demo else None,
         )
         app = MMApp(boot, theme=args.theme)
         code = app.run()
@@ -346,10 +345,11 @@ def run_window(args: argparse.Namespace, cwd: Path) -> int:
 
 
 def _playground_meanwhile() -> Callable[[], Path]:
-    """`mm --demo`'s playground, made in a thread while the window starts: its folder and
-    files are system calls, which run beside the window's imports and first frame (they took
-    2 to 5 ms of the way to the first frame, docs/performance.md). The boot works in it (the
-    function returned gives it, or raises what making it raised)."""
+    """Start making `mm --demo`'s playground in a thread; the function returned gives it (or
+    raises what making it raised). The boot starts it after the first frame and imports the
+    configuration and the engine meanwhile: its folder and files are system calls, which run
+    beside those imports. Started before the window, the thread took 3 ms of CPU from the way
+    to the first frame (docs/performance.md)."""
     import threading
     from concurrent.futures import Future
 
@@ -373,29 +373,31 @@ def window_boot(
     *,
     gc_paused: bool = False,
     ask: Callable[[ProjectConfig], Awaitable[str]] | None = None,
-    playground: Callable[[], Path] | None = None,
+    playground: Callable[[], Callable[[], Path]] | None = None,
 ) -> Callable[[], Awaitable[Started]]:
     """What window mode runs after its first frame: the configuration, the model, the engine.
     A configuration or start-up error becomes the one line the window closes with.
     `gc_paused`: `run_window` paused the garbage collector; it resumes when the boot ends.
     `ask`: asks the person about a project config's keys that need trust (one of
     TRUST_ANSWERS) before anything starts; without it they are left out, with a warning.
-    `playground`: gives the demo's playground (`_playground_meanwhile`), the folder the boot
-    then works in, instead of `cwd`."""
+    `playground`: starts making the demo's playground (`_playground_meanwhile`) and gives a
+    function that gives it: the folder the boot then works in, instead of `cwd`."""
 
     async def boot() -> Started:
         nonlocal cwd
         try:
-            if playground is not None:
+            made = playground() if playground is not None else None
+            from mm_tui.config import ConfigError, answer_project, load_settings, read_project
+            from mm_tui.startup import StartupError, start
+
+            if made is not None:
                 try:
-                    cwd = playground()  # made long since: the thread started before the window
+                    cwd = made()  # the thread ran beside the imports above
                 except OSError as exc:
                     raise RuntimeError(
                         f"mm: the demo's playground cannot be made ({exc})"
                     ) from None
                 os.chdir(cwd)
-            from mm_tui.config import ConfigError, answer_project, load_settings, read_project
-            from mm_tui.startup import StartupError, start
 
             try:
                 project = read_project(cwd)

@@ -269,16 +269,16 @@ async def test_window_boot_reads_the_flags(work: Path, demo: bool) -> None:
         await started.engine.aclose()
 
 
-async def test_the_demo_window_works_in_the_playground_made_beside_its_first_frame(
+async def test_the_demo_window_works_in_the_playground_its_boot_makes(
     work: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`mm --demo` in the window makes its playground in a thread as the window starts
+    """`mm --demo` in the window makes its playground in a thread the boot starts
     (`_playground_meanwhile`); the boot moves there and works there. One that cannot be made
     closes the window with a line saying so."""
     monkeypatch.chdir(work)  # the boot moves the process there; back after the test
     monkeypatch.setattr(tempfile, "tempdir", str(work))
     args = parser().parse_args(["--demo"])
-    started = await window_boot(args, work, playground=_playground_meanwhile())()
+    started = await window_boot(args, work, playground=_playground_meanwhile)()
     try:
         folder = started.engine.cwd
         assert folder.parent == work and folder.name.startswith(PLAYGROUND_PREFIX)
@@ -290,7 +290,7 @@ async def test_the_demo_window_works_in_the_playground_made_beside_its_first_fra
         raise PermissionError(13, "Permission denied", str(work))
 
     with pytest.raises(RuntimeError, match="the demo's playground cannot be made"):
-        await window_boot(args, work, playground=cannot)()
+        await window_boot(args, work, playground=lambda: cannot)()
 
 
 async def test_commands_run_unconfined_is_a_warning_of_start_up(
@@ -346,3 +346,82 @@ def test_reading_plain_flags_loads_no_argparse() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+DEMO_IN_A_TERMINAL = """\
+import json, os, sys, threading
+import mm_tui.window.app as window_app
+
+class Probe(window_app.MMApp):
+    def on_ready(self):  # the first frame; MMApp.on_ready, which starts the boot, runs next
+        self.at_frame = {
+            "threads": sorted(t.name for t in threading.enumerate()),
+            "playgrounds": [n for n in os.listdir(os.environ["TMPDIR"]) if n.startswith(PREFIX)],
+        }
+
+    def attach(self, started):
+        super().attach(started)
+        report = {**self.at_frame, "cwd": str(started.engine.cwd), "now": os.getcwd()}
+        with open(os.environ["REPORT"], "w") as file:
+            json.dump(report, file)
+        self.exit(0)
+
+window_app.MMApp = Probe
+from mm_tui.cli import main
+sys.exit(main(["--demo"]))
+"""
+
+
+def test_the_demo_makes_its_playground_after_the_first_frame(tmp_path: Path) -> None:
+    """`mm --demo` in a terminal: nothing of the playground (its thread, its folder) is on the
+    way to the first frame; the boot makes it beside its imports, then works there."""
+    import os
+    import pty
+    import threading
+
+    temp, home, report = tmp_path / "tmp", tmp_path / "home", tmp_path / "report.json"
+    temp.mkdir()
+    home.mkdir()
+    code = f"PREFIX = {PLAYGROUND_PREFIX!r}\n{DEMO_IN_A_TERMINAL}"
+    env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home), "REPORT": str(report)}
+    env["TERM"] = "xterm-256color"
+    leader, follower = pty.openpty()
+    screen = bytearray()
+
+    def drain() -> None:  # the window's output, read so that it never blocks
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            screen.extend(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            cwd=tmp_path,
+            env=env,
+            start_new_session=True,
+        )
+        reader.start()
+        try:
+            proc.wait(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        os.close(follower)
+        reader.join(timeout=5)
+        os.close(leader)
+    assert proc.returncode == 0, bytes(screen[-2000:]).decode(errors="replace")
+    seen = json.loads(report.read_text())
+    assert seen["playgrounds"] == [] and "mm-playground" not in seen["threads"]
+    folder = Path(seen["cwd"])
+    assert folder.parent == temp and folder.name.startswith(PLAYGROUND_PREFIX)
+    assert (folder / "greet.py").is_file() and seen["now"] == seen["cwd"]
