@@ -1016,3 +1016,31 @@ def joined(chunks: list) -> list:
         else:
             out.append(chunk)
     return out
+
+
+async def test_a_request_after_the_first_looks_for_no_module(server, provider):
+    """Once the first request has loaded what the client needs, a request imports nothing:
+    every import it makes is of a module already loaded. (httpcore imports sniffio at every
+    lock it sets up; a missing one is searched for on sys.path each time, as Python does not
+    remember a failed import: mm installs it.)"""
+
+    class Looked:  # a finder first on sys.meta_path: Python asks it of every module not loaded
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            self.names.append(name)
+
+    server.script(Reply("one"), Reply("two"), Reply("three"))
+    async for _ in provider.stream([{"role": "user", "content": "hi"}], []):
+        pass
+    looked = Looked()
+    sys.meta_path.insert(0, looked)
+    try:
+        for _ in range(2):
+            async for _ in provider.stream([{"role": "user", "content": "hi"}], []):
+                pass
+    finally:
+        sys.meta_path.remove(looked)
+    assert len(server.requests) == 3
+    assert looked.names == []
