@@ -9,9 +9,8 @@ call slots, shows each change as it comes, keeps the finish reason and the usage
 ends the answer with the `StreamEnd` that carries the whole calls in index order. A call
 without a name is dropped, never guessed at.
 
-Ids are the model's, and models repeat them (the same id for two calls of one answer, or the
-`call_0` of every answer): `distinct_ids` gives each call of the conversation its own, since the
-result names its call by id and a strict server refuses a repeated one.
+Ids are the model's, and models repeat them: `call_ids.distinct_ids` gives each call of the
+conversation its own, once the answer is whole.
 
 A retried answer starts from the beginning, so the assembler also compares it with what earlier
 tries showed (`Replay`): nothing is ever shown twice.
@@ -24,7 +23,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
 from mm_tui.core.events import Usage
@@ -44,7 +42,6 @@ __all__ = [
     "ChunkAssembler",
     "Replay",
     "completion_chunks",
-    "distinct_ids",
     "merge_tool_piece",
     "stream_end",
 ]
@@ -353,31 +350,6 @@ def completion_chunks(data: dict[str, Any], next_call_id: Callable[[], str]) -> 
                         out.append(update)
     out.append(stream_end(finish, calls, data.get("usage"), next_call_id))
     return out
-
-
-def distinct_ids(
-    calls: tuple[ToolCall, ...], messages: Iterable[dict[str, Any]]
-) -> tuple[ToolCall, ...]:
-    """`calls` (an answer's) with an id of their own each: one the conversation so far
-    (`messages`) or an earlier call of the answer already has becomes `<id>-2`, `-3`... The
-    answer is recorded and its results sent with the new id, so call and result stay paired,
-    where a repeated id would make a strict server refuse the conversation and pair a result
-    with the wrong call when a session is shown again."""
-    taken: set[str] = set()
-    for message in messages:
-        for earlier in message.get("tool_calls") or ():
-            if isinstance(earlier, dict):
-                taken.add(str(earlier.get("id")))
-    out = []
-    for call in calls:
-        new = call.id
-        n = 1
-        while new in taken:
-            n += 1
-            new = f"{call.id}-{n}"
-        taken.add(new)
-        out.append(call if new == call.id else replace(call, id=new))
-    return tuple(out)
 
 
 def _as_text(value: Any) -> str:

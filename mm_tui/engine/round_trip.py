@@ -24,7 +24,7 @@ from mm_tui.core.events import (
 )
 from mm_tui.core.frozen import mutable
 from mm_tui.engine.ask_style import AskStyle
-from mm_tui.engine.chunk_assembly import distinct_ids
+from mm_tui.engine.call_ids import CallIds, distinct_ids
 from mm_tui.engine.context_keeper import ContextKeeper
 from mm_tui.engine.guards import RunawayDetector
 from mm_tui.engine.model_stream import (
@@ -72,6 +72,7 @@ class RoundTrip:
         self.recorder = recorder
         self.context = context
         self.server = server
+        self.call_ids = CallIds()  # the history's, kept as it grows
 
     @property
     def asking(self) -> AskStyle:
@@ -178,7 +179,7 @@ class RoundTrip:
         if answer.gate is not None:
             calls, content = _text_calls(content, calls, tools, answer.gate, emit)
         message: dict[str, Any] = {"role": "assistant", "content": content or None}
-        calls = distinct_ids(calls, session.messages) if calls else ()
+        calls = distinct_ids(calls, session.messages, self.call_ids) if calls else ()
         if calls:
             message["tool_calls"] = [
                 {

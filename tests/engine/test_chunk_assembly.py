@@ -25,7 +25,6 @@ from mm_tui.engine.chunk_assembly import (
     ChunkAssembler,
     Replay,
     completion_chunks,
-    distinct_ids,
     merge_tool_piece,
 )
 from mm_tui.engine.model_stream import (
@@ -230,24 +229,6 @@ def test_a_new_id_without_a_name_continues_the_call():
         pieces({"index": 0, "id": "a2", "function": {"arguments": ": 1}"}}),
     )
     assert end.tool_calls == (ToolCall("a", "bash", '{"c": 1}'),)
-
-
-def test_repeated_ids_become_distinct():
-    """Within an answer and against the conversation so far: the second `x` is `x-2`, and an
-    id an earlier answer used moves on to the next free number."""
-    earlier = [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "tool_calls": [{"id": "y"}, {"id": "y-2"}]},
-        {"role": "tool", "tool_call_id": "y"},
-    ]
-    calls = (ToolCall("x", "bash", "{}"), ToolCall("x", "bash", "1"), ToolCall("y", "a", ""))
-    assert distinct_ids(calls, earlier) == (
-        ToolCall("x", "bash", "{}"),
-        ToolCall("x-2", "bash", "1"),
-        ToolCall("y-3", "a", ""),
-    )
-    fresh = (ToolCall("z", "bash", "{}"),)
-    assert distinct_ids(fresh, earlier) == fresh
 
 
 def test_a_piece_that_changes_nothing_is_not_shown():
