@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,21 +29,24 @@ def project_key(cwd: Path) -> str:
     digits, `.`, `_`, `-` kept, at most 40) and 12 hex digits of the SHA-256 of its real path."""
     real = os.path.realpath(cwd)
     name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real))[:40].lstrip(".") or "root"
-    return f"{name}-{_sha256(os.fsencode(real)).hexdigest()[:12]}"
+    return f"{name}-{_sha256()(os.fsencode(real)).hexdigest()[:12]}"
 
 
-def _sha256(data: bytes) -> Any:
+@functools.cache
+def _sha256() -> Any:
     """SHA-256, from CPython's own implementation where it has one (`_sha2` from 3.12,
     `_sha256` before): the same digest as hashlib's, which loads OpenSSL's and whose import
-    cost the way to ready 1.5 to 2 ms (docs/performance.md). hashlib where neither is built."""
+    cost the way to ready 1.5 to 2 ms (docs/performance.md). hashlib where neither is built.
+    Looked for once: Python does not remember an import that failed, and searches sys.path
+    again at each."""
     try:
-        from _sha2 import sha256  # pyright: ignore[reportMissingImports]
-    except ImportError:
-        try:
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256  # pyright: ignore[reportMissingImports]
+        else:
             from _sha256 import sha256  # pyright: ignore[reportMissingImports]
-        except ImportError:
-            from hashlib import sha256
-    return sha256(data)
+    except ImportError:
+        from hashlib import sha256
+    return sha256
 
 
 def sessions_folders(

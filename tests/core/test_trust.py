@@ -400,6 +400,28 @@ def test_the_project_key_is_the_sha256_it_always_was(tmp_path: Path) -> None:
     assert project_key(Path("/")) == "root-8a5edab28263"
 
 
+def test_the_project_key_looks_for_no_missing_module(tmp_path: Path) -> None:
+    """Keys made again and again (each start, each undo store) import nothing that is not
+    there: a failed import is not remembered, and each searched sys.path again (a fresh
+    process, a finder first on sys.meta_path)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Looked:\n"
+        "    names = []\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        self.names.append(name)\n"
+        "from mm_tui.config.folders import project_key\n"
+        "sys.meta_path.insert(0, Looked())\n"
+        f"keys = {{project_key({str(tmp_path)!r}) for _ in range(3)}}\n"
+        "print(len(keys), sorted(n for n in Looked.names if n not in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "1 []"
+
+
 # --- a resumed session and the server its journal names ------------------------------------------
 
 
