@@ -102,7 +102,8 @@ test-load:
 	$(MAKE) test PYTEST_ARGS="--under-load $(PYTEST_ARGS)"
 
 # The benchmarks at their full sizes, where the figures come from (`make test` runs them quick).
-bench: $(TEST_STAMP) lsp-servers
+# bench_e2e needs the real model server, so a fresh clone builds it first (E2E_STAMP, below).
+bench: $(TEST_STAMP) lsp-servers $(E2E_STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 $(E2E_PYTHON):
