@@ -263,7 +263,7 @@ class MMApp(App[int]):
         self.main.attach(started, started.warnings + theme_warnings)
         self.ready_at = time.perf_counter()
         self.engine_ready.set()
-        self.collector.start(self)
+        self.collector.start(self, asyncio.get_running_loop().call_soon_threadsafe)
         self.main.run_queued()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -5,6 +5,7 @@ only what is new; a whole pass runs when nobody types; all is given back as the 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,16 +37,36 @@ class Clock:
         return self.now
 
 
-class Interval:
-    """A repeating timer that the test fires itself (`set_interval`'s part of the app)."""
+class Timers:
+    """One-shot timers that the test fires itself (`set_timer`'s part of the app), and the
+    wake-ups asked of the loop (`call_soon_threadsafe`'s part)."""
 
     def __init__(self) -> None:
-        self.callbacks: list[tuple[float, Callable[[], object]]] = []
-        self.stopped = False
+        self.set: list[Timer] = []
+        self.woken: list[Callable[[], object]] = []
 
-    def set_interval(self, interval: float, callback: Callable[[], object]) -> Interval:
-        self.callbacks.append((interval, callback))
-        return self
+    def set_timer(self, delay: float, callback: Callable[[], object]) -> Timer:
+        self.set.append(Timer(delay, callback))
+        return self.set[-1]
+
+    def wake(self, callback: Callable[[], object]) -> None:
+        self.woken.append(callback)
+
+    def pending(self) -> list[Timer]:
+        return [timer for timer in self.set if not timer.stopped]
+
+    def fire(self) -> float:
+        """Run the one timer pending; its delay."""
+        (timer,) = self.pending()
+        timer.stopped = True
+        timer.callback()
+        return timer.delay
+
+
+class Timer:
+    def __init__(self, delay: float, callback: Callable[[], object]) -> None:
+        self.delay, self.callback = delay, callback
+        self.stopped = False
 
     def stop(self) -> None:
         self.stopped = True
@@ -70,35 +91,72 @@ def young(count: int) -> None:
 def test_a_due_pass_runs_and_freezes_what_it_kept(
     collector_state: tuple[int, int, int],
 ) -> None:
-    """Python's automatic full passes are off; once the middle generation has been collected
-    as often as Python's threshold asks, a pass runs, whatever the keys, and what survives it
-    is frozen: the next pass walks only what was made since."""
-    clock, timers = Clock(), Interval()
+    """Python's automatic full passes are off; the collection of the middle generation that
+    makes a pass due (as often as Python's threshold asks) wakes the loop, once; the pass runs
+    then, whatever the keys, and what survives it is frozen: the next pass walks only what was
+    made since."""
+    clock, timers = Clock(), Timers()
     collector = FullPasses(clock)
-    collector.start(timers)
+    collector.start(timers, timers.wake)
     passes = Passes()
     gc.callbacks.append(passes)
     kept: list[list[int]] = []
     try:
         assert gc.get_threshold() == (*collector_state[:2], full_passes.OUT_OF_REACH)
-        assert [interval for interval, _ in timers.callbacks] == [full_passes.CHECK_EVERY]
+        assert [timer.delay for timer in timers.pending()] == [full_passes.FIRST_CHECK]
         assert not collector.check()  # nothing collected since: nothing to do
         young(full_passes.YOUNG_PASSES - 1)
-        assert not collector.check()
+        assert not timers.woken
         young(1)
+        young(2)  # more, before the loop runs the check: still one wake-up
+        assert len(timers.woken) == 1
         collector.key()  # typing: a due pass runs anyway, it is short
-        assert timers.callbacks[0][1]()  # the timer's check
+        timers.woken.pop()()  # the loop runs it
         assert len(passes.walked) == 1 and gc.get_freeze_count() > 0
         kept.extend([i] for i in range(10_000))  # new objects, after the freeze
         young(full_passes.YOUNG_PASSES)
+        assert len(timers.woken) == 1
         assert collector.check()
         assert len(passes.walked) == 2
         assert passes.walked[1] < 20_000 < gc.get_freeze_count()  # the frozen ones not walked
     finally:
         gc.callbacks.remove(passes)
         collector.stop()
-    assert gc.get_threshold() == collector_state and timers.stopped
+    assert gc.get_threshold() == collector_state and not timers.pending()
     assert gc.get_freeze_count() == 0
+    young(full_passes.YOUNG_PASSES)  # stopped: nothing counts them any more
+    assert len(timers.woken) == 1
+
+
+def test_an_idle_window_is_not_woken_once_its_whole_pass_is_done(
+    collector_state: tuple[int, int, int],
+) -> None:
+    """No timer repeats: the first check (the loading threads' freeze), then one for the
+    moment the whole pass can be due, moved on by a key that came meanwhile; once it ran,
+    nothing is set, and only a due pass (a collection) wakes the loop again."""
+    clock, timers = Clock(), Timers()
+    collector = FullPasses(clock)
+    collector.start(timers, timers.wake)
+    try:
+        clock.now += full_passes.FIRST_CHECK
+        assert timers.fire() == full_passes.FIRST_CHECK
+        assert collector.passes == 0  # the loading threads' freeze; then the whole pass's timer
+        clock.now += full_passes.WHOLE_EVERY - full_passes.FIRST_CHECK - 1
+        collector.key()
+        clock.now += 1
+        assert timers.fire() == full_passes.WHOLE_EVERY - full_passes.FIRST_CHECK
+        assert collector.passes == 0  # a key a moment ago: set again, for QUIET after it
+        clock.now += full_passes.QUIET - 1 - 0.05
+        assert timers.fire() == pytest.approx(full_passes.QUIET - 1)
+        assert collector.passes == 0  # the timer a little early: set again, shortly
+        clock.now += full_passes.MIN_DELAY
+        assert timers.fire() == full_passes.MIN_DELAY
+        assert collector.passes == 1  # the whole pass
+        assert not timers.pending() and not collector.timed
+        young(full_passes.YOUNG_PASSES - 1)
+        assert not timers.woken and not timers.pending()
+    finally:
+        collector.stop()
 
 
 def test_start_up_is_frozen_and_the_first_pass_walks_only_what_came_after(
@@ -108,11 +166,11 @@ def test_start_up_is_frozen_and_the_first_pass_walks_only_what_came_after(
     loading threads made after it: the first due pass (most often while the first answer
     streams) walks only what was made since; start-up's garbage waits for the first whole
     pass."""
-    clock, timers = Clock(), Interval()
+    clock, timers = Clock(), Timers()
     collector = FullPasses(clock)
     made = sum(len(gc.get_objects(g)) for g in range(3))  # this test process's, tens of thousands
     passes = Passes()
-    collector.start(timers)
+    collector.start(timers, timers.wake)
     gc.callbacks.append(passes)
     try:
         assert gc.get_freeze_count() >= made
@@ -139,9 +197,9 @@ def test_start_up_is_frozen_and_the_first_pass_walks_only_what_came_after(
 def test_a_whole_pass_waits_until_nobody_types(collector_state: tuple[int, int, int]) -> None:
     """What was frozen and became garbage since is freed by a whole pass, which walks all:
     only when no key came for a while, and not more often than WHOLE_EVERY."""
-    clock, timers = Clock(), Interval()
+    clock, timers = Clock(), Timers()
     collector = FullPasses(clock)
-    collector.start(timers)
+    collector.start(timers, timers.wake)
     passes = Passes()
     try:
         young(full_passes.YOUNG_PASSES)
@@ -175,6 +233,15 @@ async def test_the_window_takes_the_full_passes_once_ready_and_gives_them_back(
     async with app.run_test(size=(100, 30)) as pilot:
         await until(lambda: app.prompt_in_place, "ready", pilot=pilot)
         assert gc.get_threshold()[2] == full_passes.OUT_OF_REACH
+        # a due pass wakes the loop, from its own thread or another (a tool's, a loader's)
+        ran = app.collector.passes
+        young(full_passes.YOUNG_PASSES)
+        await until(lambda: app.collector.passes > ran, "the pass woken", pilot=pilot)
+        ran = app.collector.passes
+        worker = threading.Thread(target=young, args=(full_passes.YOUNG_PASSES,))
+        worker.start()
+        worker.join()
+        await until(lambda: app.collector.passes > ran, "woken by a thread", pilot=pilot)
         young(full_passes.YOUNG_PASSES)
         assert app.collector.check()  # a due pass, which freezes
         app.collector.clock = lambda: 1e9  # long after: a whole pass is due if nobody types
