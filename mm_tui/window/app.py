@@ -24,6 +24,7 @@ from mm_tui.window.terminal_keys import named_key
 from mm_tui.window.widgets.prompt_stand_in import COMMANDS
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
     from textual.screen import Screen
 
     from mm_tui.config import ProjectConfig
@@ -265,6 +266,18 @@ class MMApp(App[int]):
         self.engine_ready.set()
         self.collector.start(self, asyncio.get_running_loop().call_soon_threadsafe)
         self.main.run_queued()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, but on Linux and macOS one whose input thread does not poll
+        (`quiet_input.py`): an idle window is not woken ten times a second."""
+        driver = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if driver is LinuxDriver:
+            from mm_tui.window.quiet_input import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Textual's palette commands, but Maximize and Minimize: maximizing the transcript or
