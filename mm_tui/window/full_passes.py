@@ -138,7 +138,10 @@ class FullPasses:
         return True
 
     def _checked(self) -> None:
-        """A check the loop runs (woken, or at its timer), and the next timer set."""
+        """A check the loop runs (woken, or at its timer), and the next timer set; none once
+        stopped (a wake-up asked just before the stop would freeze what was given back)."""
+        if self._saved is None:
+            return
         self.check()
         self._plan()
 
