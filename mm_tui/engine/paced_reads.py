@@ -12,10 +12,10 @@ buffer. Nothing is lost or reordered: TCP holds the bytes, and the waits only ba
 
 Why 80 ms: what a streamed answer costs is mostly how often mm wakes (each wake-up of the event
 loop costs kernel and loop time, most of all on a virtual machine), and the window's frames come
-at most every 80 ms to 17 ms, as their cost allows (`window/frame_clock.py`); they fall in step
+at most every 60 ms to 17 ms, as their cost allows (`window/frame_clock.py`); they fall in step
 with the reads (FRAME_SLACK there), so a read's text is drawn in the same wake-up that read it.
-Its slowest frames must come at least as often as the reads: frames slower than the reads fall
-out of step with them, and a read's text then waits for a frame as well. The price: a token
+Its slowest frames must come more often than the reads: frames as slow as the reads or slower
+fall out of step with them, and a read's text then waits for a frame as well. The price: a token
 waits in the kernel up to 80 ms for its read (40 ms on average, which keeps the median from the
 server to the screen under 50 ms), and the text moves 12.5 times a second even when frames would
 be cheap enough for more. The figures, and where they were measured: docs/performance.md. Line

@@ -23,9 +23,12 @@ import asyncio
 from collections.abc import Callable
 
 MIN_FRAME = 1 / 60
-# At most the engine's READ_GAP (engine/paced_reads.py, not imported: it would bring httpcore
-# before the first frame): the slowest frames keep in step with the reads of a streamed answer.
-MAX_FRAME = 0.08
+# Three quarters of the engine's READ_GAP (engine/paced_reads.py, not imported: it would bring
+# httpcore before the first frame): the slowest frames keep in step with the reads of a streamed
+# answer, and a frame drawn between two reads (the turn's start, a tool line) delays one read's
+# text at most. At READ_GAP itself the frames gained on the reads only by a sleep's overshoot
+# (5 to 8 ms a read), and each of up to eight reads after such a frame waited most of a frame.
+MAX_FRAME = 0.06
 FRAME_COST_FACTOR = 45
 COST_FALL = 0.25
 # A frame due within this share of the frame interval is drawn now: waking the event loop

@@ -342,6 +342,46 @@ def test_the_slowest_frames_keep_in_step_with_the_paced_reads(
     assert late == [], f"reads that found no frame due: {late}"
 
 
+def test_a_frame_out_of_step_with_the_reads_delays_one_read_at_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A frame drawn between two reads (the turn's start, a tool line, anything but a read's
+    text) must not put the frames out of step with the reads for long. A read comes READ_GAP
+    and a few milliseconds after the last (a sleep's overshoot; 5 to 8 ms on this machine),
+    and its text waits for the frame due then. With the slowest frames as slow as the reads,
+    the frames gained on the reads by those few milliseconds a read only, and a run of up to
+    eight reads after such a frame each waited most of a frame (bench_e2e: the median from a
+    read to the screen 3 ms, its 95th percentile 52 to 59 ms)."""
+    from types import SimpleNamespace
+
+    from mm_tui.engine.paced_reads import READ_GAP
+    from mm_tui.window import frame_clock
+    from mm_tui.window.frame_clock import MAX_FRAME, FrameClock
+
+    now = [1000.0]
+    loop = SimpleNamespace(time=lambda: now[0])
+    monkeypatch.setattr(frame_clock, "asyncio", SimpleNamespace(get_running_loop=lambda: loop))
+    clock = FrameClock()
+    clock.running = True
+    clock.measured(1.0)  # a frame of a second: the interval is at its cap
+    assert clock.interval == MAX_FRAME
+    overshoot = 0.006
+    waits = []
+    for read in range(40):
+        read_at = 1000.0 + read * (READ_GAP + overshoot)
+        now[0] = read_at
+        wait = clock.due_in()
+        waits.append(round(wait * 1000))
+        now[0] = read_at + wait + 0.001  # its text drawn, at once or when its frame is due
+        clock.frame_begins()
+        if read == 10:
+            now[0] = read_at + READ_GAP / 2  # a frame of something else, between two reads
+            clock.frame_begins()
+    assert all(wait == 0 for wait in waits[:11]), waits
+    late = [wait for wait in waits[11:] if wait > 0]
+    assert len(late) <= 1, f"the waits after the frame out of step, in ms: {waits[11:]}"
+
+
 async def test_a_transcript_emptied_leaves_nothing_drawn(folder: Path) -> None:
     """An empty view that stays empty is not repainted (its first flush, after the first frame,
     only gives it its width); one that held lines and is emptied is, and shows none of them."""
