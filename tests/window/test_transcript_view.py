@@ -16,6 +16,7 @@ from support.window_helpers import make_app, screen_text, settle
 from textual import events
 
 from mm_tui.core.events import EngineError, ToolCallFinished
+from mm_tui.window.frame_clock import FrameClock
 from mm_tui.window.transcript.line_cache import LineCache
 from mm_tui.window.transcript.store import ToolItem
 from mm_tui.window.transcript.view import TranscriptView
@@ -308,6 +309,24 @@ async def test_the_frame_rate_adapts_to_what_a_frame_costs(
         assert min(intervals) >= MIN_FRAME
 
 
+def frame_clock_at_its_cap(monkeypatch: pytest.MonkeyPatch) -> tuple[FrameClock, list[float]]:
+    """A running frame clock whose frames cost so much that its interval is at MAX_FRAME, on a
+    loop time the test moves itself (`now[0]`)."""
+    from types import SimpleNamespace
+
+    from mm_tui.window import frame_clock
+    from mm_tui.window.frame_clock import MAX_FRAME
+
+    now = [1000.0]
+    loop = SimpleNamespace(time=lambda: now[0])
+    monkeypatch.setattr(frame_clock, "asyncio", SimpleNamespace(get_running_loop=lambda: loop))
+    clock = FrameClock()
+    clock.running = True
+    clock.measured(1.0)  # a frame of a second: the interval is at its cap
+    assert clock.interval == MAX_FRAME
+    return clock, now
+
+
 def test_the_slowest_frames_keep_in_step_with_the_paced_reads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -318,19 +337,9 @@ def test_the_slowest_frames_keep_in_step_with_the_paced_reads(
     as for its read. Driven on the clock's own terms: a read returns, its frame begins a few
     milliseconds later, the next read returns READ_GAP after the last (a little later, as a
     sleep does)."""
-    from types import SimpleNamespace
-
     from mm_tui.engine.paced_reads import READ_GAP
-    from mm_tui.window import frame_clock
-    from mm_tui.window.frame_clock import MAX_FRAME, FrameClock
 
-    now = [1000.0]
-    loop = SimpleNamespace(time=lambda: now[0])
-    monkeypatch.setattr(frame_clock, "asyncio", SimpleNamespace(get_running_loop=lambda: loop))
-    clock = FrameClock()
-    clock.running = True
-    clock.measured(1.0)  # a frame of a second: the interval is at its cap
-    assert clock.interval == MAX_FRAME
+    clock, now = frame_clock_at_its_cap(monkeypatch)
     late = []
     for read in range(50):
         if clock.due_in() == 0:
@@ -352,19 +361,9 @@ def test_a_frame_out_of_step_with_the_reads_delays_one_read_at_most(
     the frames gained on the reads by those few milliseconds a read only, and a run of up to
     eight reads after such a frame each waited most of a frame (bench_e2e: the median from a
     read to the screen 3 ms, its 95th percentile 52 to 59 ms)."""
-    from types import SimpleNamespace
-
     from mm_tui.engine.paced_reads import READ_GAP
-    from mm_tui.window import frame_clock
-    from mm_tui.window.frame_clock import MAX_FRAME, FrameClock
 
-    now = [1000.0]
-    loop = SimpleNamespace(time=lambda: now[0])
-    monkeypatch.setattr(frame_clock, "asyncio", SimpleNamespace(get_running_loop=lambda: loop))
-    clock = FrameClock()
-    clock.running = True
-    clock.measured(1.0)  # a frame of a second: the interval is at its cap
-    assert clock.interval == MAX_FRAME
+    clock, now = frame_clock_at_its_cap(monkeypatch)
     overshoot = 0.006
     waits = []
     for read in range(40):
