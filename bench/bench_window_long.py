@@ -243,7 +243,7 @@ async def child(tools: int) -> dict[str, float]:
         # window's collector's (MMApp.attach); the app's boot here never returns, so neither
         # happens by itself
         gc.freeze()
-        app.collector.start(app, asyncio.get_running_loop().call_soon_threadsafe)
+        app.collector.start(app)
         session = Session(app, FrameProbe(app.screen, app.main.view))
         await asyncio.sleep(GAP)  # the load is drawn at once, not when the first frames allow
         await session.load(tools, out)

@@ -264,7 +264,7 @@ class MMApp(App[int]):
         self.main.attach(started, started.warnings + theme_warnings)
         self.ready_at = time.perf_counter()
         self.engine_ready.set()
-        self.collector.start(self, asyncio.get_running_loop().call_soon_threadsafe)
+        self.collector.start(self)
         self.main.run_queued()
 
     def get_driver_class(self) -> type[Driver]:

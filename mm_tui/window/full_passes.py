@@ -29,6 +29,7 @@ and ACP keep Python's own collector: nobody types into them while they work."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from collections.abc import Callable
@@ -69,12 +70,17 @@ class FullPasses:
         self._wake: Callable[[Callable[[], object]], object] | None = None
         self._timer: Timer | None = None
 
-    def start(self, app: Timers, wake: Callable[[Callable[[], object]], object]) -> None:
-        """Take over the full passes from Python (once: again does nothing). `wake` has a
-        callback run on the window's loop soon, from any thread (the loop's
-        `call_soon_threadsafe`): a collection that makes a pass due may run in any thread."""
+    def start(
+        self, app: Timers, wake: Callable[[Callable[[], object]], object] | None = None
+    ) -> None:
+        """Take over the full passes from Python (once: again does nothing), from the window's
+        loop. `wake` has a callback run on that loop soon, from any thread (by default the
+        running loop's `call_soon_threadsafe`): a collection that makes a pass due may run in
+        any thread."""
         if self._saved is not None:
             return
+        if wake is None:
+            wake = asyncio.get_running_loop().call_soon_threadsafe
         self._saved = gc.get_threshold()
         gc.set_threshold(self._saved[0], self._saved[1], OUT_OF_REACH)
         # Start-up's objects are frozen as they are (a splice of lists, not a pass): the first
@@ -105,11 +111,6 @@ class FullPasses:
             self._timer.stop()
             self._timer = None
         self._timers = self._wake = None
-
-    @property
-    def timed(self) -> bool:
-        """Whether a timed check is set (none once an idle window's whole pass is done)."""
-        return self._timer is not None
 
     def key(self) -> None:
         self._last_key = self.clock()
